@@ -1,0 +1,7 @@
+#include "launcher/version.h"
+
+namespace podrun {
+
+std::string_view Version() { return PODRUN_VERSION; }
+
+}  // namespace podrun
