@@ -1,0 +1,176 @@
+// Encoding, appending and reading of sequenced log records (see log_record.h).
+#include "proto/log_record.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+namespace podrun {
+namespace {
+
+constexpr uint8_t kMagic0 = 'P';
+constexpr uint8_t kMagic1 = 'R';
+constexpr uint8_t kFormatVersion = 1;
+constexpr size_t kCrcOffset = 24;
+
+template <typename T>
+void PutLe(char* out, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i) {
+    out[i] = static_cast<char>(static_cast<uint64_t>(value) >> (8 * i));
+  }
+}
+
+template <typename T>
+T GetLe(const char* in) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) {
+    value |= static_cast<uint64_t>(static_cast<uint8_t>(in[i])) << (8 * i);
+  }
+  return static_cast<T>(value);
+}
+
+uint32_t Crc(const char* header, const char* data, size_t data_len) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(header), kCrcOffset);
+  // zlib takes uInt lengths; records are at most 16 MiB, so one call suffices.
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(data_len));
+  return static_cast<uint32_t>(crc);
+}
+
+// Reads exactly `len` bytes at `offset` unless the file ends first; returns bytes read.
+size_t PreadFull(int fd, char* buf, size_t len, uint64_t offset) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd, buf + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "read log");
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+struct Header {
+  LogStream stream;
+  uint32_t length;
+  uint64_t seq;
+  int64_t time_ns;
+  uint32_t crc;
+};
+
+// Parses a header; false if it is not a valid one.
+bool ParseHeader(const char* h, Header* out) {
+  if (static_cast<uint8_t>(h[0]) != kMagic0 || static_cast<uint8_t>(h[1]) != kMagic1 ||
+      static_cast<uint8_t>(h[2]) != kFormatVersion || static_cast<uint8_t>(h[3]) > 1) {
+    return false;
+  }
+  out->stream = static_cast<LogStream>(h[3]);
+  out->length = GetLe<uint32_t>(h + 4);
+  out->seq = GetLe<uint64_t>(h + 8);
+  out->time_ns = GetLe<int64_t>(h + 16);
+  out->crc = GetLe<uint32_t>(h + kCrcOffset);
+  return out->length <= kMaxLogRecordDataBytes && out->seq != 0;
+}
+
+}  // namespace
+
+std::string EncodeLogRecord(const LogRecord& record) {
+  if (record.data.size() > kMaxLogRecordDataBytes) {
+    throw std::invalid_argument("log record larger than 16 MiB");
+  }
+  std::string out(kLogRecordHeaderBytes + record.data.size(), '\0');
+  char* h = out.data();
+  h[0] = static_cast<char>(kMagic0);
+  h[1] = static_cast<char>(kMagic1);
+  h[2] = static_cast<char>(kFormatVersion);
+  h[3] = static_cast<char>(record.stream);
+  PutLe<uint32_t>(h + 4, static_cast<uint32_t>(record.data.size()));
+  PutLe<uint64_t>(h + 8, record.seq);
+  PutLe<int64_t>(h + 16, record.time_ns);
+  std::memcpy(h + kLogRecordHeaderBytes, record.data.data(), record.data.size());
+  PutLe<uint32_t>(h + kCrcOffset, Crc(h, record.data.data(), record.data.size()));
+  return out;
+}
+
+void AppendRecord(int fd, const LogRecord& record) {
+  const std::string bytes = EncodeLogRecord(record);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "append log record");
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+LogReader::LogReader(std::filesystem::path path, uint64_t from_seq)
+    : path_(std::move(path)), from_seq_(from_seq) {}
+
+bool LogReader::OpenIfPresent() {
+  if (fd_) return true;
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    throw std::system_error(errno, std::generic_category(), "open " + path_.string());
+  }
+  fd_.reset(fd);
+  return true;
+}
+
+std::vector<LogRecord> LogReader::ReadSome(size_t max_data_bytes) {
+  std::vector<LogRecord> records;
+  if (!OpenIfPresent()) return records;
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) != 0) {
+    throw std::system_error(errno, std::generic_category(), "stat " + path_.string());
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  size_t data_bytes = 0;
+  char h[kLogRecordHeaderBytes];
+  while (data_bytes < max_data_bytes && offset_ + kLogRecordHeaderBytes <= file_size) {
+    if (PreadFull(fd_.get(), h, sizeof h, offset_) < sizeof h) break;
+    Header header;
+    if (!ParseHeader(h, &header)) break;
+    const uint64_t end = offset_ + kLogRecordHeaderBytes + header.length;
+    if (end > file_size) break;  // not completely written yet
+    if (header.seq < from_seq_) {  // skip without reading the data
+      offset_ = end;
+      last_seq_ = header.seq;
+      continue;
+    }
+    LogRecord record{header.seq, header.time_ns, header.stream, std::string(header.length, '\0')};
+    if (PreadFull(fd_.get(), record.data.data(), header.length,
+                  offset_ + kLogRecordHeaderBytes) < header.length) {
+      break;
+    }
+    if (Crc(h, record.data.data(), record.data.size()) != header.crc) break;  // torn
+    offset_ = end;
+    last_seq_ = header.seq;
+    data_bytes += record.data.size();
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+uint64_t LastSeqInLog(const std::filesystem::path& path) {
+  // Skipping reads only headers (complete by length; CRCs are not checked).
+  LogReader reader(path, UINT64_MAX);
+  while (true) {
+    uint64_t before = reader.offset();
+    reader.ReadSome();
+    if (reader.offset() == before) break;
+  }
+  return reader.last_seq();
+}
+
+}  // namespace podrun
