@@ -1,0 +1,89 @@
+// The job spec of `podrun launch` (CONTRACT.md, "The spec (YAML)"): its data, and the parser
+// that validates it and points at the offending line and column when it is wrong.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace podrun {
+
+// The spec's `pod:` section: any POD OPTION by its long name. Every field is optional so that
+// options given on the command line can win over the spec.
+struct PodSettings {
+  // `[user@]host[:port]` entries in rank order, kept verbatim (a YAML list or a comma string).
+  std::optional<std::vector<std::string>> hosts;
+  std::optional<std::string> tpu;
+  std::optional<std::string> zone;
+  std::optional<std::string> project;
+  std::optional<bool> internal_ip;
+  std::optional<int> local;            // number of local workers, >= 1
+  std::optional<std::string> workers;  // index list, e.g. "0,2-3" (syntax checked)
+  std::optional<std::string> user;
+  std::optional<int> port;  // 1..65535
+  std::optional<std::string> identity;
+  std::optional<std::string> ssh_config;
+  std::optional<std::string> known_hosts;
+  std::optional<bool> strict_host_keys;
+  std::optional<int> fanout;           // >= 1
+  std::optional<int> connect_timeout;  // seconds, >= 1
+};
+
+enum class MountType { kNfs, kGcsfuse, kSshfs, kBind };
+
+// "nfs", "gcsfuse", "sshfs", "bind".
+const char* MountTypeName(MountType type);
+
+// One entry of `mounts:`. Which fields are set depends on the type:
+// nfs: server, export_path, path; gcsfuse: bucket, path; sshfs and bind: source, path.
+struct Mount {
+  MountType type = MountType::kBind;
+  std::string server;
+  std::string export_path;  // the YAML key `export`
+  std::string bucket;
+  std::string source;
+  std::string path;                    // the mount point on the worker (absolute or ~/...)
+  std::optional<std::string> options;  // mount options; a YAML list is joined with ','
+};
+
+enum class OnFailure { kStopAll, kContinue };
+
+// A parsed, validated spec. Defaults are those of the contract.
+struct JobSpec {
+  std::string name;  // default: the spec file's stem
+  PodSettings pod;
+  std::string workdir = "~";
+  std::map<std::string, std::string> env;  // scalars keep their text: `N: 3` gives "3"
+  std::vector<std::string> secret_env;     // names only; values come from the launcher's env
+  std::vector<Mount> mounts;
+  std::string setup;  // empty: no setup
+  std::string run;    // never empty
+  OnFailure on_failure = OnFailure::kStopAll;
+  int restarts = 0;
+  int grace_seconds = 10;
+  int stall_seconds = 0;  // 0: no stall detection
+  int coordinator_port = 8476;
+  bool free_accelerators = true;
+
+  std::string text;  // the spec's source text, as read (the job store keeps it)
+  std::string path;  // the file it was read from, as given
+};
+
+// Parses and validates a spec file. Throws podrun::Error (ExitCode::kUsage) when the file cannot
+// be read or the spec is invalid; the message starts with "path:line:col: " (1-based), followed
+// by the offending source line and a caret under the column.
+JobSpec ParseSpecFile(const std::string& path);
+
+// As ParseSpecFile, for text already in memory; `file_name` is used in messages and for the
+// default name.
+JobSpec ParseSpecText(const std::string& text, const std::string& file_name);
+
+// True for a name usable as a job name (`name:` or `-n`): [A-Za-z0-9][A-Za-z0-9._-]*, at most
+// 64 characters.
+bool IsValidJobName(const std::string& name);
+
+// True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool IsValidEnvName(const std::string& name);
+
+}  // namespace podrun
