@@ -1,0 +1,163 @@
+// Subcommand table, help, and the top-level error handling of podrun.
+#include "launcher/cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "launcher/error.h"
+#include "launcher/exec_command.h"
+#include "launcher/labelled_output.h"
+#include "launcher/pod_options.h"
+#include "launcher/version.h"
+
+namespace podrun {
+namespace {
+
+// A handler parses its own arguments (argv[0] is the command's name) and runs the command.
+using Handler = std::function<ExitCode(int argc, char** argv)>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  Handler run;
+};
+
+void PrintError(const std::string& message) {
+  WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
+}
+
+// Parses with CLI11; --help prints and returns 0, a bad option throws Error(kUsage).
+// Returns true when the command should run.
+bool Parse(CLI::App& app, int argc, char** argv, ExitCode* help_exit) {
+  try {
+    app.parse(argc, argv);
+    return true;
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    *help_exit = ExitCode::kOk;
+    return false;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    *help_exit = ExitCode::kOk;
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(fmt::format("{} (see 'podrun {} --help')", e.what(), app.get_name()));
+  }
+}
+
+ExitCode ExecMain(int argc, char** argv) {
+  CLI::App app("Run COMMAND through the login shell on every selected worker, in parallel.\n"
+               "Each output line is printed as '[wK] text'. Needs no agent.",
+               "exec");
+  PodSettings settings;
+  AddPodOptions(app, settings);
+  ExecRequest request;
+  app.add_flag("--json", request.json, "One JSON object per worker at the end");
+  app.add_option("command", request.command, "The command (after --)")->expected(-1);
+  app.footer("Example: podrun exec --hosts @pod.txt -w 0-3 -- nproc");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  if (request.command.empty()) throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
+  request.pod = ResolvePod(settings);
+  if (request.pod.local > 0) throw UsageError("exec --local is not available yet");
+  return RunExec(request);
+}
+
+ExitCode HelpMain(int argc, char** argv);
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"exec", "run a command on every worker, output labelled [wK]", ExecMain},
+      {"help", "show help for podrun or a command", HelpMain},
+  };
+  return commands;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string Usage() {
+  std::string out = fmt::format(
+      "podrun {} — run one job on every worker of a multi-host accelerator pod\n\n"
+      "usage: podrun COMMAND [OPTIONS]\n\ncommands:\n",
+      Version());
+  for (const Command& c : Commands()) out += fmt::format("  {:<8} {}\n", c.name, c.summary);
+  out += "\n'podrun help COMMAND' or 'podrun COMMAND --help' explains a command.\n";
+  return out;
+}
+
+ExitCode HelpMain(int argc, char** argv) {
+  if (argc < 2) {
+    std::cout << Usage();
+    return ExitCode::kOk;
+  }
+  const Command* command = FindCommand(argv[1]);
+  if (command == nullptr) throw UsageError(fmt::format("unknown command '{}'", argv[1]));
+  std::string name = command->name;
+  std::string help = "--help";
+  char* args[] = {name.data(), help.data()};
+  return command->run(2, args);
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      WriteAll(STDERR_FILENO, Usage());
+      return static_cast<int>(ExitCode::kUsage);
+    }
+    std::string name = argv[1];
+    if (name == "--version" || name == "-V" || name == "version") {
+      std::cout << "podrun " << Version() << "\n";
+      return 0;
+    }
+    if (name == "--help" || name == "-h") {
+      std::cout << Usage();
+      return 0;
+    }
+    const Command* command = FindCommand(name);
+    if (command == nullptr) {
+      std::string message = fmt::format("unknown command '{}'", name);
+      for (const Command& c : Commands()) {
+        if (EditDistance(name, c.name) <= 2) message += fmt::format(" (did you mean '{}'?)", c.name);
+      }
+      throw UsageError(message + "; run 'podrun help' for the list");
+    }
+    return static_cast<int>(command->run(argc - 1, argv + 1));
+  } catch (const Error& e) {
+    PrintError(e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    PrintError(fmt::format("internal error: {}", e.what()));
+    return static_cast<int>(ExitCode::kFailed);
+  }
+}
+
+}  // namespace podrun

@@ -1,0 +1,71 @@
+// Line-labelled output of workers.
+#include "launcher/labelled_output.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace podrun {
+
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+LabelledOutput::LabelledOutput(int out_fd, int err_fd, bool color, bool prefix)
+    : fds_{out_fd, err_fd}, color_(color), prefix_(prefix) {}
+
+bool LabelledOutput::ShouldColor(int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  return ::isatty(fd) && (no_color == nullptr || *no_color == '\0');
+}
+
+std::string LabelledOutput::Label(int worker) const {
+  if (!prefix_) return "";
+  std::string label = "[w" + std::to_string(worker) + "] ";
+  if (!color_) return label;
+  static constexpr int kColors[] = {36, 32, 33, 35, 34, 31, 96, 92, 93, 95, 94, 91};
+  int color = kColors[worker % (sizeof(kColors) / sizeof(kColors[0]))];
+  return "\x1b[" + std::to_string(color) + "m[w" + std::to_string(worker) + "]\x1b[0m ";
+}
+
+void LabelledOutput::Emit(int worker, Stream stream, std::string_view line) {
+  std::string& out = pending_[static_cast<int>(stream)];
+  out += Label(worker);
+  out.append(line);
+  out += '\n';
+}
+
+void LabelledOutput::Flush(Stream stream) {
+  std::string& out = pending_[static_cast<int>(stream)];
+  if (out.empty()) return;
+  WriteAll(fds_[static_cast<int>(stream)], out);
+  out.clear();
+}
+
+void LabelledOutput::Write(int worker, Stream stream, std::string_view data) {
+  splitters_[static_cast<int>(stream)][worker].Feed(
+      data, [&](std::string_view line) { Emit(worker, stream, line); });
+  Flush(stream);
+}
+
+void LabelledOutput::Finish(int worker) {
+  for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+    auto& splitters = splitters_[static_cast<int>(stream)];
+    auto it = splitters.find(worker);
+    if (it == splitters.end()) continue;
+    it->second.Finish([&](std::string_view line) { Emit(worker, stream, line); });
+    splitters.erase(it);
+    Flush(stream);
+  }
+}
+
+}  // namespace podrun

@@ -1,0 +1,47 @@
+// Prints workers' output line by line as "[wK] text": stdout lines to one fd, stderr lines
+// to another, each line whole (never mixed with another worker's), the label coloured if
+// asked. Single-threaded: call from the event loop only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "launcher/line_splitter.h"
+
+namespace podrun {
+
+enum class Stream { kStdout = 0, kStderr = 1 };
+
+class LabelledOutput {
+ public:
+  // `color`: label with ANSI colours. `prefix`: false prints the text alone (logs --no-prefix).
+  LabelledOutput(int out_fd, int err_fd, bool color, bool prefix = true);
+
+  // Prints the complete lines in `data`; a partial line is held until its newline or Finish.
+  void Write(int worker, Stream stream, std::string_view data);
+
+  // Prints the held partial lines of `worker` (a final line without newline).
+  void Finish(int worker);
+
+  // The label printed before a line of `worker`, e.g. "[w3] ".
+  std::string Label(int worker) const;
+
+  // True when stdout is a terminal and NO_COLOR is unset (CONTRACT.md, Output).
+  static bool ShouldColor(int fd);
+
+ private:
+  void Emit(int worker, Stream stream, std::string_view line);
+  void Flush(Stream stream);
+
+  int fds_[2];
+  bool color_;
+  bool prefix_;
+  std::string pending_[2];
+  std::map<int, LineSplitter> splitters_[2];
+};
+
+// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on error.
+bool WriteAll(int fd, std::string_view data);
+
+}  // namespace podrun
