@@ -1,0 +1,182 @@
+// Integration tests of `podrun exec` against a real 8-worker testpod (sshd in namespaces).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "tests/run_command.h"
+#include "tests/testpod.h"
+
+namespace podrun::testing {
+namespace {
+
+constexpr int kWorkers = 8;
+constexpr int kPodId = 11;
+
+class ExecTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { pod_ = std::make_unique<TestPod>(kWorkers, kPodId); }
+  static void TearDownTestSuite() { pod_.reset(); }
+
+  // `podrun exec` against the pod with the given extra options; stderr merged unless asked.
+  static CommandResult Exec(const std::string& options, const std::string& command,
+                            bool merge_stderr = true) {
+    std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
+                       " -i " + pod_->identity() + " --known-hosts " + pod_->known_hosts() +
+                       " " + options + " -- " + ShellQuote(command);
+    return RunCommand(line, merge_stderr);
+  }
+
+  static std::unique_ptr<TestPod> pod_;
+};
+
+std::unique_ptr<TestPod> ExecTest::pod_;
+
+TEST_F(ExecTest, EveryWorkerAnswersWithItsLabel) {
+  CommandResult r = Exec("", "hostname", /*merge_stderr=*/false);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    std::string line = "[w" + std::to_string(i) + "] w" + std::to_string(i) + "\n";
+    EXPECT_NE(std::string::npos, r.output.find(line)) << r.output;
+  }
+  EXPECT_EQ(kWorkers, std::count(r.output.begin(), r.output.end(), '\n'));
+}
+
+TEST_F(ExecTest, StderrLinesGoToStderr) {
+  CommandResult r = Exec("-w 0", "echo out; echo err >&2", /*merge_stderr=*/false);
+  EXPECT_EQ(0, r.exit_code);
+  EXPECT_EQ("[w0] out\n", r.output);
+}
+
+TEST_F(ExecTest, OneFailingWorkerGivesExit1) {
+  CommandResult r = Exec("", "test $(hostname) != w5");
+  EXPECT_EQ(1, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("w5 (exit code 1)")) << r.output;
+}
+
+TEST_F(ExecTest, WorkerListKeepsPodWideIndexes) {
+  CommandResult r = Exec("-w 2,5-6", "hostname", /*merge_stderr=*/false);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_EQ("[w2] w2\n[w5] w5\n[w6] w6\n", [&] {
+    std::vector<std::string> lines;
+    std::istringstream in(r.output);
+    for (std::string l; std::getline(in, l);) lines.push_back(l + "\n");
+    std::sort(lines.begin(), lines.end());
+    std::string out;
+    for (auto& l : lines) out += l;
+    return out;
+  }());
+}
+
+TEST_F(ExecTest, JsonGivesOneObjectPerWorker) {
+  CommandResult r = Exec("-w 1,3 --json", "hostname; echo e >&2; exit 4", false);
+  EXPECT_EQ(1, r.exit_code);
+  EXPECT_NE(std::string::npos, r.output.find("\"worker\":1")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("\"stdout\":\"w3\\n\"")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("\"stderr\":\"e\\n\"")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("\"exit_code\":4")) << r.output;
+  EXPECT_EQ(2, std::count(r.output.begin(), r.output.end(), '\n'));
+}
+
+TEST_F(ExecTest, UnreachableWorkerGivesExit3WithinTimeoutOthersComplete) {
+  pod_->Cut(3);
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r = Exec("--connect-timeout 2", "hostname");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  pod_->Heal(3);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_LT(seconds, 2 + 2.0) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("w3 (" + pod_->hosts()[3])) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("timed out")) << r.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    if (i == 3) continue;
+    std::string line = "[w" + std::to_string(i) + "] w" + std::to_string(i) + "\n";
+    EXPECT_NE(std::string::npos, r.output.find(line)) << r.output;
+  }
+}
+
+TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {
+  // A known_hosts in which worker 4's address carries another key.
+  std::string dir = ::testing::TempDir() + "/changed-key";
+  RunCommand("rm -rf " + dir + " && mkdir -p " + dir + " && ssh-keygen -q -t ed25519 -N '' -f " +
+             dir + "/other");
+  std::string address = pod_->address(4);
+  std::string other_key = RunCommand("cut -d' ' -f1,2 " + dir + "/other.pub").output;
+  other_key.pop_back();
+  RunCommand("grep -v '^" + address + " ' " + pod_->known_hosts() + " > " + dir +
+             "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir +
+             "/known_hosts");
+  std::string fingerprint =
+      RunCommand("ssh-keygen -lf " + pod_->dir() + "/w4/ssh_host_ed25519_key.pub | cut -d' ' -f2")
+          .output;
+  fingerprint.pop_back();
+  pod_->Exec(4, "rm -f /tmp/ran");
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
+                     " -i " + pod_->identity() + " --known-hosts " + dir +
+                     "/known_hosts -- 'touch /tmp/ran; hostname'";
+  CommandResult r = RunCommand(line);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED for " + address)) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("ssh-ed25519")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find(fingerprint)) << r.output << fingerprint;
+  EXPECT_EQ(std::string::npos, r.output.find("[w4]")) << r.output;
+  EXPECT_NE(0, pod_->Exec(4, "test -e /tmp/ran").exit_code);
+  EXPECT_EQ(0, pod_->Exec(5, "test -e /tmp/ran").exit_code);
+}
+
+TEST_F(ExecTest, StrictHostKeysRefusesUnknownHostsElseRecordsThem) {
+  std::string known = ::testing::TempDir() + "/empty_known_hosts";
+  RunCommand("rm -f " + known);
+  std::string base = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
+                     " -i " + pod_->identity() + " --known-hosts " + known + " -w 0-1 ";
+  CommandResult strict = RunCommand(base + "--strict-host-keys -- hostname");
+  EXPECT_EQ(3, strict.exit_code) << strict.output;
+  EXPECT_NE(std::string::npos, strict.output.find("unknown host key")) << strict.output;
+  EXPECT_EQ(std::string::npos, strict.output.find("[w0]")) << strict.output;
+
+  CommandResult accept_new = RunCommand(base + "-- hostname");
+  EXPECT_EQ(0, accept_new.exit_code) << accept_new.output;
+  CommandResult now_known = RunCommand(base + "--strict-host-keys -- hostname");
+  EXPECT_EQ(0, now_known.exit_code) << now_known.output;
+}
+
+TEST_F(ExecTest, SshConfigAliasesWork) {
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts w1,w2 -F " +
+                     pod_->ssh_config() + " --known-hosts " + pod_->known_hosts() +
+                     " -- hostname";
+  CommandResult r = RunCommand(line, false);
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] w1")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] w2")) << r.output;
+}
+
+TEST_F(ExecTest, HundredMegabytesPerWorkerArriveCompleteAndUnmixed) {
+  // 1,000,000 lines of 100 bytes per worker: "wK " + 96 digits + newline.
+  std::string out = ::testing::TempDir() + "/exec-100mb.txt";
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
+                     " -i " + pod_->identity() + " --known-hosts " + pod_->known_hosts() +
+                     " -w 0-3 -- 'yes \"$(hostname) $(printf %096d 0)\" | head -c 100000000' > " +
+                     out;
+  CommandResult r = RunCommand(line);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  // Every line is whole and labelled with the worker that wrote it.
+  CommandResult mixed = RunCommand("grep -c -v -E '^\\[w([0-3])\\] w\\1 0{96}$' " + out);
+  EXPECT_EQ("0\n", mixed.output);
+  for (int i = 0; i < 4; ++i) {
+    std::string w = "w" + std::to_string(i);
+    std::string got = RunCommand("grep '^\\[" + w + "\\] ' " + out + " | cut -c6- | sha256sum")
+                          .output;
+    std::string want = RunCommand("yes \"" + w + " $(printf %096d 0)\" | head -c 100000000 | "
+                                  "sha256sum")
+                           .output;
+    EXPECT_EQ(want, got) << w;
+  }
+  RunCommand("rm -f " + out);
+}
+
+}  // namespace
+}  // namespace podrun::testing
