@@ -407,7 +407,12 @@ class Parser {
       }
       if (name == "hosts") {
         std::vector<std::string> hosts;
-        for (auto& [entry, mark] : List(k, v, true)) {
+        auto entries = List(k, v, true);
+        for (auto& [entry, mark] : entries) {
+          if (entry.size() > 1 && entry[0] == '@' && entries.size() == 1) {  // @FILE
+            hosts.push_back(entry);
+            continue;
+          }
           std::string problem = HostEntryProblem(entry);
           if (!problem.empty()) Fail(mark, "bad host '" + entry + "': " + problem);
           hosts.push_back(entry);

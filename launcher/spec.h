@@ -12,7 +12,8 @@ namespace podrun {
 // The spec's `pod:` section: any POD OPTION by its long name. Every field is optional so that
 // options given on the command line can win over the spec.
 struct PodSettings {
-  // `[user@]host[:port]` entries in rank order, kept verbatim (a YAML list or a comma string).
+  // `[user@]host[:port]` entries in rank order, kept verbatim (a YAML list or a comma string);
+  // or a single "@FILE" entry naming a host file, as `--hosts @FILE` does.
   std::optional<std::vector<std::string>> hosts;
   std::optional<std::string> tpu;
   std::optional<std::string> zone;

@@ -118,6 +118,10 @@ TEST(Spec, TpuAndLocalPods) {
   EXPECT_EQ(4, local.pod.local);
   JobSpec comma = ParseSpecText("pod: {hosts: 'a, b:2022,u@c'}\nrun: x\n", "s.yaml");
   EXPECT_EQ((std::vector<std::string>{"a", "b:2022", "u@c"}), *comma.pod.hosts);
+  JobSpec file = ParseSpecText("pod: {hosts: '@pod.txt'}\nrun: x\n", "s.yaml");
+  EXPECT_EQ(std::vector<std::string>{"@pod.txt"}, *file.pod.hosts);
+  EXPECT_NE(std::string::npos,
+            ParseError("pod: {hosts: ['@pod.txt', b]}\nrun: x\n").find("bad host '@pod.txt'"));
 }
 
 TEST(Spec, Defaults) {
