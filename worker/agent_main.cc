@@ -1,0 +1,147 @@
+// podrun-agent: the worker agent's entry point — a table of subcommands, each a thin
+// parser in front of serve.h / dial_stdio.h.
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/protocol_version.h"
+#include "worker/dial_stdio.h"
+#include "worker/serve.h"
+
+namespace podrun::agent {
+namespace {
+
+struct Command {
+  std::string_view name;
+  std::string_view usage;
+  std::string_view help;
+  std::function<int(const std::vector<std::string>&)> run;
+};
+
+int UsageError(const std::string& message, std::string_view usage) {
+  std::fprintf(stderr, "podrun-agent: %s\nusage: podrun-agent %.*s\n", message.c_str(),
+               static_cast<int>(usage.size()), usage.data());
+  return 2;
+}
+
+// Levenshtein distance, for "did you mean".
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Parses "--home DIR"; true if `args[*i]` was it (and advances *i).
+bool TakeHome(const std::vector<std::string>& args, size_t* i, std::filesystem::path* home,
+              std::string* error) {
+  if (args[*i] != "--home" && !args[*i].starts_with("--home=")) return false;
+  if (args[*i] == "--home") {
+    if (*i + 1 >= args.size()) {
+      *error = "--home needs a directory";
+      return true;
+    }
+    *home = args[++*i];
+  } else {
+    *home = args[*i].substr(7);
+  }
+  return true;
+}
+
+int RunServe(const std::vector<std::string>& args) {
+  constexpr std::string_view kUsage = "serve [--home DIR] [--idle-exit SECONDS] [--foreground]";
+  ServeOptions options;
+  options.home = DefaultHome();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string error;
+    if (TakeHome(args, &i, &options.home, &error)) {
+      if (!error.empty()) return UsageError(error, kUsage);
+    } else if (args[i] == "--foreground") {
+      options.foreground = true;
+    } else if (args[i] == "--idle-exit" && i + 1 < args.size()) {
+      char* end = nullptr;
+      long seconds = std::strtol(args[++i].c_str(), &end, 10);
+      if (*end != '\0' || seconds < 0) return UsageError("bad --idle-exit " + args[i], kUsage);
+      options.idle_exit = std::chrono::seconds(seconds);
+    } else {
+      return UsageError("unknown option " + args[i], kUsage);
+    }
+  }
+  options.home = std::filesystem::absolute(options.home);
+  return Serve(options);
+}
+
+int RunDialStdio(const std::vector<std::string>& args) {
+  constexpr std::string_view kUsage = "dial-stdio [--home DIR]";
+  std::filesystem::path home = DefaultHome();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string error;
+    if (!TakeHome(args, &i, &home, &error)) return UsageError("unknown option " + args[i], kUsage);
+    if (!error.empty()) return UsageError(error, kUsage);
+  }
+  return DialStdio(AgentSocketPath(std::filesystem::absolute(home)));
+}
+
+int RunVersion(const std::vector<std::string>&) {
+  std::printf("podrun-agent %s (protocol %u)\n", PODRUN_VERSION, kProtocolVersion);
+  return 0;
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"serve", "serve [--home DIR] [--idle-exit SECONDS] [--foreground]",
+       "start the agent (or find the running one) and print its announcement line", RunServe},
+      {"dial-stdio", "dial-stdio [--home DIR]",
+       "copy between stdio and the agent's unix socket", RunDialStdio},
+      {"--version", "--version", "print the version", RunVersion},
+  };
+  return commands;
+}
+
+int PrintHelp() {
+  std::printf("podrun-agent: the podrun worker agent (started by podrun, not by hand)\n\n");
+  for (const Command& c : Commands()) {
+    std::printf("  podrun-agent %-56.*s %.*s\n", static_cast<int>(c.usage.size()), c.usage.data(),
+                static_cast<int>(c.help.size()), c.help.data());
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    PrintHelp();
+    return 2;
+  }
+  if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") return PrintHelp();
+  const std::string name = args[0];
+  args.erase(args.begin());
+  for (const Command& c : Commands()) {
+    if (c.name == name) return c.run(args);
+  }
+  std::string message = "unknown command \"" + name + "\"";
+  for (const Command& c : Commands()) {
+    if (EditDistance(name, c.name) <= 2) {
+      message += "; did you mean \"" + std::string(c.name) + "\"?";
+      break;
+    }
+  }
+  std::fprintf(stderr, "podrun-agent: %s (see podrun-agent help)\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+}  // namespace podrun::agent
+
+int main(int argc, char** argv) { return podrun::agent::Main(argc, argv); }

@@ -1,0 +1,75 @@
+// The agent's gRPC service (proto/agent.proto) on top of a JobRunner, plus the activity
+// bookkeeping that lets an idle agent exit by itself.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "proto/agent.grpc.pb.h"
+#include "worker/job_runner.h"
+
+namespace podrun::agent {
+
+// Counts RPCs in flight and remembers when the last one ended. Thread-safe.
+class ActivityTracker {
+ public:
+  ActivityTracker();
+  void RpcBegan();
+  void RpcEnded();
+  // Time since the last RPC ended, or zero while one is in flight.
+  std::chrono::steady_clock::duration IdleFor() const;
+
+ private:
+  mutable std::mutex mu_;
+  int in_flight_ = 0;
+  std::chrono::steady_clock::time_point last_;
+};
+
+struct AgentInfo {
+  std::string version;         // podrun-agent's release
+  std::string home;            // the agent's directory
+  std::chrono::seconds idle_exit{0};
+  int64_t start_time_ns = 0;
+};
+
+// Implements every RPC with the sync API; handlers run on gRPC's thread pool. Each handler
+// counts as activity for the ActivityTracker. `on_shutdown` is called (from a handler thread)
+// when a Shutdown RPC was accepted; it must not block.
+class AgentService final : public podrun::agent::v1::Agent::Service {
+ public:
+  AgentService(AgentInfo info, JobRunner& runner, ActivityTracker& activity,
+               std::function<void()> on_shutdown);
+
+  grpc::Status Hello(grpc::ServerContext* ctx, const v1::HelloRequest* req,
+                     v1::HelloReply* reply) override;
+  grpc::Status Prepare(grpc::ServerContext* ctx, const v1::PrepareRequest* req,
+                       v1::PrepareReply* reply) override;
+  grpc::Status Start(grpc::ServerContext* ctx, const v1::StartRequest* req,
+                     v1::StartReply* reply) override;
+  grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::LogsRequest* req,
+                          grpc::ServerWriter<v1::LogBatch>* writer) override;
+  grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req,
+                      v1::StatusReply* reply) override;
+  grpc::Status Stop(grpc::ServerContext* ctx, const v1::StopRequest* req,
+                    v1::StopReply* reply) override;
+  grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
+                        v1::ShutdownReply* reply) override;
+
+  // Makes following StreamLogs calls finish promptly (called before the server shuts down).
+  void BeginShutdown();
+
+ private:
+  AgentInfo info_;
+  JobRunner& runner_;
+  ActivityTracker& activity_;
+  std::function<void()> on_shutdown_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+// The paths matching /dev/accel* and /dev/vfio/*, sorted.
+std::vector<std::string> AcceleratorDevices();
+
+}  // namespace podrun::agent

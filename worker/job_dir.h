@@ -1,0 +1,71 @@
+// The on-disk record of one job attempt on a worker: a contract with users, who read it as
+// plain files. Layout, under the agent's home (default ~/.podrun):
+//
+//   jobs/<job_id>/<attempt>/
+//     worker_id      "3\n"        the worker's pod-wide index (written by Prepare)
+//     pid            "12345\n"    the job's process, also its process group id (by Start)
+//     start_time_ns  "1700000000123456789\n"  wall clock right after the spawn (by Start)
+//     log            the job's stdout and stderr as sequenced records (proto/log_record.h)
+//     exit_status    once the process has ended, one "key value" per line:
+//                      exit_code 3          or   signal 9        or   never_started 1
+//                      end_time_ns 1700000012345678901
+//                      stopped_by_request 0
+//
+// Small files are written atomically (temp file + rename). The job's environment, which
+// holds secrets, is never written anywhere.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace podrun::agent {
+
+// How a job's process ended.
+struct ExitStatus {
+  std::optional<int> exit_code;  // set when it exited
+  std::optional<int> signal;     // set when a signal killed it
+  int64_t end_time_ns = 0;
+  bool stopped_by_request = false;
+  bool never_started = false;  // stopped while only prepared: neither code nor signal is set
+
+  bool operator==(const ExitStatus&) const = default;
+};
+
+// True for [A-Za-z0-9._-]{1,128} other than "." and "..".
+bool IsValidJobId(std::string_view job_id);
+
+// Paths and files of one job attempt. Cheap to copy; touches the disk only when asked.
+class JobDir {
+ public:
+  // `home` is the agent's directory; job_id must be valid (IsValidJobId).
+  JobDir(const std::filesystem::path& home, std::string_view job_id, uint32_t attempt);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path log_path() const { return path_ / "log"; }
+  bool Exists() const;
+
+  // Creates the directory (and parents), mode 0700. Throws std::filesystem::filesystem_error.
+  void Create() const;
+
+  // Writers throw std::system_error; readers return nullopt for a missing or unreadable file.
+  void WriteWorkerId(uint32_t worker_id) const;
+  void WriteStarted(pid_t pid, int64_t start_time_ns) const;  // pid and start_time_ns
+  void WriteExitStatus(const ExitStatus& status) const;
+  std::optional<uint32_t> ReadWorkerId() const;
+  std::optional<pid_t> ReadPid() const;
+  std::optional<int64_t> ReadStartTime() const;
+  std::optional<ExitStatus> ReadExitStatus() const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Writes `content` to `path` atomically (path.tmp, then rename). Throws std::system_error.
+void WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace podrun::agent

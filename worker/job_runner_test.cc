@@ -1,0 +1,193 @@
+// Tests of process supervision: env and cwd reach the process, exit codes and signals are
+// recorded on disk, output is logged in order, and Stop ends a whole process group.
+#include "worker/job_runner.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "proto/log_record.h"
+#include "worker/agent_error.h"
+
+namespace podrun::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+class JobRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "jobrunner.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    home_ = tmpl;
+    runner_ = std::make_unique<JobRunner>(home_ / "agent");
+  }
+  void TearDown() override {
+    runner_.reset();
+    std::filesystem::remove_all(home_);
+  }
+
+  JobSpec Spec(const std::string& id, const std::string& run) {
+    JobSpec spec;
+    spec.job_id = id;
+    spec.attempt = 1;
+    spec.worker_id = 3;
+    spec.workdir = (home_ / "work").string();
+    spec.run = run;
+    return spec;
+  }
+
+  // Runs to completion; returns the snapshot at the end.
+  JobSnapshot RunToEnd(const JobSpec& spec) {
+    runner_->Prepare(spec);
+    runner_->Start(spec.job_id, spec.attempt);
+    auto job = runner_->Find(spec.job_id, spec.attempt);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!job->Snapshot().exit && std::chrono::steady_clock::now() < deadline) {
+      job->WaitForProgress(job->Snapshot().last_seq, deadline);
+    }
+    return job->Snapshot();
+  }
+
+  // The job's stdout, concatenated from its log records.
+  std::string Stdout(const std::string& id) {
+    LogReader reader(JobDir(home_ / "agent", id, 1).log_path());
+    std::string out;
+    for (auto batch = reader.ReadSome(); !batch.empty(); batch = reader.ReadSome()) {
+      for (auto& r : batch) {
+        if (r.stream == LogStream::kStdout) out += r.data;
+      }
+    }
+    return out;
+  }
+
+  std::filesystem::path home_;
+  std::unique_ptr<JobRunner> runner_;
+};
+
+TEST_F(JobRunnerTest, EnvAndWorkdirReachTheProcess) {
+  JobSpec spec = Spec("env", "echo \"$PODRUN_TEST_SECRET|$(pwd)|$HOME\"");
+  spec.env["PODRUN_TEST_SECRET"] = "s3cr3t value";
+  JobSnapshot snap = RunToEnd(spec);
+  ASSERT_TRUE(snap.exit);
+  EXPECT_EQ(snap.exit->exit_code, 0);
+  EXPECT_EQ(snap.state, JobState::kExited);
+  const std::string home = std::getenv("HOME");
+  EXPECT_EQ(Stdout("env"), "s3cr3t value|" +
+                               std::filesystem::canonical(home_ / "work").string() + "|" +
+                               home + "\n");
+  // The secret is in the log (the process printed it) but in no other file of the job.
+  for (const auto& entry : std::filesystem::directory_iterator(JobDir(home_ / "agent", "env", 1).path())) {
+    if (entry.path().filename() == "log") continue;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(ss.str().find("s3cr3t"), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(JobRunnerTest, ExitCodeAndSignalAreRecorded) {
+  JobSnapshot exited = RunToEnd(Spec("code", "echo out; echo err >&2; exit 3"));
+  ASSERT_TRUE(exited.exit);
+  EXPECT_EQ(exited.exit->exit_code, 3);
+  EXPECT_FALSE(exited.exit->signal);
+  EXPECT_EQ(exited.last_seq, 2u);
+
+  JobSnapshot killed = RunToEnd(Spec("sig", "kill -9 $$"));
+  ASSERT_TRUE(killed.exit);
+  EXPECT_EQ(killed.exit->signal, SIGKILL);
+
+  // The outcome is on disk, and a fresh runner (a later agent process) reads it from there.
+  JobDir dir(home_ / "agent", "code", 1);
+  auto on_disk = dir.ReadExitStatus();
+  ASSERT_TRUE(on_disk);
+  EXPECT_EQ(*on_disk, *exited.exit);
+  EXPECT_EQ(dir.ReadWorkerId(), 3u);
+  EXPECT_EQ(dir.ReadPid(), exited.pid);
+  JobRunner later(home_ / "agent");
+  JobSnapshot from_disk = later.Status("code", 1);
+  EXPECT_EQ(from_disk.state, JobState::kExited);
+  EXPECT_EQ(from_disk.exit->exit_code, 3);
+  EXPECT_EQ(from_disk.last_seq, 2u);
+  EXPECT_EQ(from_disk.pid, exited.pid);
+  EXPECT_THROW(later.Status("nope", 1), AgentError);
+}
+
+TEST_F(JobRunnerTest, OutputIsLoggedInOrder) {
+  JobSnapshot snap = RunToEnd(Spec("lines", "for i in $(seq 1 5000); do echo line $i; done"));
+  ASSERT_TRUE(snap.exit);
+  std::string expected;
+  for (int i = 1; i <= 5000; ++i) expected += "line " + std::to_string(i) + "\n";
+  EXPECT_EQ(Stdout("lines"), expected);
+}
+
+TEST_F(JobRunnerTest, StopKillsTheWholeProcessGroup) {
+  // A grandchild that ignores SIGTERM: only the SIGKILL after the grace period ends it.
+  JobSpec spec = Spec("stop", "(trap '' TERM; exec sleep 1000) & echo $!; sleep 1000; wait");
+  runner_->Prepare(spec);
+  StartResult start = runner_->Start("stop", 1);
+  EXPECT_GT(start.pid, 0);
+  EXPECT_GT(start.start_time_ns, 0);
+  EXPECT_TRUE(runner_->Start("stop", 1).already_started);
+  auto job = runner_->Find("stop", 1);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (job->Snapshot().last_seq == 0) job->WaitForProgress(0, deadline);
+  const pid_t grandchild = std::stoi(Stdout("stop"));
+  EXPECT_EQ(::kill(grandchild, 0), 0);
+  EXPECT_EQ(runner_->RunningJobs(), 1);
+
+  StopResult stop = runner_->Stop("stop", 1, 1s);
+  EXPECT_TRUE(stop.was_running);
+  EXPECT_TRUE(stop.killed);
+  EXPECT_TRUE(stop.exit.stopped_by_request);
+  EXPECT_EQ(stop.exit.signal, SIGTERM);  // bash itself ended on SIGTERM
+  EXPECT_NE(::kill(-start.pid, 0), 0);   // no process of the group remains
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_EQ(runner_->Status("stop", 1).state, JobState::kStopped);
+  EXPECT_EQ(runner_->RunningJobs(), 0);
+  // Stopping again reports the outcome without signalling anything.
+  EXPECT_FALSE(runner_->Stop("stop", 1, 1s).was_running);
+}
+
+TEST_F(JobRunnerTest, LeftoverProcessesEndWithTheLeader) {
+  JobSnapshot snap = RunToEnd(Spec("bg", "sleep 1000 & echo started"));
+  ASSERT_TRUE(snap.exit);
+  EXPECT_EQ(snap.exit->exit_code, 0);
+  EXPECT_NE(::kill(-snap.pid, 0), 0);
+}
+
+TEST_F(JobRunnerTest, StopBeforeStartStartsNothing) {
+  runner_->Prepare(Spec("never", "echo never"));
+  StopResult stop = runner_->Stop("never", 1, 1s);
+  EXPECT_FALSE(stop.was_running);
+  EXPECT_TRUE(stop.exit.never_started);
+  EXPECT_THROW(runner_->Start("never", 1), AgentError);
+  EXPECT_EQ(runner_->Status("never", 1).state, JobState::kStopped);
+}
+
+TEST_F(JobRunnerTest, BadRequestsAreRefused) {
+  EXPECT_THROW(runner_->Prepare(Spec("../x", "true")), AgentError);
+  EXPECT_THROW(runner_->Prepare(Spec("ok", "")), AgentError);
+  JobSpec bad_env = Spec("ok", "true");
+  bad_env.env["A=B"] = "x";
+  EXPECT_THROW(runner_->Prepare(bad_env), AgentError);
+  EXPECT_THROW(runner_->Start("unprepared", 1), AgentError);
+  RunToEnd(Spec("twice", "true"));
+  EXPECT_THROW(runner_->Prepare(Spec("twice", "true")), AgentError);
+}
+
+TEST(ResolveWorkdirTest, ExpandsHome) {
+  const std::filesystem::path home = std::filesystem::canonical(std::getenv("HOME"));
+  EXPECT_EQ(ResolveWorkdir("~"), home);
+  EXPECT_EQ(ResolveWorkdir(""), home);
+  EXPECT_THROW(ResolveWorkdir("~other/x"), AgentError);
+  EXPECT_THROW(ResolveWorkdir("/proc/self/nonexistent/x"), AgentError);
+}
+
+}  // namespace
+}  // namespace podrun::agent

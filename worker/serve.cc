@@ -1,0 +1,171 @@
+// The agent's lifetime: start (or find the running agent), serve gRPC on the unix socket,
+// exit when idle (see serve.h).
+#include "worker/serve.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+#include <grpcpp/grpcpp.h>
+
+#include "proto/agent.grpc.pb.h"
+#include "proto/protocol_version.h"
+#include "worker/agent_service.h"
+#include "worker/daemon.h"
+#include "worker/job_runner.h"
+
+namespace podrun::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kLockTimeout = std::chrono::milliseconds(30'000);
+constexpr auto kProbeTimeout = std::chrono::seconds(3);
+constexpr auto kIdleCheckInterval = std::chrono::seconds(1);
+constexpr auto kShutdownGrace = std::chrono::seconds(2);
+// Launchers send keepalive pings through the tunnel; accept them this often, without strikes.
+constexpr int kMinPingIntervalMs = 1000;
+
+void PrepareDirectories(const std::filesystem::path& home) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(home)) {
+    fs::create_directories(home);
+    fs::permissions(home, fs::perms::owner_all);
+  }
+  fs::create_directories(home / "run");
+  fs::permissions(home / "run", fs::perms::owner_all);  // even if it existed
+}
+
+bool Idle(const ServeOptions& options, const JobRunner& runner, const ActivityTracker& activity) {
+  return options.idle_exit.count() > 0 && runner.RunningJobs() == 0 &&
+         activity.IdleFor() >= options.idle_exit;
+}
+
+// The daemon (or foreground) part of Serve, once the announcement's destination is known.
+int RunAgent(const ServeOptions& options, Announcer& announcer) {
+  const std::filesystem::path socket_path = AgentSocketPath(options.home);
+  const std::filesystem::path lock_path = options.home / "run" / "agent.lock";
+  FileLock lock = FileLock::Acquire(lock_path, kLockTimeout);
+  if (auto running = ProbeAgent(socket_path)) {
+    announcer.Ready(running->protocol_version, running->agent_version, socket_path.string());
+    return 0;
+  }
+
+  JobRunner runner(options.home);
+  ActivityTracker activity;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool shutdown_requested = false;
+  AgentInfo info{PODRUN_VERSION, options.home.string(), options.idle_exit, WallClockNs()};
+  AgentService service(info, runner, activity, [&] {
+    std::lock_guard l(mu);
+    shutdown_requested = true;
+    cv.notify_all();
+  });
+
+  ::unlink(socket_path.c_str());  // stale: nobody answered the probe, and we hold the lock
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path.string(), grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             kMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    announcer.Error("cannot listen on unix:" + socket_path.string());
+    return 1;
+  }
+  ::chmod(socket_path.c_str(), 0600);
+  lock.Release();
+  announcer.Ready(kProtocolVersion, PODRUN_VERSION, socket_path.string());
+  std::fprintf(stderr, "podrun-agent %s: pid %d serving unix:%s\n", PODRUN_VERSION, ::getpid(),
+               socket_path.c_str());
+
+  while (true) {
+    {
+      std::unique_lock l(mu);
+      cv.wait_for(l, kIdleCheckInterval, [&] { return shutdown_requested; });
+      if (!shutdown_requested && !Idle(options, runner, activity)) continue;
+    }
+    // Leave under the lock, so that a concurrent start waits and then starts a fresh agent.
+    lock = FileLock::Acquire(lock_path, kLockTimeout);
+    std::lock_guard l(mu);
+    if (shutdown_requested || Idle(options, runner, activity)) break;
+    lock.Release();
+  }
+  std::fprintf(stderr, "podrun-agent: exiting (%s)\n", shutdown_requested ? "shutdown" : "idle");
+  service.BeginShutdown();
+  server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  ::unlink(socket_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+std::filesystem::path DefaultHome() {
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home && *home ? home : "/") / ".podrun";
+}
+
+std::filesystem::path AgentSocketPath(const std::filesystem::path& home) {
+  return home / "run" / "agent.sock";
+}
+
+std::optional<RunningAgent> ProbeAgent(const std::filesystem::path& socket_path) {
+  struct stat st {};
+  if (::stat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
+  auto channel =
+      grpc::CreateChannel("unix:" + socket_path.string(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Agent::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kProbeTimeout);
+  v1::HelloRequest req;  // protocol_version 0: a probe
+  v1::HelloReply reply;
+  if (!stub->Hello(&ctx, req, &reply).ok()) return std::nullopt;
+  return RunningAgent{reply.protocol_version(), reply.agent_version()};
+}
+
+int Serve(const ServeOptions& options) {
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::filesystem::path socket_path = AgentSocketPath(options.home);
+  try {
+    PrepareDirectories(options.home);
+  } catch (const std::exception& e) {
+    Announcer().Error(e.what());
+    return 1;
+  }
+  if (socket_path.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
+    Announcer().Error("socket path too long for a unix socket: " + socket_path.string());
+    return 1;
+  }
+  std::optional<Announcer> announcer;
+  if (options.foreground) {
+    announcer.emplace();
+  } else {
+    try {
+      Daemonized d = Daemonize(options.home / "agent.log");
+      if (!d.in_daemon) return d.exit_code;
+      announcer.emplace(std::move(d.announcer));
+    } catch (const std::exception& e) {
+      Announcer().Error(e.what());
+      return 1;
+    }
+  }
+  try {
+    return RunAgent(options, *announcer);
+  } catch (const std::exception& e) {
+    announcer->Error(e.what());
+    return 1;
+  }
+}
+
+}  // namespace podrun::agent
