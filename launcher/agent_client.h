@@ -1,0 +1,123 @@
+// AgentClient: the launcher's typed, blocking view of one podrun-agent (proto/agent.proto).
+// It knows nothing of SSH: the caller makes the gRPC channel (a unix socket for --local, an
+// fd bridged through SSH otherwise) and hands it over.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include <grpcpp/channel.h>
+
+#include "proto/log_record.h"
+
+namespace podrun {
+
+// The agent's answer to Hello.
+struct AgentHello {
+  uint32_t protocol_version = 0;
+  std::string agent_version;
+  std::string hostname;
+  int pid = 0;
+  std::string home;       // the agent's directory, e.g. /home/u/.podrun
+  std::string user_home;  // $HOME on the worker
+  std::vector<std::string> accelerator_devices;  // /dev/accel*, /dev/vfio/*
+  int64_t now_ns = 0;     // the worker's wall clock when it answered
+  uint32_t running_jobs = 0;
+  uint32_t idle_exit_seconds = 0;
+};
+
+struct AgentPrepareRequest {
+  std::string job_id;
+  uint32_t attempt = 1;
+  uint32_t worker_id = 0;
+  std::string workdir;                     // "~" and "~/x" expand on the worker
+  std::map<std::string, std::string> env;  // may hold secrets: sent, never stored by the agent
+  std::string run;
+  uint32_t grace_seconds = 10;
+};
+
+struct AgentStartReply {
+  int pid = 0;
+  int64_t start_time_ns = 0;     // worker wall clock right after the spawn
+  bool already_started = false;  // a previous Start (e.g. before a reconnect) started it
+};
+
+// How a job's process ended.
+struct AgentProcessEnd {
+  std::optional<int> exit_code;  // set if it exited
+  std::optional<int> signal;     // set if a signal killed it
+  int64_t end_time_ns = 0;
+  bool stopped_by_request = false;
+  bool never_started = false;  // stopped while only prepared
+};
+
+enum class AgentJobState { kUnknown, kPrepared, kRunning, kExited, kStopped };
+
+struct AgentJobStatus {
+  AgentJobState state = AgentJobState::kUnknown;
+  int pid = 0;
+  int64_t start_time_ns = 0;
+  uint64_t last_seq = 0;  // last record in the worker's log
+  uint32_t worker_id = 0;
+  std::optional<AgentProcessEnd> end;  // set once ended
+};
+
+struct AgentStopReply {
+  bool was_running = false;
+  bool killed = false;  // SIGKILL was needed after the grace period
+  AgentProcessEnd end;
+};
+
+// How a StreamLogs call ended (when it did not throw).
+struct AgentLogStreamEnd {
+  std::optional<AgentProcessEnd> end;  // the process has ended and every record was delivered
+  uint64_t next_seq = 0;               // resume from here (last delivered seq + 1, or from_seq)
+  bool cancelled = false;              // stopped by the caller (on_batch or the stop token)
+};
+
+// One agent behind one channel. Every method blocks; each may be called from any thread,
+// concurrently. Errors throw podrun::Error with ExitCode::kUnreachable and the message
+// "agent <Rpc>: <gRPC code>: <detail>" (transport failures and agent refusals alike: either
+// way the worker cannot go on). Timeouts per call are the k*Timeout constants in the .cc.
+class AgentClient {
+ public:
+  explicit AgentClient(std::shared_ptr<grpc::Channel> channel);
+  ~AgentClient();
+
+  // Version handshake; throws if the agent speaks another protocol version.
+  AgentHello Hello();
+  // Creates the workdir and job directory; returns the resolved absolute workdir.
+  std::string Prepare(const AgentPrepareRequest& request);
+  // GO: spawns the prepared process.
+  AgentStartReply Start(const std::string& job_id, uint32_t attempt);
+  // The attempt's state; nullopt if the agent has never heard of it.
+  std::optional<AgentJobStatus> Status(const std::string& job_id, uint32_t attempt);
+  // SIGTERM to the job's process group, SIGKILL after grace; returns when none is left.
+  AgentStopReply Stop(const std::string& job_id, uint32_t attempt,
+                      std::chrono::seconds grace);
+  // Asks the agent to exit (force: even with running jobs, which are stopped first).
+  void Shutdown(bool force);
+
+  // Called with each batch of records, in sequence order; return false to stop the stream.
+  using OnBatch = std::function<bool(std::vector<LogRecord>&& records)>;
+  // Streams the log from `from_seq`. With `follow`, returns once the process has ended and
+  // every record was delivered; without, at the log's current end. Records delivered before
+  // a failure stay delivered: resume from the last seq + 1. `stop` cancels from another
+  // thread (then cancelled is set and nothing is thrown).
+  AgentLogStreamEnd StreamLogs(const std::string& job_id, uint32_t attempt, uint64_t from_seq,
+                               bool follow, const OnBatch& on_batch,
+                               std::stop_token stop = {});
+
+ private:
+  struct Stub;  // the generated stub; kept out of this header
+  std::unique_ptr<Stub> stub_;
+};
+
+}  // namespace podrun
