@@ -139,8 +139,7 @@ grpc::Status AgentService::Hello(grpc::ServerContext*, const v1::HelloRequest* r
     reply->set_pid(::getpid());
     reply->set_home(info_.home);
     for (auto& device : AcceleratorDevices()) reply->add_accelerator_devices(device);
-    const char* user_home = std::getenv("HOME");
-    reply->set_user_home(user_home ? user_home : "");
+    reply->set_user_home(UserHome().string());
     reply->set_now_ns(WallClockNs());
     reply->set_running_jobs(static_cast<uint32_t>(runner_.RunningJobs()));
     reply->set_idle_exit_seconds(static_cast<uint32_t>(info_.idle_exit.count()));

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -324,6 +325,24 @@ TEST_F(AgentTest, DialStdioCarriesGrpc) {
   channel.reset();  // closes our end: dial-stdio sees EOF and exits
   int status = WaitExit(pid, 20s);
   EXPECT_TRUE(WIFEXITED(status)) << status;
+}
+
+TEST_F(AgentTest, ShutdownRefusedWhileAJobRunsUnlessForced) {
+  PrepareAndStart("busy", "sleep 1000");
+  v1::ShutdownRequest req;
+  v1::ShutdownReply reply;
+  EXPECT_EQ(stub_->Shutdown(Context().get(), req, &reply).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  req.set_force(true);
+  auto status = stub_->Shutdown(Context().get(), req, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  int exit_status = WaitExit(agent_pid_, 20s);
+  EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << exit_status;
+  agent_pid_ = -1;
+  // The job was stopped, and its outcome is on disk.
+  std::ifstream in(home_ / "jobs" / "busy" / "1" / "exit_status");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("stopped_by_request 1"), std::string::npos) << text;
 }
 
 TEST(AgentIdleTest, ExitsWhenIdle) {

@@ -57,7 +57,9 @@ bool TerminateGroup(pid_t pgid, std::chrono::seconds grace) {
   return true;
 }
 
-std::string HomeDir() {
+}  // namespace
+
+std::filesystem::path UserHome() {
   if (const char* home = std::getenv("HOME"); home && *home) return home;
   // Without NSS (getpwuid is unsafe in a static binary): look the uid up in /etc/passwd.
   std::ifstream passwd("/etc/passwd");
@@ -70,6 +72,8 @@ std::string HomeDir() {
   }
   return "/";
 }
+
+namespace {
 
 std::string Key(const std::string& job_id, uint32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
@@ -124,7 +128,7 @@ int64_t WallClockNs() {
 }
 
 std::filesystem::path ResolveWorkdir(const std::string& workdir) {
-  const std::filesystem::path home = HomeDir();
+  const std::filesystem::path home = UserHome();
   std::filesystem::path path;
   if (workdir.empty() || workdir == "~") {
     path = home;
@@ -333,6 +337,11 @@ void Job::Pump(UniqueFd out, UniqueFd err) {
       }
     }
     if (leader_gone && (out || err) && Clock::now() >= deadline) {
+      // During a requested stop, the group has until the end of its grace period.
+      if (const auto stop_deadline = StopDeadline(); stop_deadline > deadline) {
+        deadline = stop_deadline;
+        continue;
+      }
       if (!killed_rest) {  // the leader is gone; what remains of its group goes too
         ::kill(-pid_, SIGKILL);
         killed_rest = true;
@@ -343,8 +352,9 @@ void Job::Pump(UniqueFd out, UniqueFd err) {
       }
     }
   }
-  // The job ends with its leader: what remains of the group (with its stdio closed) goes too.
-  if (GroupAlive(pid_)) {
+  // The job ends with its leader: what remains of the group (with its stdio closed) goes too,
+  // after the grace period of a requested stop.
+  if (GroupAlive(pid_) && !WaitGroupGone(pid_, StopDeadline())) {
     ::kill(-pid_, SIGKILL);
     WaitGroupGone(pid_, Clock::now() + kKillWait);
   }
@@ -388,12 +398,13 @@ StopResult Job::Stop(std::chrono::seconds grace) {
     return {false, false, exit};
   }
   if (exit_) return {false, false, *exit_};
+  const auto grace_deadline = Clock::now() + grace;
+  if (!stop_requested_ || grace_deadline < stop_deadline_) stop_deadline_ = grace_deadline;
   stop_requested_ = true;
   const pid_t pgid = pid_;
   lock.unlock();
 
   ::kill(-pgid, SIGTERM);
-  const auto grace_deadline = Clock::now() + grace;
   lock.lock();
   cv_.wait_until(lock, grace_deadline, [&] { return exit_.has_value(); });
   lock.unlock();
@@ -415,6 +426,11 @@ StopResult Job::Stop(std::chrono::seconds grace) {
                      "process group " + std::to_string(pgid) + " did not end after SIGKILL");
   }
   return {true, killed, exit};
+}
+
+Clock::time_point Job::StopDeadline() const {
+  std::lock_guard lock(mu_);
+  return stop_requested_ ? stop_deadline_ : Clock::time_point::min();
 }
 
 JobSnapshot Job::Snapshot() const {

@@ -89,6 +89,8 @@ class Job {
   void Pump(UniqueFd out, UniqueFd err);    // thread: pipes → log records, then Finalize()
   void AppendChunk(uint64_t seq, uint8_t stream, std::string_view data);
   void Finalize();
+  // End of a requested stop's grace period; time_point::min() if no stop was requested.
+  std::chrono::steady_clock::time_point StopDeadline() const;
 
   const JobDir dir_;
   const std::filesystem::path workdir_;
@@ -104,6 +106,7 @@ class Job {
   std::optional<int> wait_status_;  // the leader's waitpid() status once reaped
   int64_t reaped_time_ns_ = 0;
   bool stop_requested_ = false;
+  std::chrono::steady_clock::time_point stop_deadline_;  // end of a requested stop's grace
   std::optional<ExitStatus> exit_;
 
   UniqueFd log_fd_;        // written only by the pump thread
@@ -148,6 +151,9 @@ class JobRunner {
 
 // Wall clock now, in ns since the epoch.
 int64_t WallClockNs();
+
+// The user's home: $HOME, else the user's entry in /etc/passwd, else "/".
+std::filesystem::path UserHome();
 
 // "~", "~/x" and relative paths resolve under $HOME; the directory is created if missing.
 // Returns the absolute, canonical path. Throws AgentError.

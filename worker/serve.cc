@@ -111,10 +111,7 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
 
 }  // namespace
 
-std::filesystem::path DefaultHome() {
-  const char* home = std::getenv("HOME");
-  return std::filesystem::path(home && *home ? home : "/") / ".podrun";
-}
+std::filesystem::path DefaultHome() { return UserHome() / ".podrun"; }
 
 std::filesystem::path AgentSocketPath(const std::filesystem::path& home) {
   return home / "run" / "agent.sock";
