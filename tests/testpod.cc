@@ -1,0 +1,71 @@
+// TestPod: a GoogleTest fixture helper owning a simulated pod made by scripts/testpod.
+#include "tests/testpod.h"
+
+#include <fstream>
+#include <stdexcept>
+
+#ifndef PODRUN_SOURCE_DIR
+#error "PODRUN_SOURCE_DIR must be defined (the podrun source tree)"
+#endif
+
+namespace podrun::testing {
+
+std::string TestPod::Script() { return std::string(PODRUN_SOURCE_DIR) + "/scripts/testpod"; }
+
+TestPod::TestPod(int workers, int id, const std::vector<std::string>& sshd_options)
+    : workers_(workers), id_(id), dir_("/tmp/podrun-testpod-" + std::to_string(id)) {
+  std::string args = std::to_string(workers);
+  for (const std::string& option : sshd_options) args += " --sshd-option " + ShellQuote(option);
+  CommandResult up = RunScript("up", args);
+  if (up.exit_code != 0) {
+    RunScript("down");
+    throw std::runtime_error("scripts/testpod up " + args + " --id " + std::to_string(id) +
+                             " failed (exit " + std::to_string(up.exit_code) + "):\n" + up.output);
+  }
+  std::ifstream file(host_file());
+  for (std::string line; std::getline(file, line);) {
+    if (!line.empty()) hosts_.push_back(line);
+  }
+  if (static_cast<int>(hosts_.size()) != workers) {
+    RunScript("down");
+    throw std::runtime_error("scripts/testpod wrote " + std::to_string(hosts_.size()) +
+                             " hosts to " + host_file() + ", expected " + std::to_string(workers));
+  }
+}
+
+TestPod::~TestPod() { RunScript("down"); }
+
+std::string TestPod::address(int i) const {
+  return "10.233." + std::to_string(id_) + "." + std::to_string(10 + i);
+}
+
+void TestPod::Cut(int i) {
+  CommandResult r = RunScript("cut", std::to_string(i));
+  if (r.exit_code != 0) {
+    throw std::runtime_error("testpod cut " + std::to_string(i) + ": " + r.output);
+  }
+}
+
+void TestPod::Heal(int i) {
+  CommandResult r = RunScript("heal", std::to_string(i));
+  if (r.exit_code != 0) {
+    throw std::runtime_error("testpod heal " + std::to_string(i) + ": " + r.output);
+  }
+}
+
+CommandResult TestPod::Exec(int i, const std::string& shell_command) const {
+  return RunScript("exec", std::to_string(i) + " -- bash -c " + ShellQuote(shell_command));
+}
+
+CommandResult TestPod::Ssh(int i, const std::string& shell_command, int connect_timeout_s) const {
+  return RunCommand("ssh -F " + ShellQuote(ssh_config()) +
+                    " -o BatchMode=yes -o ConnectTimeout=" + std::to_string(connect_timeout_s) +
+                    " " + name(i) + " " + ShellQuote(shell_command));
+}
+
+CommandResult TestPod::RunScript(const std::string& verb, const std::string& args) const {
+  return RunCommand(ShellQuote(Script()) + " " + verb + " --id " + std::to_string(id_) + " " +
+                    args);
+}
+
+}  // namespace podrun::testing
