@@ -16,7 +16,7 @@ namespace v1 = agent::v1;
 constexpr auto kHelloTimeout = std::chrono::seconds(15);
 constexpr auto kPrepareTimeout = std::chrono::seconds(60);  // creates directories
 constexpr auto kStartTimeout = std::chrono::seconds(15);
-constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large log
+constexpr auto kStatusTimeout = std::chrono::seconds(30);  // may scan a large log
 // Stop waits for the grace period, then for the killed group to disappear.
 constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(30);
@@ -25,33 +25,51 @@ constexpr auto kShutdownTimeout = std::chrono::seconds(30);
 
 std::string CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "code " + std::to_string(static_cast<int>(code));
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "code " + std::to_string(static_cast<int>(code));
   }
 }
 
 // The one place gRPC statuses become podrun errors.
 void Check(const grpc::Status& status, const char* rpc) {
   if (status.ok()) return;
-  throw Error(ExitCode::kUnreachable,
-              std::string("agent ") + rpc + ": " + CodeName(status.error_code()) + ": " +
-                  status.error_message());
+  throw Error(ExitCode::kUnreachable, std::string("agent ") + rpc + ": " +
+                                          CodeName(status.error_code()) + ": " +
+                                          status.error_message());
 }
 
 template <typename Duration>
@@ -71,11 +89,16 @@ AgentProcessEnd FromProto(const v1::ProcessEnd& end) {
 
 AgentJobState FromProto(v1::StatusReply::State state) {
   switch (state) {
-    case v1::StatusReply::PREPARED: return AgentJobState::kPrepared;
-    case v1::StatusReply::RUNNING: return AgentJobState::kRunning;
-    case v1::StatusReply::EXITED: return AgentJobState::kExited;
-    case v1::StatusReply::STOPPED: return AgentJobState::kStopped;
-    default: return AgentJobState::kUnknown;
+    case v1::StatusReply::PREPARED:
+      return AgentJobState::kPrepared;
+    case v1::StatusReply::RUNNING:
+      return AgentJobState::kRunning;
+    case v1::StatusReply::EXITED:
+      return AgentJobState::kExited;
+    case v1::StatusReply::STOPPED:
+      return AgentJobState::kStopped;
+    default:
+      return AgentJobState::kUnknown;
   }
 }
 
@@ -99,9 +122,9 @@ AgentHello AgentClient::Hello() {
   v1::HelloReply reply;
   Check(stub_->stub->Hello(&ctx, req, &reply), "Hello");
   if (reply.protocol_version() != kProtocolVersion) {  // an agent that failed to refuse
-    throw Error(ExitCode::kUnreachable,
-                "agent Hello: launcher speaks protocol " + std::to_string(kProtocolVersion) +
-                    ", agent speaks " + std::to_string(reply.protocol_version()));
+    throw Error(ExitCode::kUnreachable, "agent Hello: launcher speaks protocol " +
+                                            std::to_string(kProtocolVersion) + ", agent speaks " +
+                                            std::to_string(reply.protocol_version()));
   }
   AgentHello hello;
   hello.protocol_version = reply.protocol_version();
@@ -188,8 +211,8 @@ void AgentClient::Shutdown(bool force) {
 }
 
 AgentLogStreamEnd AgentClient::StreamLogs(const std::string& job_id, uint32_t attempt,
-                                          uint64_t from_seq, bool follow,
-                                          const OnBatch& on_batch, std::stop_token stop) {
+                                          uint64_t from_seq, bool follow, const OnBatch& on_batch,
+                                          std::stop_token stop) {
   grpc::ClientContext ctx;
   std::stop_callback cancel_on_stop(stop, [&ctx] { ctx.TryCancel(); });
   v1::LogsRequest req;
@@ -207,8 +230,8 @@ AgentLogStreamEnd AgentClient::StreamLogs(const std::string& job_id, uint32_t at
     std::vector<LogRecord> records;
     records.reserve(static_cast<size_t>(batch.records_size()));
     for (v1::LogRecord& r : *batch.mutable_records()) {
-      records.push_back({r.seq(), r.time_ns(), static_cast<LogStream>(r.stream()),
-                         std::move(*r.mutable_data())});
+      records.push_back(
+          {r.seq(), r.time_ns(), static_cast<LogStream>(r.stream()), std::move(*r.mutable_data())});
     }
     result.next_seq = records.back().seq + 1;
     if (!on_batch(std::move(records))) {

@@ -3,6 +3,8 @@
 // fd bridged through SSH otherwise) and hands it over.
 #pragma once
 
+#include <grpcpp/channel.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -12,8 +14,6 @@
 #include <stop_token>
 #include <string>
 #include <vector>
-
-#include <grpcpp/channel.h>
 
 #include "proto/log_record.h"
 
@@ -25,10 +25,10 @@ struct AgentHello {
   std::string agent_version;
   std::string hostname;
   int pid = 0;
-  std::string home;       // the agent's directory, e.g. /home/u/.podrun
-  std::string user_home;  // $HOME on the worker
+  std::string home;                              // the agent's directory, e.g. /home/u/.podrun
+  std::string user_home;                         // $HOME on the worker
   std::vector<std::string> accelerator_devices;  // /dev/accel*, /dev/vfio/*
-  int64_t now_ns = 0;     // the worker's wall clock when it answered
+  int64_t now_ns = 0;                            // the worker's wall clock when it answered
   uint32_t running_jobs = 0;
   uint32_t idle_exit_seconds = 0;
 };
@@ -100,8 +100,7 @@ class AgentClient {
   // The attempt's state; nullopt if the agent has never heard of it.
   std::optional<AgentJobStatus> Status(const std::string& job_id, uint32_t attempt);
   // SIGTERM to the job's process group, SIGKILL after grace; returns when none is left.
-  AgentStopReply Stop(const std::string& job_id, uint32_t attempt,
-                      std::chrono::seconds grace);
+  AgentStopReply Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);
   // Asks the agent to exit (force: even with running jobs, which are stopped first).
   void Shutdown(bool force);
 
@@ -112,8 +111,7 @@ class AgentClient {
   // a failure stay delivered: resume from the last seq + 1. `stop` cancels from another
   // thread (then cancelled is set and nothing is thrown).
   AgentLogStreamEnd StreamLogs(const std::string& job_id, uint32_t attempt, uint64_t from_seq,
-                               bool follow, const OnBatch& on_batch,
-                               std::stop_token stop = {});
+                               bool follow, const OnBatch& on_batch, std::stop_token stop = {});
 
  private:
   struct Stub;  // the generated stub; kept out of this header

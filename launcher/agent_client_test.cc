@@ -2,6 +2,8 @@
 #include "launcher/agent_client.h"
 
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,9 +12,6 @@
 
 #include <filesystem>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "launcher/error.h"
 
@@ -34,8 +33,9 @@ class AgentClientTest : public ::testing::Test {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    std::vector<std::string> args = {PODRUN_AGENT_BINARY, "serve", "--foreground", "--home",
-                                     (dir_ / "agent").string(), "--idle-exit", "0"};
+    std::vector<std::string> args = {
+        PODRUN_AGENT_BINARY, "serve", "--foreground", "--home", (dir_ / "agent").string(),
+        "--idle-exit",       "0"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -90,14 +90,13 @@ TEST_F(AgentClientTest, RunsAJobAndStreamsItsLog) {
   EXPECT_FALSE(start.already_started);
 
   std::string out, err;
-  AgentLogStreamEnd end = client_->StreamLogs("job1", 1, 1, /*follow=*/true,
-                                              [&](std::vector<LogRecord>&& records) {
-                                                for (auto& r : records) {
-                                                  (r.stream == LogStream::kStdout ? out : err) +=
-                                                      r.data;
-                                                }
-                                                return true;
-                                              });
+  AgentLogStreamEnd end =
+      client_->StreamLogs("job1", 1, 1, /*follow=*/true, [&](std::vector<LogRecord>&& records) {
+        for (auto& r : records) {
+          (r.stream == LogStream::kStdout ? out : err) += r.data;
+        }
+        return true;
+      });
   EXPECT_EQ(out, "hello\n");
   EXPECT_EQ(err, "oops\n");
   ASSERT_TRUE(end.end);

@@ -142,15 +142,15 @@ std::vector<LogRecord> LogReader::ReadSome(size_t max_data_bytes) {
     Header header;
     if (!ParseHeader(h, &header)) break;
     const uint64_t end = offset_ + kLogRecordHeaderBytes + header.length;
-    if (end > file_size) break;  // not completely written yet
+    if (end > file_size) break;    // not completely written yet
     if (header.seq < from_seq_) {  // skip without reading the data
       offset_ = end;
       last_seq_ = header.seq;
       continue;
     }
     LogRecord record{header.seq, header.time_ns, header.stream, std::string(header.length, '\0')};
-    if (PreadFull(fd_.get(), record.data.data(), header.length,
-                  offset_ + kLogRecordHeaderBytes) < header.length) {
+    if (PreadFull(fd_.get(), record.data.data(), header.length, offset_ + kLogRecordHeaderBytes) <
+        header.length) {
       break;
     }
     if (Crc(h, record.data.data(), record.data.size()) != header.crc) break;  // torn

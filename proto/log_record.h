@@ -27,10 +27,10 @@ inline constexpr size_t kLogBatchBytes = 256u << 10;
 enum class LogStream : uint8_t { kStdout = 0, kStderr = 1 };
 
 struct LogRecord {
-  uint64_t seq = 0;      // 1, 2, ... per job attempt
-  int64_t time_ns = 0;   // wall clock, ns since the epoch
+  uint64_t seq = 0;     // 1, 2, ... per job attempt
+  int64_t time_ns = 0;  // wall clock, ns since the epoch
   LogStream stream = LogStream::kStdout;
-  std::string data;      // at most kMaxLogRecordDataBytes
+  std::string data;  // at most kMaxLogRecordDataBytes
 
   bool operator==(const LogRecord&) const = default;
 };

@@ -2,13 +2,12 @@
 #include "proto/log_record.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace podrun {
 namespace {
@@ -120,7 +119,8 @@ TEST_F(LogRecordTest, LargeRecordsAndBatchLimit) {
   std::string big(5u << 20, 'a');
   for (size_t i = 0; i < big.size(); i += 4099) big[i] = static_cast<char>('a' + i % 26);
   AppendRecord(fd_.get(), Make(1, big));
-  for (uint64_t seq = 2; seq <= 40; ++seq) AppendRecord(fd_.get(), Make(seq, std::string(64 << 10, 'b')));
+  for (uint64_t seq = 2; seq <= 40; ++seq)
+    AppendRecord(fd_.get(), Make(seq, std::string(64 << 10, 'b')));
   LogReader reader(path_);
   auto first = reader.ReadSome();  // one record larger than a batch comes alone
   ASSERT_EQ(first.size(), 1u);

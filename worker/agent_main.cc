@@ -102,8 +102,8 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"serve", "serve [--home DIR] [--idle-exit SECONDS] [--foreground]",
        "start the agent (or find the running one) and print its announcement line", RunServe},
-      {"dial-stdio", "dial-stdio [--home DIR]",
-       "copy between stdio and the agent's unix socket", RunDialStdio},
+      {"dial-stdio", "dial-stdio [--home DIR]", "copy between stdio and the agent's unix socket",
+       RunDialStdio},
       {"--version", "--version", "print the version", RunVersion},
   };
   return commands;

@@ -24,10 +24,14 @@ constexpr auto kFollowCheckInterval = std::chrono::milliseconds(500);
 
 grpc::StatusCode ToStatusCode(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
-    case ErrorKind::kNotFound: return grpc::StatusCode::NOT_FOUND;
-    case ErrorKind::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
-    case ErrorKind::kInternal: return grpc::StatusCode::INTERNAL;
+    case ErrorKind::kInvalidArgument:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case ErrorKind::kNotFound:
+      return grpc::StatusCode::NOT_FOUND;
+    case ErrorKind::kFailedPrecondition:
+      return grpc::StatusCode::FAILED_PRECONDITION;
+    case ErrorKind::kInternal:
+      return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::UNKNOWN;
 }
@@ -65,11 +69,16 @@ void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end) {
 
 v1::StatusReply::State ToProtoState(JobState state) {
   switch (state) {
-    case JobState::kUnknown: return v1::StatusReply::UNKNOWN;
-    case JobState::kPrepared: return v1::StatusReply::PREPARED;
-    case JobState::kRunning: return v1::StatusReply::RUNNING;
-    case JobState::kExited: return v1::StatusReply::EXITED;
-    case JobState::kStopped: return v1::StatusReply::STOPPED;
+    case JobState::kUnknown:
+      return v1::StatusReply::UNKNOWN;
+    case JobState::kPrepared:
+      return v1::StatusReply::PREPARED;
+    case JobState::kRunning:
+      return v1::StatusReply::RUNNING;
+    case JobState::kExited:
+      return v1::StatusReply::EXITED;
+    case JobState::kStopped:
+      return v1::StatusReply::STOPPED;
   }
   return v1::StatusReply::UNKNOWN;
 }

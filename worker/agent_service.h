@@ -29,8 +29,8 @@ class ActivityTracker {
 };
 
 struct AgentInfo {
-  std::string version;         // podrun-agent's release
-  std::string home;            // the agent's directory
+  std::string version;  // podrun-agent's release
+  std::string home;     // the agent's directory
   std::chrono::seconds idle_exit{0};
   int64_t start_time_ns = 0;
 };

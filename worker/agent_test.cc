@@ -2,6 +2,9 @@
 // handshake, prepare/start, lossless log streaming with resume, status, stop, dial-stdio,
 // idle exit, and the socket's confinement (0700 directory, no TCP listener).
 #include <fcntl.h>
+#include <grpcpp/create_channel_posix.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -16,10 +19,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <grpcpp/create_channel_posix.h>
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"
@@ -285,16 +284,14 @@ TEST_F(AgentTest, StopEndsTheJob) {
   EXPECT_TRUE(logs.end->stopped_by_request());
 
   req.set_job_id("missing");
-  EXPECT_EQ(stub_->Status(Context().get(), req, &reply).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(stub_->Status(Context().get(), req, &reply).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(AgentTest, SecondServeAnnouncesTheRunningAgent) {
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
   UniqueFd read_end(fds[0]), write_end(fds[1]);
-  pid_t pid = Spawn({PODRUN_AGENT_BINARY, "serve", "--home", home_.string()}, -1,
-                    write_end.get());
+  pid_t pid = Spawn({PODRUN_AGENT_BINARY, "serve", "--home", home_.string()}, -1, write_end.get());
   write_end.reset();
   EXPECT_EQ(ReadLine(read_end.get(), 20s), announcement_);
   int status = WaitExit(pid, 20s);
@@ -352,9 +349,9 @@ TEST(AgentIdleTest, ExitsWhenIdle) {
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
   UniqueFd read_end(fds[0]), write_end(fds[1]);
   const auto started = std::chrono::steady_clock::now();
-  pid_t pid = Spawn({PODRUN_AGENT_BINARY, "serve", "--foreground", "--home", tmpl + "/h",
-                     "--idle-exit", "1"},
-                    -1, write_end.get());
+  pid_t pid = Spawn(
+      {PODRUN_AGENT_BINARY, "serve", "--foreground", "--home", tmpl + "/h", "--idle-exit", "1"}, -1,
+      write_end.get());
   write_end.reset();
   EXPECT_TRUE(ReadLine(read_end.get(), 20s).starts_with("PODRUN-AGENT READY 1 "));
   int status = WaitExit(pid, 20s);

@@ -52,8 +52,10 @@ int RelayAnnouncement(UniqueFd pipe, const std::filesystem::path& log_file) {
   }
   line = line.substr(0, line.find('\n'));
   if (line.empty()) {
-    line = std::string(kErrorPrefix) + " the agent exited during startup without announcing "
-           "itself; see " + log_file.string();
+    line = std::string(kErrorPrefix) +
+           " the agent exited during startup without announcing "
+           "itself; see " +
+           log_file.string();
   }
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);

@@ -66,8 +66,7 @@ int DialStdio(const std::filesystem::path& socket_path) {
     return 1;
   }
   std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
-  if (!sock ||
-      ::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+  if (!sock || ::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     std::fprintf(stderr, "podrun-agent dial-stdio: connect %s: %s\n", socket_path.c_str(),
                  std::strerror(errno));
     return 1;

@@ -142,7 +142,9 @@ std::filesystem::path ResolveWorkdir(const std::string& workdir) {
   }
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec) throw AgentError(ErrorKind::kFailedPrecondition, "workdir " + path.string() + ": " + ec.message());
+  if (ec)
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "workdir " + path.string() + ": " + ec.message());
   auto canonical = std::filesystem::canonical(path, ec);
   if (ec || !std::filesystem::is_directory(canonical)) {
     throw AgentError(ErrorKind::kFailedPrecondition,

@@ -85,8 +85,8 @@ class Job {
   std::chrono::seconds grace_period() const { return grace_period_; }
 
  private:
-  void Reap();                              // thread: waits for the leader, signals the pump
-  void Pump(UniqueFd out, UniqueFd err);    // thread: pipes → log records, then Finalize()
+  void Reap();                            // thread: waits for the leader, signals the pump
+  void Pump(UniqueFd out, UniqueFd err);  // thread: pipes → log records, then Finalize()
   void AppendChunk(uint64_t seq, uint8_t stream, std::string_view data);
   void Finalize();
   // End of a requested stop's grace period; time_point::min() if no stop was requested.

@@ -2,14 +2,13 @@
 // recorded on disk, output is logged in order, and Stop ends a whole process group.
 #include "worker/job_runner.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "proto/log_record.h"
 #include "worker/agent_error.h"
@@ -78,11 +77,11 @@ TEST_F(JobRunnerTest, EnvAndWorkdirReachTheProcess) {
   EXPECT_EQ(snap.exit->exit_code, 0);
   EXPECT_EQ(snap.state, JobState::kExited);
   const std::string home = std::getenv("HOME");
-  EXPECT_EQ(Stdout("env"), "s3cr3t value|" +
-                               std::filesystem::canonical(home_ / "work").string() + "|" +
-                               home + "\n");
+  EXPECT_EQ(Stdout("env"), "s3cr3t value|" + std::filesystem::canonical(home_ / "work").string() +
+                               "|" + home + "\n");
   // The secret is in the log (the process printed it) but in no other file of the job.
-  for (const auto& entry : std::filesystem::directory_iterator(JobDir(home_ / "agent", "env", 1).path())) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(JobDir(home_ / "agent", "env", 1).path())) {
     if (entry.path().filename() == "log") continue;
     std::ifstream in(entry.path());
     std::stringstream ss;

@@ -2,6 +2,7 @@
 // exit when idle (see serve.h).
 #include "worker/serve.h"
 
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -10,8 +11,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
-
-#include <grpcpp/grpcpp.h>
 
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"

@@ -12,9 +12,9 @@ namespace podrun::agent {
 inline constexpr auto kDefaultIdleExit = std::chrono::seconds(600);
 
 struct ServeOptions {
-  std::filesystem::path home;                      // the agent's directory (DefaultHome())
+  std::filesystem::path home;                         // the agent's directory (DefaultHome())
   std::chrono::seconds idle_exit = kDefaultIdleExit;  // 0: never exit when idle
-  bool foreground = false;                         // don't daemonize (tests)
+  bool foreground = false;                            // don't daemonize (tests)
 };
 
 // $HOME/.podrun
