@@ -9,9 +9,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace podrun::agent {
 namespace {
@@ -60,6 +62,18 @@ int RelayAnnouncement(UniqueFd pipe, const std::filesystem::path& log_file) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   return line.starts_with(kReadyPrefix) ? 0 : 1;
+}
+
+// Closes every fd above stderr except `keep`: the daemon must not hold open a pipe or socket
+// its starter waits on (a launcher's pipes, an SSH session's extra fds).
+void CloseInheritedFds(int keep) {
+  std::vector<int> fds;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = std::atoi(entry.path().filename().c_str());
+    if (fd > STDERR_FILENO && fd != keep) fds.push_back(fd);
+  }
+  for (int fd : fds) ::close(fd);  // includes the directory's own fd, already closed: harmless
 }
 
 }  // namespace
@@ -112,6 +126,7 @@ Daemonized Daemonize(const std::filesystem::path& log_file) {
   const pid_t daemon = ::fork();
   if (daemon != 0) ::_exit(daemon < 0 ? 1 : 0);
 
+  CloseInheritedFds(write_end.get());
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (devnull) ::dup2(devnull.get(), STDIN_FILENO);
