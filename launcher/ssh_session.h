@@ -59,6 +59,10 @@ class SshSession {
   // output pending, else readable. Throws asio's system_error if cancelled.
   asio::awaitable<void> WaitIo();
 
+  // The descriptor to wait on for the socket's readiness (a dup of libssh's fd), for loops
+  // that wait on this session and other fds at once (AgentTunnel).
+  asio::posix::stream_descriptor& waiter() { return waiter_; }
+
   // Calls op() until it returns something other than `again`, waiting for the socket in
   // between; returns that result.
   template <class Op>

@@ -9,4 +9,10 @@ namespace podrun {
 // Equals podrun.agent.v1.PROTOCOL_VERSION_CURRENT (checked where both are visible).
 inline constexpr uint32_t kProtocolVersion = 1;
 
+// The one line `podrun-agent serve` prints on stdout (Mosh style), parsed by the launcher:
+//   PODRUN-AGENT READY <protocol_version> <agent_version> <socket path>
+//   PODRUN-AGENT ERROR <reason>
+inline constexpr char kReadyPrefix[] = "PODRUN-AGENT READY";
+inline constexpr char kErrorPrefix[] = "PODRUN-AGENT ERROR";
+
 }  // namespace podrun

@@ -2,6 +2,8 @@
 // line back to whoever started it, and serialize simultaneous starts with a lock file.
 #pragma once
 
+#include "proto/protocol_version.h"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -14,8 +16,6 @@ namespace podrun::agent {
 // The announcement the launcher parses, printed on stdout by `podrun-agent serve`:
 //   PODRUN-AGENT READY <protocol_version> <agent_version> <socket path>
 //   PODRUN-AGENT ERROR <reason>
-inline constexpr char kReadyPrefix[] = "PODRUN-AGENT READY";
-inline constexpr char kErrorPrefix[] = "PODRUN-AGENT ERROR";
 
 // Sends the one announcement line; later calls do nothing (errors after READY go to stderr).
 class Announcer {

@@ -1,0 +1,35 @@
+// The podrun-agent binary the launcher installs on workers: where it is on this machine, its
+// content hash (the name it gets on workers), and its gzip-compressed bytes for upload.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+namespace podrun {
+
+class AgentBinary {
+ public:
+  // Finds the agent: $PODRUN_AGENT, else next to the podrun executable, else the build tree
+  // (../worker/podrun-agent), else ../lib/podrun/podrun-agent. Throws Error(kUnreachable)
+  // naming the places looked at.
+  static AgentBinary Locate();
+  explicit AgentBinary(std::string path);
+
+  const std::string& path() const { return path_; }
+  // Hex SHA-256 of the binary's bytes.
+  const std::string& sha256() const { return sha256_; }
+  // The file name on workers: podrun-agent-<first 16 hex digits of sha256>.
+  std::string remote_name() const { return "podrun-agent-" + sha256_.substr(0, 16); }
+  size_t size() const { return size_; }
+  // The binary in gzip format (computed once, on first use; thread-safe).
+  const std::string& gzipped() const;
+
+ private:
+  std::string path_;
+  std::string sha256_;
+  size_t size_ = 0;
+  mutable std::once_flag gzip_once_;
+  mutable std::string gzipped_;
+};
+
+}  // namespace podrun
