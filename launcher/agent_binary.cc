@@ -62,7 +62,7 @@ const std::string& AgentBinary::gzipped() const {
   return gzipped_;
 }
 
-AgentBinary AgentBinary::Locate() {
+std::string AgentBinary::Locate() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("PODRUN_AGENT"); env && *env) {
     candidates.push_back(env);
@@ -75,7 +75,7 @@ AgentBinary AgentBinary::Locate() {
     candidates.push_back(dir.parent_path() / "lib" / "podrun" / "podrun-agent");
   }
   for (const std::string& c : candidates) {
-    if (::access(c.c_str(), X_OK) == 0) return AgentBinary(c);
+    if (::access(c.c_str(), X_OK) == 0) return c;
   }
   std::string looked;
   for (const std::string& c : candidates) looked += " " + c;

@@ -9,10 +9,10 @@ namespace podrun {
 
 class AgentBinary {
  public:
-  // Finds the agent: $PODRUN_AGENT, else next to the podrun executable, else the build tree
+  // Returns the agent's path: $PODRUN_AGENT, else next to the podrun executable, else the build tree
   // (../worker/podrun-agent), else ../lib/podrun/podrun-agent. Throws Error(kUnreachable)
   // naming the places looked at.
-  static AgentBinary Locate();
+  static std::string Locate();
   explicit AgentBinary(std::string path);
 
   const std::string& path() const { return path_; }

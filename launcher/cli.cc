@@ -14,6 +14,7 @@
 #include "launcher/error.h"
 #include "launcher/exec_command.h"
 #include "launcher/labelled_output.h"
+#include "launcher/launch_command.h"
 #include "launcher/pod_options.h"
 #include "launcher/version.h"
 
@@ -70,11 +71,31 @@ ExitCode ExecMain(int argc, char** argv) {
   return RunExec(request);
 }
 
+ExitCode LaunchMain(int argc, char** argv) {
+  CLI::App app("Run the job of SPEC.yaml on every worker in lockstep: connect, bootstrap the\n"
+               "agent, prepare, start everywhere at once, stream the merged log, report.\n"
+               "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
+               "launcher any other way leaves it running (see 'podrun logs JOB -f').",
+               "launch");
+  LaunchRequest request;
+  app.add_option("spec", request.spec_path, "The job spec (YAML)")->required();
+  AddPodOptions(app, request.pod);
+  app.add_option("-n,--name", request.name, "Job name (default: the spec's name)");
+  app.add_flag("-d,--detach", request.detach, "Return once every worker has started");
+  app.add_option("-e,--env", request.env, "KEY=VALUE for the run process (repeatable)");
+  app.add_flag("--force-setup", request.force_setup, "Run setup even when cached");
+  app.footer("Example: podrun launch examples/torch-ddp.yaml --local 4 -e EXAMPLES=$PWD/examples");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunLaunch(request);
+}
+
 ExitCode HelpMain(int argc, char** argv);
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"exec", "run a command on every worker, output labelled [wK]", ExecMain},
+      {"launch", "run a job spec on every worker in lockstep, merged logs", LaunchMain},
       {"help", "show help for podrun or a command", HelpMain},
   };
   return commands;
