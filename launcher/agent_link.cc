@@ -57,6 +57,7 @@ class SshAgentLink : public AgentLink {
   }
 
   bool uploaded_agent() const override { return uploaded_; }
+  bool uses_dial_stdio() const override { return dial_stdio_; }
 
  private:
   asio::awaitable<std::shared_ptr<grpc::Channel>> ConnectOnLoop() {
@@ -76,6 +77,7 @@ class SshAgentLink : public AgentLink {
     } catch (const Error&) {
       forwarding_refused = true;
     }
+    dial_stdio_ = forwarding_refused;
     if (forwarding_refused) {
       // The server refuses stream-local forwarding: relay through the agent's own stdio.
       channel = co_await SshChannel::Exec(
@@ -92,6 +94,7 @@ class SshAgentLink : public AgentLink {
   mutable std::mutex mutex_;
   std::string address_;
   bool uploaded_ = false;
+  bool dial_stdio_ = false;
   std::shared_ptr<SshSession> session_;  // loop thread only
   std::unique_ptr<AgentTunnel> tunnel_;  // loop thread only
 };

@@ -35,6 +35,9 @@ class AgentLink {
 
   // True if the last Connect() had to upload the agent binary.
   virtual bool uploaded_agent() const { return false; }
+  // True if the server refused stream-local forwarding and the tunnel runs through
+  // `podrun-agent dial-stdio` instead.
+  virtual bool uses_dial_stdio() const { return false; }
 };
 
 // What every link of a pod shares. The loop and window must outlive the links.

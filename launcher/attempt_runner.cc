@@ -392,11 +392,18 @@ ExitCode Runner::Run() {
   Say(fmt::format("connecting to {} worker{} ({})", n, n == 1 ? "" : "s", plan_.pod.description));
   auto phase = Clock::now();
   ConnectAll();
-  int uploads = 0;
-  for (auto& w : workers_) uploads += w->link->uploaded_agent() ? 1 : 0;
+  int uploads = 0, relayed = 0;
+  for (auto& w : workers_) {
+    uploads += w->link->uploaded_agent() ? 1 : 0;
+    relayed += w->link->uses_dial_stdio() ? 1 : 0;
+  }
   if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
-    Say(fmt::format("agents ready on {} workers in {:.2f} s{}", n, SecondsSince(phase),
-                    uploads ? fmt::format(" (agent installed on {})", uploads) : ""));
+    Say(fmt::format("agents ready on {} workers in {:.2f} s{}{}", n, SecondsSince(phase),
+                    uploads ? fmt::format(" (agent installed on {})", uploads) : "",
+                    relayed ? fmt::format(" (stream-local forwarding refused: tunnel through "
+                                          "dial-stdio on {})",
+                                          relayed)
+                            : ""));
     phase = Clock::now();
     PrepareAll();
   }

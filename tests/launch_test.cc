@@ -1,0 +1,231 @@
+// Integration tests of `podrun launch` (and the agent) against a real 4-worker testpod and on
+// --local workers.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/run_command.h"
+#include "tests/testpod.h"
+
+namespace podrun::testing {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kPodId = 12;
+
+std::string Home() { return ::testing::TempDir() + "/podrun-launch-test-home"; }
+
+std::string WriteSpec(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name + ".yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string JobIdOf(const std::string& output) {
+  std::smatch m;
+  if (std::regex_search(output, m, std::regex("job: ([0-9a-f-]+)"))) return m[1];
+  return "";
+}
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RunCommand("rm -rf " + Home());
+    pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
+  }
+  static void TearDownTestSuite() { pod_.reset(); }
+
+  static std::string Podrun() {
+    return "env PODRUN_HOME=" + Home() + " " + std::string(PODRUN_BINARY);
+  }
+  static std::string PodOptions(const TestPod& pod) {
+    return " --hosts @" + pod.host_file() + " -i " + pod.identity() + " --known-hosts " +
+           pod.known_hosts();
+  }
+  static CommandResult Launch(const std::string& spec, const std::string& extra = "",
+                              bool merge_stderr = true) {
+    return RunCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " " + extra,
+                      merge_stderr);
+  }
+  // Processes anywhere on this machine whose command line contains `marker` (the testpod's
+  // workers share the PID namespace).
+  static int CountProcesses(const std::string& marker) {
+    // "[p]attern" matches the marker but not this shell's own command line.
+    std::string pattern = "[" + marker.substr(0, 1) + "]" + marker.substr(1);
+    return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
+  }
+
+  static std::unique_ptr<TestPod> pod_;
+};
+
+std::unique_ptr<TestPod> LaunchTest::pod_;
+
+TEST_F(LaunchTest, TorchDdpTrainsOnFourWorkersWithIdenticalWeights) {
+  CommandResult r = Launch(std::string(PODRUN_SOURCE_DIR) + "/examples/torch-ddp.yaml",
+                           "-e EXAMPLES=" + std::string(PODRUN_SOURCE_DIR) + "/examples");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  std::regex done(R"(\[w(\d)\] rank \d/4: allreduce ok \(sum=6\), weights sha256=([0-9a-f]{64}) identical)");
+  std::map<std::string, std::string> digests;
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), done), end; it != end; ++it) {
+    digests[(*it)[1]] = (*it)[2];
+  }
+  ASSERT_EQ(4u, digests.size()) << r.output;
+  for (auto& [worker, digest] : digests) EXPECT_EQ(digests["0"], digest) << worker;
+  // The workers reached each other by their addresses on the pod's network.
+  EXPECT_NE(std::string::npos, r.output.find("[w0] ")) << r.output;
+}
+
+TEST_F(LaunchTest, TorchDdpOnFourLocalWorkers) {
+  std::string line = Podrun() + " launch " + PODRUN_SOURCE_DIR + "/examples/torch-ddp.yaml" +
+                     " --local 4 -e EXAMPLES=" + PODRUN_SOURCE_DIR + "/examples";
+  CommandResult r = RunCommand(line);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  std::regex done(R"(rank \d/4: allreduce ok \(sum=6\), weights sha256=([0-9a-f]{64}))");
+  std::set<std::string> digests;
+  int count = 0;
+  for (std::sregex_iterator it(r.output.begin(), r.output.end(), done), end; it != end; ++it) {
+    digests.insert((*it)[1]);
+    ++count;
+  }
+  EXPECT_EQ(4, count) << r.output;
+  EXPECT_EQ(1u, digests.size()) << r.output;
+}
+
+TEST_F(LaunchTest, OneFailingWorkerStopsTheGangWithinSeconds) {
+  std::string spec = WriteSpec("fail3", R"(name: fail3
+grace_seconds: 5
+run: |
+  if [ "$PODRUN_WORKER_ID" = 2 ]; then sleep 1; echo "w2 gives up" >&2; exit 3; fi
+  echo "worker $PODRUN_WORKER_ID sleeps"
+  exec -a podrun-test-sleeper-fail3 sleep 300
+)");
+  auto start = std::chrono::steady_clock::now();
+  CommandResult r = Launch(spec);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(1, r.exit_code) << r.output;
+  EXPECT_LT(seconds, 10) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("failed: w2 (" + pod_->hosts()[2] + "): exit code 3"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("| w2 gives up")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("stopped by podrun because of that failure: w0-1,3"))
+      << r.output;
+  EXPECT_EQ(0, CountProcesses("podrun-test-sleeper-fail3"));
+}
+
+TEST_F(LaunchTest, AgentIsStaticListensOnNoTcpPortAndIsUploadedOnce) {
+  std::string spec = WriteSpec("hello", "name: hello\nrun: echo hello from $(hostname)\n");
+  CommandResult first = Launch(spec);
+  ASSERT_EQ(0, first.exit_code) << first.output;
+  CommandResult second = Launch(spec);
+  ASSERT_EQ(0, second.exit_code) << second.output;
+  EXPECT_EQ(std::string::npos, second.output.find("agent installed")) << second.output;
+  EXPECT_NE(std::string::npos, second.output.find("[w3] hello from w3")) << second.output;
+
+  CommandResult file = RunCommand("file " + std::string(PODRUN_AGENT));
+  EXPECT_NE(std::string::npos, file.output.find("statically linked")) << file.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    CommandResult listeners = pod_->Exec(i, "ss -ltnpH");
+    EXPECT_EQ(std::string::npos, listeners.output.find("podrun-agent")) << listeners.output;
+    CommandResult mode = pod_->Exec(i, "stat -c %a /root/.podrun/run");
+    EXPECT_EQ("700\n", mode.output);
+    CommandResult agents = pod_->Exec(i, "ls /root/.podrun/bin");
+    EXPECT_EQ(1, std::count(agents.output.begin(), agents.output.end(), '\n')) << agents.output;
+  }
+}
+
+TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
+  constexpr int kLines = 20000;
+  std::string spec = WriteSpec("numbered", "name: numbered\nrun: |\n"
+                                           "  for i in $(seq 1 " + std::to_string(kLines) +
+                                           "); do echo \"line $i\"; "
+                                           "if [ $((i % 2000)) = 0 ]; then sleep 0.2; fi; done\n");
+  std::string out = ::testing::TempDir() + "/killed-launcher.out";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string line = Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
+    _exit(127);
+  }
+  std::string job;
+  for (int i = 0; i < 100 && job.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(out);
+    std::stringstream s;
+    s << in.rdbuf();
+    job = JobIdOf(s.str());
+  }
+  ASSERT_FALSE(job.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+
+  CommandResult logs = RunCommand(Podrun() + " logs " + job + " -f", /*merge_stderr=*/false);
+  ASSERT_EQ(0, logs.exit_code) << logs.output.substr(0, 2000);
+  std::map<int, int> next;  // worker -> next expected line number
+  std::istringstream in(logs.output);
+  std::regex line_re(R"(\[w(\d)\] line (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, line_re)) << line;
+    int w = std::stoi(m[1]);
+    int n = std::stoi(m[2]);
+    ASSERT_EQ(next[w] + 1, n) << "worker " << w;
+    next[w] = n;
+  }
+  ASSERT_EQ(4u, next.size());
+  for (auto& [w, n] : next) EXPECT_EQ(kLines, n) << "worker " << w;
+}
+
+TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
+  std::string spec = WriteSpec("detached", "name: detached\nrun: exec -a podrun-test-detached "
+                                           "sleep 30\n");
+  CommandResult r = Launch(spec, "-d");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  std::string job = JobIdOf(r.output);
+  ASSERT_FALSE(job.empty()) << r.output;
+  EXPECT_EQ(kWorkers, CountProcesses("podrun-test-detached"));
+  CommandResult status = RunCommand(Podrun() + " status " + job);
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  std::regex running("running");
+  auto n = std::distance(std::sregex_iterator(status.output.begin(), status.output.end(), running),
+                         std::sregex_iterator());
+  EXPECT_GE(n, kWorkers) << status.output;
+  RunCommand(Podrun() + " stop " + job);
+  EXPECT_EQ(0, CountProcesses("podrun-test-detached"));
+}
+
+TEST(LaunchWithoutForwarding, DialStdioCarriesTheTunnel) {
+  TestPod pod(2, kPodId + 1, {"AllowStreamLocalForwarding no"});
+  std::string spec = WriteSpec("nofwd", "name: nofwd\nrun: echo via $(hostname)\n");
+  CommandResult r = RunCommand("env PODRUN_HOME=" + Home() + " " + PODRUN_BINARY + " launch " +
+                               spec + " --hosts @" + pod.host_file() + " -i " + pod.identity() +
+                               " --known-hosts " + pod.known_hosts());
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] via w0")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] via w1")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("through dial-stdio on 2")) << r.output;
+}
+
+TEST(LaunchUsage, BadSpecExits2AndRecordsNothing) {
+  std::string spec = WriteSpec("bad", "name: bad\nrunn: true\n");
+  std::string home = ::testing::TempDir() + "/podrun-bad-spec-home";
+  RunCommand("rm -rf " + home);
+  CommandResult r = RunCommand("env PODRUN_HOME=" + home + " " + PODRUN_BINARY + " launch " +
+                               spec + " --local 2");
+  EXPECT_EQ(2, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find(spec + ":2:1")) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("job:")) << r.output;
+}
+
+}  // namespace
+}  // namespace podrun::testing
