@@ -157,12 +157,14 @@ std::string AgentClient::Prepare(const AgentPrepareRequest& request) {
   return reply.workdir();
 }
 
-AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt) {
+AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,
+                                   int64_t start_at_ns) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kStartTimeout);
   v1::StartRequest req;
   req.set_job_id(job_id);
   req.set_attempt(attempt);
+  req.set_start_at_ns(start_at_ns);
   v1::StartReply reply;
   Check(stub_->stub->Start(&ctx, req, &reply), "Start");
   return {reply.pid(), reply.start_time_ns(), reply.already_started()};

@@ -95,8 +95,9 @@ class AgentClient {
   AgentHello Hello();
   // Creates the workdir and job directory; returns the resolved absolute workdir.
   std::string Prepare(const AgentPrepareRequest& request);
-  // GO: spawns the prepared process.
-  AgentStartReply Start(const std::string& job_id, uint32_t attempt);
+  // GO: spawns the prepared process, at `start_at_ns` of the agent's wall clock if that is
+  // ahead (the lockstep start), else at once.
+  AgentStartReply Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);
   // The attempt's state; nullopt if the agent has never heard of it.
   std::optional<AgentJobStatus> Status(const std::string& job_id, uint32_t attempt);
   // SIGTERM to the job's process group, SIGKILL after grace; returns when none is left.

@@ -35,6 +35,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLostAfter = std::chrono::seconds(20);
 constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 constexpr auto kSignalPoll = std::chrono::milliseconds(100);
+constexpr int kClockProbes = 3;
+// How far ahead the lockstep start is scheduled: enough for every Start to arrive first.
+constexpr auto kMinStartLead = std::chrono::milliseconds(50);
 
 void Say(const std::string& message) { WriteAll(STDERR_FILENO, "podrun: " + message + "\n"); }
 
@@ -79,6 +82,8 @@ class Runner {
     std::shared_ptr<AgentClient> client;
     std::string error;
     AgentStartReply start;
+    int64_t clock_offset_ns = 0;  // agent wall clock minus ours
+    int64_t rtt_ns = 0;           // of the Hello that measured the offset
   };
 
   std::shared_ptr<AgentClient> Client(Worker& w) {
@@ -155,7 +160,17 @@ void Runner::ConnectAll() {
     try {
       auto channel = w.link->Connect();
       auto client = std::make_shared<AgentClient>(channel);
-      client->Hello();
+      // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
+      // start can be scheduled at one instant on every worker.
+      for (int i = 0; i < kClockProbes; ++i) {
+        int64_t sent = NowUnixNs();
+        AgentHello hello = client->Hello();
+        int64_t received = NowUnixNs();
+        if (i == 0 || received - sent < w.rtt_ns) {
+          w.rtt_ns = received - sent;
+          w.clock_offset_ns = hello.now_ns - (sent + received) / 2;
+        }
+      }
       std::lock_guard lock(w.client_mutex);
       w.client = client;
     } catch (const std::exception& e) {
@@ -209,12 +224,17 @@ void Runner::PrepareAll() {
 }
 
 void Runner::StartAll() {
+  // GO at one instant: each agent gets the same target in its own clock.
+  int64_t lead_ns = std::chrono::nanoseconds(kMinStartLead).count();
+  for (auto& w : workers_) lead_ns = std::max(lead_ns, 8 * w->rtt_ns);
+  int64_t target_ns = NowUnixNs() + lead_ns;
   std::latch go(static_cast<std::ptrdiff_t>(workers_.size()));
   ForEachParallel(workers_, [&](Worker& w) {
     auto client = Client(w);
-    go.arrive_and_wait();  // every thread calls Start at the same moment
+    go.arrive_and_wait();
     try {
-      w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt));
+      w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
+                              target_ns + w.clock_offset_ns);
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: start: {}", w.link->description(), e.what());
     }
@@ -440,8 +460,9 @@ ExitCode Runner::Run() {
   int64_t first = INT64_MAX, last = 0;
   for (auto& w : workers_) {
     if (!w->error.empty()) continue;
-    first = std::min(first, w->start.start_time_ns);
-    last = std::max(last, w->start.start_time_ns);
+    // In the launcher's clock, so that workers with different clocks compare.
+    first = std::min(first, w->start.start_time_ns - w->clock_offset_ns);
+    last = std::max(last, w->start.start_time_ns - w->clock_offset_ns);
   }
   if (last > 0) {
     Say(fmt::format("started on {} workers (start skew {:.1f} ms)", n, (last - first) / 1e6));
