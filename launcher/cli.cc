@@ -15,7 +15,11 @@
 #include "launcher/exec_command.h"
 #include "launcher/labelled_output.h"
 #include "launcher/launch_command.h"
+#include "launcher/logs_command.h"
+#include "launcher/ls_command.h"
 #include "launcher/pod_options.h"
+#include "launcher/status_command.h"
+#include "launcher/stop_command.h"
 #include "launcher/version.h"
 
 namespace podrun {
@@ -90,12 +94,90 @@ ExitCode LaunchMain(int argc, char** argv) {
   return RunLaunch(request);
 }
 
+ExitCode LogsMain(int argc, char** argv) {
+  CLI::App app("Print the merged log of JOB's latest attempt, from the start, read from the\n"
+               "workers' agents (the authoritative copy); works whether or not the launcher\n"
+               "still runs. Lines are '[wK] text', stdout lines on stdout, stderr lines on\n"
+               "stderr; without -f merged in time order. JOB: an id, a unique prefix of one,\n"
+               "or a name (its latest job).\n"
+               "Exit: 3 if a worker's agent cannot be reached (the others are printed);\n"
+               "with -f, 1 if the process failed or was stopped on a selected worker; else 0.",
+               "logs");
+  LogsRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
+  app.add_flag("-f,--follow", request.follow,
+               "Keep printing as lines come until every selected worker's process has ended");
+  app.add_option("-w,--workers", request.workers, "Only these workers, e.g. 0,2-3 (pod-wide)");
+  app.add_flag("--fold", request.fold,
+               "Print a line that all selected workers printed alike (at the same line) once, "
+               "as '[w0-3] text'");
+  bool no_prefix = false;
+  app.add_flag("--no-prefix", no_prefix, "Print the text alone, without '[wK] '");
+  app.footer("Example: podrun logs bert-base -f -w 0-3 --fold");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  request.prefix = !no_prefix;
+  return RunLogs(request);
+}
+
+ExitCode StatusMain(int argc, char** argv) {
+  CLI::App app("Show JOB's latest attempt per worker: host, state (pending, connecting, setup,\n"
+               "running, exited, failed, lost, stopped), exit code (or signal), start and end\n"
+               "(local time). Without JOB: the latest job.\n"
+               "Workers the store shows as not ended are checked with their agents and the\n"
+               "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
+               "agent cannot be reached keeps its recorded state, with the note 'agent\n"
+               "unreachable: ...': podrun does not guess that its process is lost.",
+               "status");
+  StatusRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name (default: the latest)");
+  app.add_flag("--json", request.json,
+               "One JSON object: job, attempt, workers (worker, host, state, exit_code, signal, "
+               "start, end, note)");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunStatus(request);
+}
+
+ExitCode StopMain(int argc, char** argv) {
+  CLI::App app("Stop JOB's latest attempt on every worker: SIGTERM to its processes, SIGKILL\n"
+               "after the grace period. Prints what happened on each worker.\n"
+               "Exit: 3 if a worker's agent cannot be reached, else 0.",
+               "stop");
+  StopRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
+  int grace = -1;
+  app.add_option("--grace", grace,
+                 "Seconds between SIGTERM and SIGKILL (default: the spec's grace_seconds)");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  if (app.count("--grace") > 0) request.grace_seconds = grace;
+  return RunStop(request);
+}
+
+ExitCode LsMain(int argc, char** argv) {
+  CLI::App app("List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
+               "attempts, started, duration ('+': still running, as far as the store knows;\n"
+               "'podrun status JOB' asks the workers).",
+               "ls");
+  LsRequest request;
+  app.add_flag("--json", request.json, "One JSON array of job objects");
+  app.add_option("-n,--limit", request.limit, "At most this many jobs");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunLs(request);
+}
+
 ExitCode HelpMain(int argc, char** argv);
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"exec", "run a command on every worker, output labelled [wK]", ExecMain},
       {"launch", "run a job spec on every worker in lockstep, merged logs", LaunchMain},
+      {"logs", "print (-f: follow) the merged log of a job", LogsMain},
+      {"status", "show a job's state per worker", StatusMain},
+      {"stop", "stop a job on every worker", StopMain},
+      {"ls", "list jobs, newest first", LsMain},
       {"help", "show help for podrun or a command", HelpMain},
   };
   return commands;

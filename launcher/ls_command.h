@@ -1,0 +1,18 @@
+// `podrun ls`: the recorded jobs, newest first (CONTRACT.md).
+#pragma once
+
+#include "launcher/error.h"
+
+namespace podrun {
+
+struct LsRequest {
+  bool json = false;  // one JSON array instead of the table
+  int limit = 0;      // at most this many jobs; 0: all
+};
+
+// Prints the jobs (id, name, pod, state, attempts, started, duration) from the store on stdout
+// and returns 0. The state is the latest attempt's as recorded: a detached job reads as running
+// until status, logs or stop has heard from its agents that it ended.
+ExitCode RunLs(const LsRequest& request);
+
+}  // namespace podrun

@@ -1,0 +1,16 @@
+// Times and durations as podrun's status and ls print them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace podrun {
+
+// Local time of `unix_ns` (ns since the epoch): "2024-05-01 14:03:07".
+std::string FormatLocalTime(int64_t unix_ns);
+// RFC 3339 local time with its offset, for JSON: "2024-05-01T14:03:07.123+02:00".
+std::string FormatRfc3339(int64_t unix_ns);
+// A duration for people: "850ms", "42s", "3m05s", "2h07m", "3d04h". Negative counts as 0.
+std::string FormatDuration(int64_t ns);
+
+}  // namespace podrun
