@@ -1,0 +1,226 @@
+// Integration tests of the commands that work on a recorded job from any terminal: `podrun logs`
+// (-f, -w, --fold, --no-prefix), `status`, `stop` and `ls`, on --local workers (no testpod).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/run_command.h"
+
+namespace podrun::testing {
+namespace {
+
+constexpr int kWorkers = 3;
+
+std::string Home() { return ::testing::TempDir() + "/podrun-commands-test-home"; }
+
+// A marker unique to this test run, for finding the job's processes with pgrep.
+std::string Marker(const std::string& what) {
+  return "podrun-cmdtest-" + what + "-" + std::to_string(::getpid());
+}
+
+std::string Podrun() {
+  return "env PODRUN_HOME=" + Home() + " PODRUN_AGENT=" + PODRUN_AGENT + " " + PODRUN_BINARY;
+}
+
+std::string WriteSpec(const std::string& name, const std::string& run) {
+  std::string path = ::testing::TempDir() + "/podrun-cmdtest-" + name + ".yaml";
+  std::ofstream(path) << "name: " << name << "\nrun: |\n" << run;
+  return path;
+}
+
+// Launches `spec` on --local workers; returns the job id (empty on failure, output logged).
+std::string Launch(const std::string& spec, const std::string& extra = "") {
+  CommandResult r = RunCommand(Podrun() + " launch " + spec + " --local " +
+                               std::to_string(kWorkers) + " " + extra);
+  std::smatch m;
+  if (!std::regex_search(r.output, m, std::regex("job: ([0-9a-f-]+)"))) {
+    ADD_FAILURE() << "launch printed no job id: " << r.output;
+    return "";
+  }
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  return m[1];
+}
+
+// Processes on this machine whose command line contains `marker`.
+int CountProcesses(const std::string& marker) {
+  // "[p]attern" matches the marker but not this shell's own command line.
+  std::string pattern = "[" + marker.substr(0, 1) + "]" + marker.substr(1);
+  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
+}
+
+int Count(const std::string& text, const std::string& pattern) {
+  std::regex re(pattern);
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+// The "line N" numbers each worker printed, in the order printed; fails on any other line.
+std::map<int, std::vector<int>> NumberedLines(const std::string& output) {
+  std::map<int, std::vector<int>> lines;
+  std::istringstream in(output);
+  std::regex line_re(R"(\[w(\d+)\] line (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, line_re)) {
+      ADD_FAILURE() << "unexpected line: " << line;
+      continue;
+    }
+    lines[std::stoi(m[1])].push_back(std::stoi(m[2]));
+  }
+  return lines;
+}
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { RunCommand("rm -rf " + Home()); }
+};
+
+TEST_F(CommandsTest, FollowPrintsEveryLineOnceInOrderAndEndsWithTheJob) {
+  constexpr int kLines = 50;
+  std::string job = Launch(WriteSpec("numbered", "  for i in $(seq 1 " + std::to_string(kLines) +
+                                                     "); do echo \"line $i\"; sleep 0.04; done\n"),
+                           "-d");
+  ASSERT_FALSE(job.empty());
+
+  CommandResult status = RunCommand(Podrun() + " status " + job, /*merge_stderr=*/false);
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_EQ(kWorkers, Count(status.output, R"(w\d\s+localhost\s+running)")) << status.output;
+
+  CommandResult follow = RunCommand(Podrun() + " logs " + job + " -f", /*merge_stderr=*/false);
+  EXPECT_EQ(0, follow.exit_code) << follow.output;
+  std::map<int, std::vector<int>> followed = NumberedLines(follow.output);
+  std::vector<int> expected;
+  for (int i = 1; i <= kLines; ++i) expected.push_back(i);
+  ASSERT_EQ(static_cast<size_t>(kWorkers), followed.size()) << follow.output;
+  for (auto& [w, numbers] : followed) EXPECT_EQ(expected, numbers) << "worker " << w;
+
+  // Afterwards, without -f: the same lines, merged in time order.
+  CommandResult read = RunCommand(Podrun() + " logs " + job, /*merge_stderr=*/false);
+  EXPECT_EQ(0, read.exit_code) << read.output;
+  EXPECT_EQ(followed, NumberedLines(read.output));
+
+  // -w keeps pod-wide indexes.
+  CommandResult one = RunCommand(Podrun() + " logs " + job + " -w 2", /*merge_stderr=*/false);
+  EXPECT_EQ(0, one.exit_code);
+  std::map<int, std::vector<int>> only_w2 = NumberedLines(one.output);
+  ASSERT_EQ(1u, only_w2.size()) << one.output;
+  EXPECT_EQ(expected, only_w2[2]);
+
+  status = RunCommand(Podrun() + " status " + job + " --json", /*merge_stderr=*/false);
+  EXPECT_EQ(0, status.exit_code);
+  EXPECT_EQ(kWorkers, Count(status.output, R"("state":"exited")")) << status.output;
+  EXPECT_EQ(1, Count(status.output, R"("state":"succeeded")")) << status.output;
+}
+
+TEST_F(CommandsTest, FoldPrintsLinesOfAllWorkersOnceAndStderrApart) {
+  std::string job = Launch(WriteSpec("folded",
+                                     "  echo same\n"
+                                     "  echo \"id $PODRUN_WORKER_ID\"\n"
+                                     "  echo oops >&2\n"
+                                     "  echo done\n"));
+  ASSERT_FALSE(job.empty());
+  CommandResult folded = RunCommand(Podrun() + " logs " + job + " --fold 2>/dev/null", false);
+  EXPECT_EQ(0, folded.exit_code);
+  EXPECT_EQ("[w0-2] same\n[w0] id 0\n[w1] id 1\n[w2] id 2\n[w0-2] done\n", folded.output);
+
+  CommandResult errors = RunCommand(Podrun() + " logs " + job + " --fold 2>&1 >/dev/null");
+  EXPECT_EQ("[w0-2] oops\n", errors.output);
+
+  // By name, only some workers, no prefix.
+  CommandResult plain =
+      RunCommand(Podrun() + " logs folded -w 1-2 --fold --no-prefix 2>/dev/null", false);
+  EXPECT_EQ(0, plain.exit_code);
+  EXPECT_EQ("same\nid 1\nid 2\ndone\n", plain.output);
+
+  CommandResult unfolded = RunCommand(Podrun() + " logs folded -w 0 2>/dev/null", false);
+  EXPECT_EQ("[w0] same\n[w0] id 0\n[w0] done\n", unfolded.output);
+}
+
+TEST_F(CommandsTest, FollowingAFailedJobExits1) {
+  std::string job = Launch(WriteSpec("failing",
+                                     "  echo hello\n"
+                                     "  sleep 0.5\n"
+                                     "  test $PODRUN_WORKER_ID != 1\n"),
+                           "-d");
+  ASSERT_FALSE(job.empty());
+  CommandResult follow = RunCommand(Podrun() + " logs " + job + " -f");
+  EXPECT_EQ(1, follow.exit_code) << follow.output;
+  EXPECT_EQ(kWorkers, Count(follow.output, R"(\[w\d\] hello)")) << follow.output;
+  EXPECT_NE(std::string::npos, follow.output.find("w1: exit code 1")) << follow.output;
+  CommandResult status = RunCommand(Podrun() + " status failing", false);
+  EXPECT_EQ(1, Count(status.output, R"(w1\s+localhost\s+failed\s+1 )")) << status.output;
+}
+
+TEST_F(CommandsTest, StopEndsALongJobEverywhere) {
+  std::string marker = Marker("sleeper");
+  std::string job = Launch(WriteSpec("sleeper",
+                                     "  echo started\n"
+                                     "  exec -a " +
+                                         marker + " sleep 300\n"),
+                           "-d");
+  ASSERT_FALSE(job.empty());
+  EXPECT_EQ(kWorkers, CountProcesses(marker));
+
+  CommandResult stop = RunCommand(Podrun() + " stop " + job + " --grace 5");
+  EXPECT_EQ(0, stop.exit_code) << stop.output;
+  EXPECT_EQ(kWorkers, Count(stop.output, R"(podrun: w\d \(local\): stopped)")) << stop.output;
+  EXPECT_EQ(0, CountProcesses(marker));
+
+  CommandResult status = RunCommand(Podrun() + " status " + job, false);
+  EXPECT_EQ(0, status.exit_code);
+  EXPECT_EQ(kWorkers, Count(status.output, R"(localhost\s+stopped)")) << status.output;
+  EXPECT_EQ(1, Count(status.output, "attempt 1: stopped")) << status.output;
+
+  CommandResult again = RunCommand(Podrun() + " stop " + job);
+  EXPECT_EQ(0, again.exit_code) << again.output;
+  EXPECT_NE(std::string::npos, again.output.find("nothing to stop")) << again.output;
+}
+
+TEST_F(CommandsTest, LsListsJobsNewestFirst) {
+  std::string first = Launch(WriteSpec("ls-one", "  true\n"));
+  std::string second = Launch(WriteSpec("ls-two", "  true\n"));
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  CommandResult ls = RunCommand(Podrun() + " ls", false);
+  EXPECT_EQ(0, ls.exit_code);
+  EXPECT_EQ(0u, ls.output.find("ID ")) << ls.output;
+  size_t at_first = ls.output.find(first);
+  size_t at_second = ls.output.find(second);
+  ASSERT_NE(std::string::npos, at_first) << ls.output;
+  ASSERT_NE(std::string::npos, at_second) << ls.output;
+  EXPECT_LT(at_second, at_first) << ls.output;
+  EXPECT_TRUE(
+      std::regex_search(ls.output, std::regex(second + R"(\s+ls-two\s+local:3\s+succeeded\s+1 )")))
+      << ls.output;
+
+  CommandResult json = RunCommand(Podrun() + " ls --json", false);
+  EXPECT_EQ(0, json.exit_code);
+  EXPECT_EQ('[', json.output.front()) << json.output;
+  EXPECT_NE(std::string::npos, json.output.find("\"id\":\"" + second + "\"")) << json.output;
+
+  // Without JOB, status shows the latest job.
+  CommandResult status = RunCommand(Podrun() + " status", false);
+  EXPECT_NE(std::string::npos, status.output.find("job " + second)) << status.output;
+}
+
+TEST_F(CommandsTest, UnknownJobsAndBadWorkerListsAreUsageErrors) {
+  for (const char* command : {"logs", "status", "stop"}) {
+    CommandResult r = RunCommand(Podrun() + " " + command + " no-such-job");
+    EXPECT_EQ(2, r.exit_code) << command << ": " << r.output;
+    EXPECT_NE(std::string::npos, r.output.find("podrun: no job 'no-such-job'")) << r.output;
+  }
+  std::string job = Launch(WriteSpec("workers", "  true\n"));
+  ASSERT_FALSE(job.empty());
+  CommandResult r = RunCommand(Podrun() + " logs " + job + " -w 7");
+  EXPECT_EQ(2, r.exit_code) << r.output;
+  EXPECT_EQ(0u, r.output.find("podrun: ")) << r.output;
+}
+
+}  // namespace
+}  // namespace podrun::testing
