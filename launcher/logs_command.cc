@@ -243,11 +243,12 @@ ExitCode RunLogs(const LogsRequest& request) {
 
   JobAgents agents(job, workers);
   int unreachable = agents.ReportUnreachable();
-  LogPrinter printer(workers, request.fold, request.prefix,
-                     LabelledOutput::ShouldColor(STDOUT_FILENO));
+  std::vector<int> reachable;  // the workers whose lines are printed (and folded)
   for (const JobAgent& agent : agents.agents()) {
-    if (!agent.client) printer.Finish(agent.index);  // nothing to wait for from it
+    if (agent.client) reachable.push_back(agent.index);
   }
+  LogPrinter printer(reachable, request.fold, request.prefix,
+                     LabelledOutput::ShouldColor(STDOUT_FILENO));
 
   std::mutex mutex;  // guards logs, reads
   std::map<int, std::vector<LogRecord>> logs;
@@ -276,7 +277,7 @@ ExitCode RunLogs(const LogsRequest& request) {
     std::lock_guard lock(mutex);
     reads[agent.index] = std::move(read);
   });
-  if (!request.follow) PrintMerged(printer, workers, logs);
+  if (!request.follow) PrintMerged(printer, reachable, logs);
   if (printer.broken()) return ExitCode::kOk;  // the reader went away (e.g. `| head`)
 
   bool failed = false;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -54,9 +55,9 @@ Outcome StopOne(JobAgent& agent, const std::string& job_id, int attempt,
     out.stopped_running = true;
     AgentProcessEnd how = reply.end;
     how.stopped_by_request = false;
-    out.message = reply.killed ? fmt::format("killed with SIGKILL after the {} s grace period ({})",
-                                             grace.count(), DescribeProcessEnd(how))
-                               : fmt::format("stopped ({})", DescribeProcessEnd(how));
+    out.message =
+        reply.killed ? fmt::format("killed with SIGKILL after the {} s grace period", grace.count())
+                     : fmt::format("stopped ({})", DescribeProcessEnd(how));
   } else {
     out.message = "had already ended: " + DescribeProcessEnd(reply.end);
   }
@@ -78,9 +79,13 @@ ExitCode RunStop(const StopRequest& request) {
   std::vector<int> active;
   for (const WorkerRecord& w : store.Workers(job.id, number)) {
     if (IsFinal(w.state)) {
-      std::string how = w.exit_code ? fmt::format(" (exit code {})", *w.exit_code)
-                        : w.signal  ? fmt::format(" (signal {})", *w.signal)
-                                    : "";
+      std::string how;
+      if (w.exit_code) {
+        how = fmt::format(" (exit code {})", *w.exit_code);
+      } else if (w.signal) {
+        const char* name = ::sigabbrev_np(*w.signal);
+        how = name ? fmt::format(" (SIG{})", name) : fmt::format(" (signal {})", *w.signal);
+      }
       SayToUser(
           fmt::format("w{} ({}): already {}{}", w.index, w.host, WorkerStateName(w.state), how));
     } else {
