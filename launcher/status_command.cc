@@ -23,12 +23,19 @@ namespace {
 using Notes = std::map<int, std::string>;
 
 // Asks the agents of the workers the store shows as not ended, records their answers in the
-// store, and returns the notes to show.
+// store, and returns the notes to show. An attempt that could not start ran nowhere: its
+// agents are not asked.
 Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   Notes notes;
+  bool start_failed = store.GetAttempt(job.id, attempt).state == AttemptState::kStartFailed;
   std::vector<int> active;
   for (const WorkerRecord& w : store.Workers(job.id, attempt)) {
-    if (!IsFinal(w.state)) active.push_back(w.index);
+    if (IsFinal(w.state)) continue;
+    if (start_failed) {
+      notes[w.index] = "not started: the attempt could not start on every worker";
+    } else {
+      active.push_back(w.index);
+    }
   }
   if (active.empty()) return notes;
 
