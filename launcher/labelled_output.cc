@@ -28,26 +28,42 @@ bool LabelledOutput::ShouldColor(int fd) {
   return ::isatty(fd) && (no_color == nullptr || *no_color == '\0');
 }
 
-std::string LabelledOutput::Label(int worker) const {
+const std::string& LabelledOutput::CachedLabel(int worker, bool color) {
+  auto& cache = labels_[color ? 1 : 0];
+  auto it = cache.find(worker);
+  if (it == cache.end()) it = cache.emplace(worker, MakeLabel(worker, color)).first;
+  return it->second;
+}
+
+std::string LabelledOutput::MakeLabel(int worker, bool color) const {
   if (!prefix_) return "";
   std::string label = "[w" + std::to_string(worker) + "] ";
-  if (!color_) return label;
+  if (!color) return label;
   static constexpr int kColors[] = {36, 32, 33, 35, 34, 31, 96, 92, 93, 95, 94, 91};
-  int color = kColors[worker % (sizeof(kColors) / sizeof(kColors[0]))];
-  return "\x1b[" + std::to_string(color) + "m[w" + std::to_string(worker) + "]\x1b[0m ";
+  int code = kColors[worker % (sizeof(kColors) / sizeof(kColors[0]))];
+  return "\x1b[" + std::to_string(code) + "m[w" + std::to_string(worker) + "]\x1b[0m ";
 }
 
 void LabelledOutput::Emit(int worker, Stream stream, std::string_view line) {
   std::string& out = pending_[static_cast<int>(stream)];
-  out += Label(worker);
+  out += CachedLabel(worker, color_);
   out.append(line);
   out += '\n';
+  if (tee_fd_ >= 0 && color_) {
+    tee_pending_ += CachedLabel(worker, false);
+    tee_pending_.append(line);
+    tee_pending_ += '\n';
+  }
 }
 
 void LabelledOutput::Flush(Stream stream) {
   std::string& out = pending_[static_cast<int>(stream)];
   if (out.empty()) return;
   WriteAll(fds_[static_cast<int>(stream)], out);
+  if (tee_fd_ >= 0) {
+    WriteAll(tee_fd_, color_ ? tee_pending_ : out);
+    tee_pending_.clear();
+  }
   out.clear();
 }
 

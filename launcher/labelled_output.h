@@ -24,8 +24,11 @@ class LabelledOutput {
   // Prints the held partial lines of `worker` (a final line without newline).
   void Finish(int worker);
 
+  // Also writes every line to `fd` (e.g. the launcher's merged.log), always uncoloured.
+  void Tee(int fd) { tee_fd_ = fd; }
+
   // The label printed before a line of `worker`, e.g. "[w3] ".
-  std::string Label(int worker) const;
+  std::string Label(int worker) const { return MakeLabel(worker, color_); }
 
   // True when stdout is a terminal and NO_COLOR is unset (CONTRACT.md, Output).
   static bool ShouldColor(int fd);
@@ -33,11 +36,16 @@ class LabelledOutput {
  private:
   void Emit(int worker, Stream stream, std::string_view line);
   void Flush(Stream stream);
+  std::string MakeLabel(int worker, bool color) const;
+  const std::string& CachedLabel(int worker, bool color);
 
   int fds_[2];
+  int tee_fd_ = -1;
   bool color_;
   bool prefix_;
   std::string pending_[2];
+  std::string tee_pending_;
+  std::map<int, std::string> labels_[2];  // [plain, coloured] by worker
   std::map<int, LineSplitter> splitters_[2];
 };
 

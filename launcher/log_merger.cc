@@ -13,57 +13,51 @@ LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
   std::filesystem::create_directories(dir_, ec);
   merged_fd_.reset(::open((dir_ / "merged.log").c_str(),
                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  if (merged_fd_.get() >= 0) {
-    merged_file_ = std::make_unique<LabelledOutput>(merged_fd_.get(), merged_fd_.get(), false);
-  }
+  if (merged_fd_.get() >= 0) screen_.Tee(merged_fd_.get());
 }
 
 void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
   std::lock_guard lock(mutex_);
-  int record_fd = -1;
+  int worker_fd = -1;
   if (!dir_.empty()) {
-    UniqueFd& fd = record_fds_[worker];
+    UniqueFd& fd = worker_fds_[worker];
     if (fd.get() < 0) {
       fd.reset(::open((dir_ / ("w" + std::to_string(worker) + ".log")).c_str(),
                       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     }
-    record_fd = fd.get();
+    worker_fd = fd.get();
   }
-  auto& tail = tails_[worker];
+  std::string& tail = tails_[worker];
   for (const LogRecord& r : records) {
-    Stream stream = r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout;
-    screen_.Write(worker, stream, r.data);
-    if (merged_file_) merged_file_->Write(worker, stream, r.data);
-    if (record_fd >= 0) {
-      try {
-        AppendRecord(record_fd, r);
-      } catch (const std::exception&) {
-        record_fd = -1;  // a full disk here must not stop the job; the agents keep the log
-      }
+    screen_.Write(worker, r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout,
+                  r.data);
+    if (worker_fd >= 0) WriteAll(worker_fd, r.data);
+    // Keep only the end: the failure report needs the last lines, not the whole log.
+    if (r.data.size() >= kTailBytes) {
+      tail.assign(r.data, r.data.size() - kTailBytes, kTailBytes);
+    } else {
+      tail.append(r.data);
+      if (tail.size() > 2 * kTailBytes) tail.erase(0, tail.size() - kTailBytes);
     }
-    tail_splitters_[worker].Feed(r.data, [&](std::string_view line) {
-      tail.emplace_back(line);
-      if (tail.size() > kTailLines) tail.pop_front();
-    });
   }
 }
 
 void LogMerger::Finish(int worker) {
   std::lock_guard lock(mutex_);
   screen_.Finish(worker);
-  if (merged_file_) merged_file_->Finish(worker);
-  auto& tail = tails_[worker];
-  tail_splitters_[worker].Finish([&](std::string_view line) {
-    tail.emplace_back(line);
-    if (tail.size() > kTailLines) tail.pop_front();
-  });
 }
 
 std::vector<std::string> LogMerger::LastLines(int worker) const {
   std::lock_guard lock(mutex_);
   auto it = tails_.find(worker);
   if (it == tails_.end()) return {};
-  return {it->second.begin(), it->second.end()};
+  std::vector<std::string> lines;
+  LineSplitter splitter;
+  auto keep = [&](std::string_view line) { lines.emplace_back(line); };
+  splitter.Feed(it->second, keep);
+  splitter.Finish(keep);
+  if (lines.size() > kTailLines) lines.erase(lines.begin(), lines.end() - kTailLines);
+  return lines;
 }
 
 }  // namespace podrun

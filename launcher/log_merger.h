@@ -1,10 +1,10 @@
 // LogMerger: where the records streamed from every worker's agent meet. It prints them as
 // labelled lines (each line whole, stdout to stdout, stderr to stderr), keeps the launcher's
-// copies under $PODRUN_HOME/jobs/<id>/<attempt>/ (wK.log records, merged.log text), and
-// remembers each worker's last lines for the failure report. Thread-safe.
+// copies under $PODRUN_HOME/jobs/<id>/<attempt>/ (merged.log: the labelled lines; wK.log: what
+// worker K printed, as plain text), and remembers each worker's last lines for the failure
+// report. Thread-safe.
 #pragma once
 
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -31,15 +31,14 @@ class LogMerger {
 
  private:
   static constexpr size_t kTailLines = 10;
+  static constexpr size_t kTailBytes = 8192;
 
   mutable std::mutex mutex_;
   std::filesystem::path dir_;
   LabelledOutput screen_;
-  std::unique_ptr<LabelledOutput> merged_file_;
   UniqueFd merged_fd_;
-  std::map<int, UniqueFd> record_fds_;
-  std::map<int, LineSplitter> tail_splitters_;
-  std::map<int, std::deque<std::string>> tails_;
+  std::map<int, UniqueFd> worker_fds_;
+  std::map<int, std::string> tails_;  // the last kTailBytes..2*kTailBytes bytes per worker
 };
 
 }  // namespace podrun
