@@ -71,7 +71,6 @@ ExitCode ExecMain(int argc, char** argv) {
   if (!Parse(app, argc, argv, &help_exit)) return help_exit;
   if (request.command.empty()) throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
   request.pod = ResolvePod(settings);
-  if (request.pod.local > 0) throw UsageError("exec --local is not available yet");
   return RunExec(request);
 }
 

@@ -12,6 +12,8 @@
 
 #include "launcher/fan_out.h"
 #include "launcher/labelled_output.h"
+#include "launcher/local_process.h"
+#include "launcher/podrun_home.h"
 #include "launcher/ssh_channel.h"
 #include "launcher/ssh_session.h"
 
@@ -76,6 +78,24 @@ asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod,
   }
 }
 
+// --local: the command runs in a login shell on this machine, in worker K's own home.
+asio::awaitable<void> ExecOnLocalWorker(int index, const std::string& command,
+                                        const std::filesystem::path& local_root, ExecSink& sink,
+                                        WorkerOutcome& outcome) {
+  try {
+    std::filesystem::path home = local_root / ("w" + std::to_string(index));
+    std::filesystem::create_directories(home);
+    LocalCommand local{{"/bin/bash", "-lc", command}, {{"HOME", home.string()}}, home.string()};
+    outcome.status = co_await RunLocalProcess(
+        local, [&](Stream stream, std::string_view data) { sink.Write(outcome, stream, data); });
+  } catch (const std::exception& e) {
+    outcome.unreachable = true;
+    outcome.error = e.what();
+    PrintError(fmt::format("w{} (local): {}", index, e.what()));
+  }
+  sink.Finish(index);
+}
+
 void PrintJson(const std::vector<WorkerOutcome>& outcomes, ExecSink& sink) {
   for (const WorkerOutcome& o : outcomes) {
     nlohmann::json j;
@@ -122,12 +142,22 @@ ExitCode RunExec(const ExecRequest& request) {
     context.stop();
   });
   size_t remaining = outcomes.size();
+  std::filesystem::path local_root;
+  if (request.pod.local > 0) local_root = PodrunHome() / "local";
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const PodWorker& worker = request.pod.workers[outcomes[i].worker];
-    asio::co_spawn(context, ExecOnWorker(worker, request.pod, window, remote, sink, outcomes[i]),
-                   [&](std::exception_ptr) {
-                     if (--remaining == 0) signals.cancel();
-                   });
+    auto done = [&](std::exception_ptr) {
+      if (--remaining == 0) signals.cancel();
+    };
+    if (request.pod.local > 0) {
+      outcomes[i].host = "local";
+      asio::co_spawn(context,
+                     ExecOnLocalWorker(worker.index, command, local_root, sink, outcomes[i]),
+                     done);
+    } else {
+      asio::co_spawn(context, ExecOnWorker(worker, request.pod, window, remote, sink, outcomes[i]),
+                     done);
+    }
   }
   context.run();
   if (interrupted) {

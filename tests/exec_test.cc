@@ -180,3 +180,23 @@ TEST_F(ExecTest, HundredMegabytesPerWorkerArriveCompleteAndUnmixed) {
 
 }  // namespace
 }  // namespace podrun::testing
+
+namespace podrun::testing {
+namespace {
+
+TEST(ExecLocal, RunsOnEveryLocalWorkerInItsOwnHome) {
+  std::string home = ::testing::TempDir() + "/podrun-exec-local-home";
+  RunCommand("rm -rf " + home);
+  CommandResult r = RunCommand("env PODRUN_HOME=" + home + " " + PODRUN_BINARY +
+                                   " exec --local 3 -- 'echo $HOME; test $HOME != " + home +
+                                   "/local/w1'",
+                               /*merge_stderr=*/false);
+  EXPECT_EQ(1, r.exit_code) << r.output;
+  for (int i = 0; i < 3; ++i) {
+    std::string line = "[w" + std::to_string(i) + "] " + home + "/local/w" + std::to_string(i);
+    EXPECT_NE(std::string::npos, r.output.find(line)) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace podrun::testing
