@@ -9,7 +9,8 @@ namespace podrun {
 
 class AgentBinary {
  public:
-  // Returns the agent's path: $PODRUN_AGENT, else next to the podrun executable, else the build tree
+  // Returns the agent's path: $PODRUN_AGENT, else next to the podrun executable, else the build
+  // tree
   // (../worker/podrun-agent), else ../lib/podrun/podrun-agent. Throws Error(kUnreachable)
   // naming the places looked at.
   static std::string Locate();

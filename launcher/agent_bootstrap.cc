@@ -60,10 +60,10 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
   *uploaded = false;
   std::string path = RemoteAgentPath(agent);
   // `sh -c` so that the worker's login shell, whatever it is, runs POSIX syntax.
-  std::string start = "sh -c " + ShellQuote(fmt::format(
-                                     "a=\"{}\"; if [ -x \"$a\" ]; then exec \"$a\" serve; "
-                                     "else echo '{}'; fi",
-                                     path, kMissing));
+  std::string start =
+      "sh -c " + ShellQuote(fmt::format("a=\"{}\"; if [ -x \"$a\" ]; then exec \"$a\" serve; "
+                                        "else echo '{}'; fi",
+                                        path, kMissing));
   for (int round = 0; round < 2; ++round) {
     RemoteResult r = co_await RunRemote(session, start);
     std::string other;
@@ -85,13 +85,13 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
                               r.err.empty() ? "" : "; stderr: " + r.err));
     }
     // Upload: gzip'd, checked against the hash, renamed into place only when complete.
-    std::string install = "sh -c " + ShellQuote(fmt::format(
-                                         "set -e; d=\"$HOME/.podrun/bin\"; mkdir -p \"$d\"; "
-                                         "chmod 700 \"$HOME/.podrun\"; t=\"$d/.{0}.$$\"; "
-                                         "trap 'rm -f \"$t\"' EXIT; gzip -dc > \"$t\"; "
-                                         "echo \"{1}  $t\" | sha256sum -c --quiet; "
-                                         "chmod 755 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
-                                         agent.remote_name(), agent.sha256()));
+    std::string install =
+        "sh -c " + ShellQuote(fmt::format("set -e; d=\"$HOME/.podrun/bin\"; mkdir -p \"$d\"; "
+                                          "chmod 700 \"$HOME/.podrun\"; t=\"$d/.{0}.$$\"; "
+                                          "trap 'rm -f \"$t\"' EXIT; gzip -dc > \"$t\"; "
+                                          "echo \"{1}  $t\" | sha256sum -c --quiet; "
+                                          "chmod 755 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
+                                          agent.remote_name(), agent.sha256()));
     RemoteResult up = co_await RunRemote(session, install, agent.gzipped());
     if (up.status.failed()) {
       throw Error(ExitCode::kUnreachable,

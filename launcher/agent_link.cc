@@ -3,14 +3,14 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <cstring>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <mutex>
 #include <vector>
 
@@ -81,8 +81,8 @@ class SshAgentLink : public AgentLink {
     if (forwarding_refused) {
       // The server refuses stream-local forwarding: relay through the agent's own stdio.
       channel = co_await SshChannel::Exec(
-          *session_, "sh -c " + ShellQuote("exec \"" + RemoteAgentPath(*ctx_.agent) +
-                                           "\" dial-stdio"));
+          *session_,
+          "sh -c " + ShellQuote("exec \"" + RemoteAgentPath(*ctx_.agent) + "\" dial-stdio"));
     }
     tunnel_ = std::make_unique<AgentTunnel>(session_, std::move(channel));
     co_return tunnel_->MakeGrpcChannel();

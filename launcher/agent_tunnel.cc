@@ -2,6 +2,9 @@
 #include "launcher/agent_tunnel.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <grpcpp/create_channel_posix.h>
+#include <grpcpp/support/channel_arguments.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,10 +15,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <cstring>
-#include <grpcpp/create_channel_posix.h>
-#include <grpcpp/support/channel_arguments.h>
-
-#include <fmt/format.h>
 
 #include "launcher/error.h"
 
@@ -129,8 +128,7 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
 
 }  // namespace
 
-AgentTunnel::AgentTunnel(std::shared_ptr<SshSession> session,
-                         std::unique_ptr<SshChannel> channel) {
+AgentTunnel::AgentTunnel(std::shared_ptr<SshSession> session, std::unique_ptr<SshChannel> channel) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) {
     throw Error(ExitCode::kUnreachable, fmt::format("socketpair: {}", std::strerror(errno)));

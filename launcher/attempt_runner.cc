@@ -296,15 +296,15 @@ void Runner::Follow(Worker& w) {
   for (;;) {
     try {
       auto client = Client(w);
-      AgentLogStreamEnd end = client->StreamLogs(
-          plan_.job.id, static_cast<uint32_t>(plan_.attempt), next, /*follow=*/true,
-          [&](std::vector<LogRecord>&& records) {
-            if (!records.empty()) {
-              merger_->Add(w.index, records);
-              next = records.back().seq + 1;
-            }
-            return true;
-          });
+      AgentLogStreamEnd end =
+          client->StreamLogs(plan_.job.id, static_cast<uint32_t>(plan_.attempt), next,
+                             /*follow=*/true, [&](std::vector<LogRecord>&& records) {
+                               if (!records.empty()) {
+                                 merger_->Add(w.index, records);
+                                 next = records.back().seq + 1;
+                               }
+                               return true;
+                             });
       next = std::max(next, end.next_seq);
       if (end.end) {
         OnEnded(w, *end.end, next - 1);
@@ -360,10 +360,9 @@ ExitCode Runner::Report() {
   }
   std::vector<int> stopped = gang_.StoppedByUs();
   if (!stopped.empty() && !gang_.interrupted()) {
-    Say(fmt::format("stopped by podrun because of that failure: w{}",
-                    FormatWorkerRange(stopped)));
+    Say(fmt::format("stopped by podrun because of that failure: w{}", FormatWorkerRange(stopped)));
   }
-  AttemptState state = gang_.interrupted()        ? AttemptState::kStopped
+  AttemptState state = gang_.interrupted()     ? AttemptState::kStopped
                        : code == ExitCode::kOk ? AttemptState::kSucceeded
                                                : AttemptState::kFailed;
   SetAttempt(state, static_cast<int>(code), /*ended=*/true);
@@ -441,7 +440,8 @@ ExitCode Runner::Run() {
     if (!gang_.ReadyForGo()) {
       ExitCode code = gang_.Outcome();
       if (!gang_.interrupted()) {
-        Say(fmt::format("job {} did not start: {} of {} workers could not be prepared; nothing "
+        Say(
+            fmt::format("job {} did not start: {} of {} workers could not be prepared; nothing "
                         "was started anywhere",
                         plan_.job.id,
                         std::count_if(workers_.begin(), workers_.end(),

@@ -19,9 +19,9 @@ struct AttemptPlan {
   int attempt = 1;
   JobSpec spec;
   Pod pod;
-  std::filesystem::path home;                   // $PODRUN_HOME
-  std::map<std::string, std::string> secrets;   // values: sent to agents, never stored
-  std::map<std::string, std::string> overrides; // -e
+  std::filesystem::path home;                    // $PODRUN_HOME
+  std::map<std::string, std::string> secrets;    // values: sent to agents, never stored
+  std::map<std::string, std::string> overrides;  // -e
   bool detach = false;
 };
 

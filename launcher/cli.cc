@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/did_you_mean.h"
 #include "launcher/error.h"
 #include "launcher/exec_command.h"
 #include "launcher/labelled_output.h"
@@ -58,9 +59,10 @@ bool Parse(CLI::App& app, int argc, char** argv, ExitCode* help_exit) {
 }
 
 ExitCode ExecMain(int argc, char** argv) {
-  CLI::App app("Run COMMAND through the login shell on every selected worker, in parallel.\n"
-               "Each output line is printed as '[wK] text'. Needs no agent.",
-               "exec");
+  CLI::App app(
+      "Run COMMAND through the login shell on every selected worker, in parallel.\n"
+      "Each output line is printed as '[wK] text'. Needs no agent.",
+      "exec");
   PodSettings settings;
   AddPodOptions(app, settings);
   ExecRequest request;
@@ -69,17 +71,19 @@ ExitCode ExecMain(int argc, char** argv) {
   app.footer("Example: podrun exec --hosts @pod.txt -w 0-3 -- nproc");
   ExitCode help_exit;
   if (!Parse(app, argc, argv, &help_exit)) return help_exit;
-  if (request.command.empty()) throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
+  if (request.command.empty())
+    throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
   request.pod = ResolvePod(settings);
   return RunExec(request);
 }
 
 ExitCode LaunchMain(int argc, char** argv) {
-  CLI::App app("Run the job of SPEC.yaml on every worker in lockstep: connect, bootstrap the\n"
-               "agent, prepare, start everywhere at once, stream the merged log, report.\n"
-               "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
-               "launcher any other way leaves it running (see 'podrun logs JOB -f').",
-               "launch");
+  CLI::App app(
+      "Run the job of SPEC.yaml on every worker in lockstep: connect, bootstrap the\n"
+      "agent, prepare, start everywhere at once, stream the merged log, report.\n"
+      "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
+      "launcher any other way leaves it running (see 'podrun logs JOB -f').",
+      "launch");
   LaunchRequest request;
   app.add_option("spec", request.spec_path, "The job spec (YAML)")->required();
   AddPodOptions(app, request.pod);
@@ -94,14 +98,15 @@ ExitCode LaunchMain(int argc, char** argv) {
 }
 
 ExitCode LogsMain(int argc, char** argv) {
-  CLI::App app("Print the merged log of JOB's latest attempt, from the start, read from the\n"
-               "workers' agents (the authoritative copy); works whether or not the launcher\n"
-               "still runs. Lines are '[wK] text', stdout lines on stdout, stderr lines on\n"
-               "stderr; without -f merged in time order. JOB: an id, a unique prefix of one,\n"
-               "or a name (its latest job).\n"
-               "Exit: 3 if a worker's agent cannot be reached (the others are printed);\n"
-               "with -f, 1 if the process failed or was stopped on a selected worker; else 0.",
-               "logs");
+  CLI::App app(
+      "Print the merged log of JOB's latest attempt, from the start, read from the\n"
+      "workers' agents (the authoritative copy); works whether or not the launcher\n"
+      "still runs. Lines are '[wK] text', stdout lines on stdout, stderr lines on\n"
+      "stderr; without -f merged in time order. JOB: an id, a unique prefix of one,\n"
+      "or a name (its latest job).\n"
+      "Exit: 3 if a worker's agent cannot be reached (the others are printed);\n"
+      "with -f, 1 if the process failed or was stopped on a selected worker; else 0.",
+      "logs");
   LogsRequest request;
   app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
   app.add_flag("-f,--follow", request.follow,
@@ -120,14 +125,15 @@ ExitCode LogsMain(int argc, char** argv) {
 }
 
 ExitCode StatusMain(int argc, char** argv) {
-  CLI::App app("Show JOB's latest attempt per worker: host, state (pending, connecting, setup,\n"
-               "running, exited, failed, lost, stopped), exit code (or signal), start and end\n"
-               "(local time). Without JOB: the latest job.\n"
-               "Workers the store shows as not ended are checked with their agents and the\n"
-               "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
-               "agent cannot be reached keeps its recorded state, with the note 'agent\n"
-               "unreachable: ...': podrun does not guess that its process is lost.",
-               "status");
+  CLI::App app(
+      "Show JOB's latest attempt per worker: host, state (pending, connecting, setup,\n"
+      "running, exited, failed, lost, stopped), exit code (or signal), start and end\n"
+      "(local time). Without JOB: the latest job.\n"
+      "Workers the store shows as not ended are checked with their agents and the\n"
+      "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
+      "agent cannot be reached keeps its recorded state, with the note 'agent\n"
+      "unreachable: ...': podrun does not guess that its process is lost.",
+      "status");
   StatusRequest request;
   app.add_option("job", request.job, "Job id, unique id prefix, or name (default: the latest)");
   app.add_flag("--json", request.json,
@@ -139,10 +145,11 @@ ExitCode StatusMain(int argc, char** argv) {
 }
 
 ExitCode StopMain(int argc, char** argv) {
-  CLI::App app("Stop JOB's latest attempt on every worker: SIGTERM to its processes, SIGKILL\n"
-               "after the grace period. Prints what happened on each worker.\n"
-               "Exit: 3 if a worker's agent cannot be reached, else 0.",
-               "stop");
+  CLI::App app(
+      "Stop JOB's latest attempt on every worker: SIGTERM to its processes, SIGKILL\n"
+      "after the grace period. Prints what happened on each worker.\n"
+      "Exit: 3 if a worker's agent cannot be reached, else 0.",
+      "stop");
   StopRequest request;
   app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
   int grace = -1;
@@ -155,10 +162,11 @@ ExitCode StopMain(int argc, char** argv) {
 }
 
 ExitCode LsMain(int argc, char** argv) {
-  CLI::App app("List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
-               "attempts, started, duration ('+': still running, as far as the store knows;\n"
-               "'podrun status JOB' asks the workers).",
-               "ls");
+  CLI::App app(
+      "List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
+      "attempts, started, duration ('+': still running, as far as the store knows;\n"
+      "'podrun status JOB' asks the workers).",
+      "ls");
   LsRequest request;
   app.add_flag("--json", request.json, "One JSON array of job objects");
   app.add_option("-n,--limit", request.limit, "At most this many jobs");
@@ -180,21 +188,6 @@ const std::vector<Command>& Commands() {
       {"help", "show help for podrun or a command", HelpMain},
   };
   return commands;
-}
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 const Command* FindCommand(const std::string& name) {
@@ -247,8 +240,10 @@ int Main(int argc, char** argv) {
     const Command* command = FindCommand(name);
     if (command == nullptr) {
       std::string message = fmt::format("unknown command '{}'", name);
-      for (const Command& c : Commands()) {
-        if (EditDistance(name, c.name) <= 2) message += fmt::format(" (did you mean '{}'?)", c.name);
+      std::vector<std::string_view> names;
+      for (const Command& c : Commands()) names.push_back(c.name);
+      if (std::string best = Closest(name, names); !best.empty()) {
+        message += fmt::format(" (did you mean '{}'?)", best);
       }
       throw UsageError(message + "; run 'podrun help' for the list");
     }

@@ -27,7 +27,7 @@ TEST(Cli, BadUsageExits2WithMessage) {
   EXPECT_EQ(2, RunPodrun({"exec", "--", "true"}));  // no pod
   EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a,b", "-w", "5", "--", "true"}));
   EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a", "--bogus", "--", "true"}));
-  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a"}));  // no command
+  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a"}));                                // no command
   EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a", "--local", "2", "--", "true"}));  // two pods
   EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a:99999", "--", "true"}));
   err = ::testing::internal::GetCapturedStderr();

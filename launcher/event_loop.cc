@@ -3,8 +3,7 @@
 
 namespace podrun {
 
-EventLoop::EventLoop()
-    : guard_(context_.get_executor()), thread_([this] { context_.run(); }) {}
+EventLoop::EventLoop() : guard_(context_.get_executor()), thread_([this] { context_.run(); }) {}
 
 EventLoop::~EventLoop() {
   guard_.reset();

@@ -50,9 +50,9 @@ void PrintError(const std::string& message) {
   WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
 }
 
-asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod,
-                                   FanOutWindow& window, const std::string& command,
-                                   ExecSink& sink, WorkerOutcome& outcome) {
+asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanOutWindow& window,
+                                   const std::string& command, ExecSink& sink,
+                                   WorkerOutcome& outcome) {
   std::unique_ptr<SshSession> session;
   try {
     auto slot = co_await window.Acquire();
@@ -152,8 +152,7 @@ ExitCode RunExec(const ExecRequest& request) {
     if (request.pod.local > 0) {
       outcomes[i].host = "local";
       asio::co_spawn(context,
-                     ExecOnLocalWorker(worker.index, command, local_root, sink, outcomes[i]),
-                     done);
+                     ExecOnLocalWorker(worker.index, command, local_root, sink, outcomes[i]), done);
     } else {
       asio::co_spawn(context, ExecOnWorker(worker, request.pod, window, remote, sink, outcomes[i]),
                      done);

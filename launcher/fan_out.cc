@@ -28,7 +28,8 @@ asio::awaitable<FanOutWindow::Slot> FanOutWindow::Acquire() {
     ++active_;
     co_return Slot(this);
   }
-  auto timer = std::make_shared<asio::steady_timer>(executor_, asio::steady_timer::time_point::max());
+  auto timer =
+      std::make_shared<asio::steady_timer>(executor_, asio::steady_timer::time_point::max());
   waiters_.push_back(timer);
   boost::system::error_code ec;
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));

@@ -18,8 +18,8 @@ namespace {
 // Spec keys whose capability this version does not have yet: refused rather than ignored.
 void RefuseUnsupported(const JobSpec& spec) {
   auto refuse = [&](const char* key) {
-    throw UsageError(fmt::format("{}: '{}' is not supported by this version of podrun yet",
-                                 spec.path, key));
+    throw UsageError(
+        fmt::format("{}: '{}' is not supported by this version of podrun yet", spec.path, key));
   };
   if (!spec.mounts.empty()) refuse("mounts");
   if (!spec.setup.empty()) refuse("setup");
@@ -34,8 +34,8 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   RefuseUnsupported(spec);
   if (!request.name.empty()) {
     if (!IsValidJobName(request.name)) {
-      throw UsageError(fmt::format("bad job name '{}': use letters, digits, '.', '_' and '-'",
-                                   request.name));
+      throw UsageError(
+          fmt::format("bad job name '{}': use letters, digits, '.', '_' and '-'", request.name));
     }
     spec.name = request.name;
   }

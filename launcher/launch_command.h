@@ -11,10 +11,10 @@ namespace podrun {
 
 struct LaunchRequest {
   std::string spec_path;
-  PodSettings pod;                  // from the command line; wins over the spec's pod:
-  std::string name;                 // -n: overrides the spec's name
-  bool detach = false;              // -d: return once every worker has started
-  std::vector<std::string> env;     // -e KEY=VALUE
+  PodSettings pod;               // from the command line; wins over the spec's pod:
+  std::string name;              // -n: overrides the spec's name
+  bool detach = false;           // -d: return once every worker has started
+  std::vector<std::string> env;  // -e KEY=VALUE
   bool force_setup = false;
 };
 

@@ -50,8 +50,8 @@ ExitStatus StatusOf(int wait_status) {
 
 }  // namespace
 
-asio::awaitable<ExitStatus> RunLocalProcess(
-    const LocalCommand& command, std::function<void(Stream, std::string_view)> on_data) {
+asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
+                                            std::function<void(Stream, std::string_view)> on_data) {
   auto executor = co_await asio::this_coro::executor;
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {

@@ -17,8 +17,8 @@ namespace podrun {
 namespace asio = boost::asio;
 
 struct LocalCommand {
-  std::vector<std::string> argv;             // argv[0] is the path of the program
-  std::map<std::string, std::string> env;    // set on top of this process's environment
+  std::vector<std::string> argv;           // argv[0] is the path of the program
+  std::map<std::string, std::string> env;  // set on top of this process's environment
   std::string cwd;
 };
 

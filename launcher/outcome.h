@@ -12,10 +12,10 @@ namespace podrun {
 struct WorkerOutcome {
   int worker = 0;
   std::string host;
-  ExitStatus status;        // set when the command ran to its end
-  bool unreachable = false; // not reached, authenticated or bootstrapped: nothing ran
-  bool lost = false;        // the connection broke while the command ran
-  std::string error;        // the reason, for unreachable or lost workers
+  ExitStatus status;         // set when the command ran to its end
+  bool unreachable = false;  // not reached, authenticated or bootstrapped: nothing ran
+  bool lost = false;         // the connection broke while the command ran
+  std::string error;         // the reason, for unreachable or lost workers
 
   bool ok() const { return !unreachable && !lost && !status.failed(); }
   // "exit code 3", "killed by signal KILL", "unreachable: ...", "lost: ..."

@@ -120,14 +120,16 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
 Pod ResolvePod(const PodSettings& s) {
   int choices = (s.hosts ? 1 : 0) + (s.tpu ? 1 : 0) + (s.local ? 1 : 0);
   if (choices == 0) {
-    throw UsageError("no pod selected: give --hosts H1,H2,..., --hosts @FILE, --tpu NAME "
-                     "--zone ZONE, or --local N");
+    throw UsageError(
+        "no pod selected: give --hosts H1,H2,..., --hosts @FILE, --tpu NAME "
+        "--zone ZONE, or --local N");
   }
   if (choices > 1) throw UsageError("choose one of --hosts, --tpu and --local");
   Pod pod;
   if (s.tpu) {
-    throw UsageError("--tpu discovery is not available in this version yet; list the workers "
-                     "with --hosts");
+    throw UsageError(
+        "--tpu discovery is not available in this version yet; list the workers "
+        "with --hosts");
   }
   if (s.local) {
     pod.local = *s.local;

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "launcher/did_you_mean.h"
 #include "launcher/error.h"
 
 namespace podrun {
@@ -53,38 +54,6 @@ constexpr std::string_view kPodKeys[] = {
     "fanout",
     "connect_timeout",
 };
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// The closest candidate when it is close enough to be a plausible typo, else "".
-template <typename Range>
-std::string Closest(std::string_view word, const Range& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (std::string_view candidate : candidates) {
-    size_t d = EditDistance(word, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
-  return best;
-}
 
 bool ParseInt(const std::string& text, int* out) {
   const char* begin = text.data();

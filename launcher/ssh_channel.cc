@@ -69,12 +69,11 @@ void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*
 }  // namespace
 
 asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::Exec(SshSession& session,
-                                                             const std::string& command) {
+                                                              const std::string& command) {
   ssh_channel raw = ssh_channel_new(session.raw());
   if (raw == nullptr) {
-    throw Error(ExitCode::kUnreachable,
-                fmt::format("{}: cannot open a channel: {}", session.description(),
-                            session.LastError()));
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a channel: {}",
+                                                    session.description(), session.LastError()));
   }
   std::unique_ptr<SshChannel> channel(new SshChannel(session, raw));
   int rc = co_await session.Retry([raw] { return ssh_channel_open_session(raw); });
@@ -84,8 +83,8 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::Exec(SshSession& sessio
   }
   rc = co_await session.Retry([&] { return ssh_channel_request_exec(raw, command.c_str()); });
   if (rc != SSH_OK) {
-    throw Error(ExitCode::kUnreachable, fmt::format("{}: exec refused: {}",
-                                                    session.description(), session.LastError()));
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: exec refused: {}", session.description(), session.LastError()));
   }
   co_return channel;
 }
@@ -94,18 +93,16 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenUnixSocket(
     SshSession& session, const std::string& socket_path) {
   ssh_channel raw = ssh_channel_new(session.raw());
   if (raw == nullptr) {
-    throw Error(ExitCode::kUnreachable,
-                fmt::format("{}: cannot open a channel: {}", session.description(),
-                            session.LastError()));
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a channel: {}",
+                                                    session.description(), session.LastError()));
   }
   std::unique_ptr<SshChannel> channel(new SshChannel(session, raw));
-  int rc = co_await session.Retry([&] {
-    return ssh_channel_open_forward_unix(raw, socket_path.c_str(), "127.0.0.1", 0);
-  });
+  int rc = co_await session.Retry(
+      [&] { return ssh_channel_open_forward_unix(raw, socket_path.c_str(), "127.0.0.1", 0); });
   if (rc != SSH_OK) {
     throw Error(ExitCode::kUnreachable,
-                fmt::format("{}: stream-local forwarding to {} refused: {}",
-                            session.description(), socket_path, session.LastError()));
+                fmt::format("{}: stream-local forwarding to {} refused: {}", session.description(),
+                            socket_path, session.LastError()));
   }
   co_return channel;
 }
@@ -126,9 +123,9 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
     for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
       int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, is_stderr);
       if (n == SSH_ERROR) {
-        throw Error(ExitCode::kUnreachable, fmt::format("{}: connection lost: {}",
-                                                        session_.description(),
-                                                        session_.LastError()));
+        throw Error(
+            ExitCode::kUnreachable,
+            fmt::format("{}: connection lost: {}", session_.description(), session_.LastError()));
       }
       if (n > 0) {
         progress = true;
@@ -154,9 +151,9 @@ asio::awaitable<void> SshChannel::Write(std::string_view data) {
   while (!data.empty()) {
     int n = ssh_channel_write(c, data.data(), static_cast<uint32_t>(data.size()));
     if (n == SSH_ERROR) {
-      throw Error(ExitCode::kUnreachable, fmt::format("{}: write failed: {}",
-                                                      session_.description(),
-                                                      session_.LastError()));
+      throw Error(
+          ExitCode::kUnreachable,
+          fmt::format("{}: write failed: {}", session_.description(), session_.LastError()));
     }
     data.remove_prefix(static_cast<size_t>(n));
     if (n == 0 || !data.empty()) co_await session_.WaitIo();

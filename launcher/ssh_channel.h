@@ -34,12 +34,12 @@ class SshChannel {
   // Opens a session channel and runs `command` on it (the server runs it with the user's
   // shell). Throws Error(kUnreachable) with the session's description.
   static asio::awaitable<std::unique_ptr<SshChannel>> Exec(SshSession& session,
-                                                          const std::string& command);
+                                                           const std::string& command);
 
   // Opens a direct-streamlocal@openssh.com channel to `socket_path` on the server.
   // Throws Error(kUnreachable); `refused` is set when the server refused forwarding itself.
-  static asio::awaitable<std::unique_ptr<SshChannel>> OpenUnixSocket(SshSession& session,
-                                                                    const std::string& socket_path);
+  static asio::awaitable<std::unique_ptr<SshChannel>> OpenUnixSocket(
+      SshSession& session, const std::string& socket_path);
 
   ~SshChannel();
   SshChannel(const SshChannel&) = delete;

@@ -2,6 +2,7 @@
 #include "launcher/ssh_session.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-
-#include <fmt/format.h>
 
 #include "launcher/error.h"
 #include "launcher/host_key_policy.h"
@@ -45,8 +44,8 @@ std::string GetStringOption(ssh_session s, ssh_options_e option) {
 }
 
 bool LooksTransient(const std::string& message) {
-  for (const char* word : {"refused", "reset", "disconnected", "Connection closed",
-                           "Broken pipe", "Socket closed", "EOF"}) {
+  for (const char* word : {"refused", "reset", "disconnected", "Connection closed", "Broken pipe",
+                           "Socket closed", "EOF"}) {
     if (message.find(word) != std::string::npos) return true;
   }
   return false;
@@ -101,7 +100,7 @@ void SshSession::WatchFd(int fd) {
 }
 
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target,
-                                                                SshOptions options) {
+                                                                 SshOptions options) {
   auto executor = co_await asio::this_coro::executor;
   asio::steady_timer deadline(executor);
   auto give_up_at = Clock::now() + options.connect_timeout;
@@ -119,15 +118,16 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target
     }
     asio::steady_timer pause(executor, delay);
     co_await pause.async_wait(asio::use_awaitable);
-    delay = std::min(delay * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxRetryDelay));
-    options.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-        give_up_at - Clock::now());
+    delay =
+        std::min(delay * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxRetryDelay));
+    options.connect_timeout =
+        std::chrono::duration_cast<std::chrono::milliseconds>(give_up_at - Clock::now());
   }
 }
 
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostSpec& target,
-                                                                    const SshOptions& options,
-                                                                    asio::steady_timer& deadline) {
+                                                                     const SshOptions& options,
+                                                                     asio::steady_timer& deadline) {
   auto executor = co_await asio::this_coro::executor;
   UniqueSshSession s(ssh_new());
   if (!s) throw Unreachable("cannot allocate an SSH session");
@@ -142,8 +142,8 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
   ssh_options_set(s.get(), SSH_OPTIONS_KNOWNHOSTS, options.known_hosts.c_str());
   int process_config = 0;
   ssh_options_set(s.get(), SSH_OPTIONS_PROCESS_CONFIG, &process_config);
-  if (ssh_options_parse_config(s.get(), options.ssh_config ? options.ssh_config->c_str()
-                                                             : nullptr) != SSH_OK) {
+  if (ssh_options_parse_config(
+          s.get(), options.ssh_config ? options.ssh_config->c_str() : nullptr) != SSH_OK) {
     throw Unreachable(fmt::format("cannot parse ssh_config: {}", ssh_get_error(s.get())));
   }
   std::string address = GetStringOption(s.get(), SSH_OPTIONS_HOST);
@@ -174,14 +174,14 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
   } cancel_deadline{deadline};
 
   auto timeout_error = [&] {
-    return Unreachable(fmt::format("connection timed out after {} s",
-                                   options.connect_timeout.count() / 1000.0));
+    return Unreachable(
+        fmt::format("connection timed out after {} s", options.connect_timeout.count() / 1000.0));
   };
   ssh_session raw = session->raw();
   try {
     if (proxy.empty()) {
-      auto endpoints = co_await resolver.async_resolve(address, std::to_string(port),
-                                                       asio::use_awaitable);
+      auto endpoints =
+          co_await resolver.async_resolve(address, std::to_string(port), asio::use_awaitable);
       co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
       socket.set_option(asio::ip::tcp::no_delay(true));
       int fd = socket.release();
@@ -254,10 +254,10 @@ asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {
   std::string tried;
   if (options.identity) {
     ssh_key key = nullptr;
-    if (ssh_pki_import_privkey_file(options.identity->c_str(), nullptr, nullptr, nullptr,
-                                    &key) != SSH_OK) {
-      throw Unreachable(fmt::format("{}: cannot read identity file {}", description_,
-                                    *options.identity));
+    if (ssh_pki_import_privkey_file(options.identity->c_str(), nullptr, nullptr, nullptr, &key) !=
+        SSH_OK) {
+      throw Unreachable(
+          fmt::format("{}: cannot read identity file {}", description_, *options.identity));
     }
     std::unique_ptr<ssh_key_struct, void (*)(ssh_key)> owned(key, ssh_key_free);
     rc = co_await Retry([s, key] { return ssh_userauth_publickey(s, nullptr, key); },
@@ -272,8 +272,8 @@ asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {
   if (rc == SSH_AUTH_ERROR) {
     throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
   }
-  throw Unreachable(fmt::format("{}: permission denied (publickey; tried {})", description_,
-                                tried));
+  throw Unreachable(
+      fmt::format("{}: permission denied (publickey; tried {})", description_, tried));
 }
 
 SshSession::~SshSession() {

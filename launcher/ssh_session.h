@@ -42,8 +42,7 @@ class SshSession {
   // Resolves (through ssh_config), connects, checks the host key and authenticates, all within
   // options.connect_timeout. A handshake refused or reset (sshd saturated) is retried with
   // backoff. Throws Error(kUnreachable) whose message names the host and the reason.
-  static asio::awaitable<std::unique_ptr<SshSession>> Connect(HostSpec target,
-                                                             SshOptions options);
+  static asio::awaitable<std::unique_ptr<SshSession>> Connect(HostSpec target, SshOptions options);
 
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
@@ -85,8 +84,8 @@ class SshSession {
   SshSession(asio::any_io_executor executor, UniqueSshSession session, std::string description,
              std::string address, std::chrono::milliseconds keepalive_interval);
   static asio::awaitable<std::unique_ptr<SshSession>> ConnectOnce(const HostSpec& target,
-                                                                 const SshOptions& options,
-                                                                 asio::steady_timer& deadline);
+                                                                  const SshOptions& options,
+                                                                  asio::steady_timer& deadline);
   // Starts watching libssh's fd (after libssh has one).
   void WatchFd(int fd);
   asio::awaitable<void> Handshake(const SshOptions& options);

@@ -36,8 +36,9 @@ std::vector<int> ParseWorkerRange(const std::string& text, int num_workers) {
       throw UsageError(fmt::format("bad worker list '{}': range '{}' runs backwards", text, part));
     }
     if (last >= num_workers) {
-      throw UsageError(fmt::format("bad worker list '{}': worker {} does not exist (the pod has {})",
-                                   text, last, num_workers));
+      throw UsageError(
+          fmt::format("bad worker list '{}': worker {} does not exist (the pod has {})", text, last,
+                      num_workers));
     }
     for (int i = first; i <= last; ++i) out.push_back(i);
   }

@@ -24,9 +24,9 @@ class ExecTest : public ::testing::Test {
   // `podrun exec` against the pod with the given extra options; stderr merged unless asked.
   static CommandResult Exec(const std::string& options, const std::string& command,
                             bool merge_stderr = true) {
-    std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
-                       " -i " + pod_->identity() + " --known-hosts " + pod_->known_hosts() +
-                       " " + options + " -- " + ShellQuote(command);
+    std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
+                       pod_->identity() + " --known-hosts " + pod_->known_hosts() + " " + options +
+                       " -- " + ShellQuote(command);
     return RunCommand(line, merge_stderr);
   }
 
@@ -85,8 +85,7 @@ TEST_F(ExecTest, UnreachableWorkerGivesExit3WithinTimeoutOthersComplete) {
   pod_->Cut(3);
   auto start = std::chrono::steady_clock::now();
   CommandResult r = Exec("--connect-timeout 2", "hostname");
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   pod_->Heal(3);
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_LT(seconds, 2 + 2.0) << r.output;
@@ -108,15 +107,14 @@ TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {
   std::string other_key = RunCommand("cut -d' ' -f1,2 " + dir + "/other.pub").output;
   other_key.pop_back();
   RunCommand("grep -v '^" + address + " ' " + pod_->known_hosts() + " > " + dir +
-             "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir +
-             "/known_hosts");
+             "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir + "/known_hosts");
   std::string fingerprint =
       RunCommand("ssh-keygen -lf " + pod_->dir() + "/w4/ssh_host_ed25519_key.pub | cut -d' ' -f2")
           .output;
   fingerprint.pop_back();
   pod_->Exec(4, "rm -f /tmp/ran");
-  std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
-                     " -i " + pod_->identity() + " --known-hosts " + dir +
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
+                     pod_->identity() + " --known-hosts " + dir +
                      "/known_hosts -- 'touch /tmp/ran; hostname'";
   CommandResult r = RunCommand(line);
   EXPECT_EQ(3, r.exit_code) << r.output;
@@ -131,8 +129,8 @@ TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {
 TEST_F(ExecTest, StrictHostKeysRefusesUnknownHostsElseRecordsThem) {
   std::string known = ::testing::TempDir() + "/empty_known_hosts";
   RunCommand("rm -f " + known);
-  std::string base = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
-                     " -i " + pod_->identity() + " --known-hosts " + known + " -w 0-1 ";
+  std::string base = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
+                     pod_->identity() + " --known-hosts " + known + " -w 0-1 ";
   CommandResult strict = RunCommand(base + "--strict-host-keys -- hostname");
   EXPECT_EQ(3, strict.exit_code) << strict.output;
   EXPECT_NE(std::string::npos, strict.output.find("unknown host key")) << strict.output;
@@ -145,9 +143,8 @@ TEST_F(ExecTest, StrictHostKeysRefusesUnknownHostsElseRecordsThem) {
 }
 
 TEST_F(ExecTest, SshConfigAliasesWork) {
-  std::string line = std::string(PODRUN_BINARY) + " exec --hosts w1,w2 -F " +
-                     pod_->ssh_config() + " --known-hosts " + pod_->known_hosts() +
-                     " -- hostname";
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts w1,w2 -F " + pod_->ssh_config() +
+                     " --known-hosts " + pod_->known_hosts() + " -- hostname";
   CommandResult r = RunCommand(line, false);
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w0] w1")) << r.output;
@@ -157,8 +154,8 @@ TEST_F(ExecTest, SshConfigAliasesWork) {
 TEST_F(ExecTest, HundredMegabytesPerWorkerArriveCompleteAndUnmixed) {
   // 1,000,000 lines of 100 bytes per worker: "wK " + 96 digits + newline.
   std::string out = ::testing::TempDir() + "/exec-100mb.txt";
-  std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() +
-                     " -i " + pod_->identity() + " --known-hosts " + pod_->known_hosts() +
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
+                     pod_->identity() + " --known-hosts " + pod_->known_hosts() +
                      " -w 0-3 -- 'yes \"$(hostname) $(printf %096d 0)\" | head -c 100000000' > " +
                      out;
   CommandResult r = RunCommand(line);
@@ -168,9 +165,10 @@ TEST_F(ExecTest, HundredMegabytesPerWorkerArriveCompleteAndUnmixed) {
   EXPECT_EQ("0\n", mixed.output);
   for (int i = 0; i < 4; ++i) {
     std::string w = "w" + std::to_string(i);
-    std::string got = RunCommand("grep '^\\[" + w + "\\] ' " + out + " | cut -c6- | sha256sum")
-                          .output;
-    std::string want = RunCommand("yes \"" + w + " $(printf %096d 0)\" | head -c 100000000 | "
+    std::string got =
+        RunCommand("grep '^\\[" + w + "\\] ' " + out + " | cut -c6- | sha256sum").output;
+    std::string want = RunCommand("yes \"" + w +
+                                  " $(printf %096d 0)\" | head -c 100000000 | "
                                   "sha256sum")
                            .output;
     EXPECT_EQ(want, got) << w;
@@ -187,10 +185,10 @@ namespace {
 TEST(ExecLocal, RunsOnEveryLocalWorkerInItsOwnHome) {
   std::string home = ::testing::TempDir() + "/podrun-exec-local-home";
   RunCommand("rm -rf " + home);
-  CommandResult r = RunCommand("env PODRUN_HOME=" + home + " " + PODRUN_BINARY +
-                                   " exec --local 3 -- 'echo $HOME; test $HOME != " + home +
-                                   "/local/w1'",
-                               /*merge_stderr=*/false);
+  CommandResult r =
+      RunCommand("env PODRUN_HOME=" + home + " " + PODRUN_BINARY +
+                     " exec --local 3 -- 'echo $HOME; test $HOME != " + home + "/local/w1'",
+                 /*merge_stderr=*/false);
   EXPECT_EQ(1, r.exit_code) << r.output;
   for (int i = 0; i < 3; ++i) {
     std::string line = "[w" + std::to_string(i) + "] " + home + "/local/w" + std::to_string(i);

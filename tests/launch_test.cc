@@ -53,8 +53,7 @@ class LaunchTest : public ::testing::Test {
   }
   static CommandResult Launch(const std::string& spec, const std::string& extra = "",
                               bool merge_stderr = true) {
-    return RunCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " " + extra,
-                      merge_stderr);
+    return RunCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " " + extra, merge_stderr);
   }
   // Processes anywhere on this machine whose command line contains `marker` (the testpod's
   // workers share the PID namespace).
@@ -73,7 +72,8 @@ TEST_F(LaunchTest, TorchDdpTrainsOnFourWorkersWithIdenticalWeights) {
   CommandResult r = Launch(std::string(PODRUN_SOURCE_DIR) + "/examples/torch-ddp.yaml",
                            "-e EXAMPLES=" + std::string(PODRUN_SOURCE_DIR) + "/examples");
   ASSERT_EQ(0, r.exit_code) << r.output;
-  std::regex done(R"(\[w(\d)\] rank \d/4: allreduce ok \(sum=6\), weights sha256=([0-9a-f]{64}) identical)");
+  std::regex done(
+      R"(\[w(\d)\] rank \d/4: allreduce ok \(sum=6\), weights sha256=([0-9a-f]{64}) identical)");
   std::map<std::string, std::string> digests;
   for (std::sregex_iterator it(r.output.begin(), r.output.end(), done), end; it != end; ++it) {
     digests[(*it)[1]] = (*it)[2];
@@ -110,8 +110,7 @@ run: |
 )");
   auto start = std::chrono::steady_clock::now();
   CommandResult r = Launch(spec);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(1, r.exit_code) << r.output;
   EXPECT_LT(seconds, 10) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("failed: w2 (" + pod_->hosts()[2] + "): exit code 3"))
@@ -145,10 +144,12 @@ TEST_F(LaunchTest, AgentIsStaticListensOnNoTcpPortAndIsUploadedOnce) {
 
 TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
   constexpr int kLines = 20000;
-  std::string spec = WriteSpec("numbered", "name: numbered\nrun: |\n"
-                                           "  for i in $(seq 1 " + std::to_string(kLines) +
-                                           "); do echo \"line $i\"; "
-                                           "if [ $((i % 2000)) = 0 ]; then sleep 0.2; fi; done\n");
+  std::string spec = WriteSpec("numbered",
+                               "name: numbered\nrun: |\n"
+                               "  for i in $(seq 1 " +
+                                   std::to_string(kLines) +
+                                   "); do echo \"line $i\"; "
+                                   "if [ $((i % 2000)) = 0 ]; then sleep 0.2; fi; done\n");
   std::string out = ::testing::TempDir() + "/killed-launcher.out";
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -187,8 +188,9 @@ TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
 }
 
 TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
-  std::string spec = WriteSpec("detached", "name: detached\nrun: exec -a podrun-test-detached "
-                                           "sleep 30\n");
+  std::string spec = WriteSpec("detached",
+                               "name: detached\nrun: exec -a podrun-test-detached "
+                               "sleep 30\n");
   CommandResult r = Launch(spec, "-d");
   ASSERT_EQ(0, r.exit_code) << r.output;
   std::string job = JobIdOf(r.output);
@@ -220,8 +222,8 @@ TEST(LaunchUsage, BadSpecExits2AndRecordsNothing) {
   std::string spec = WriteSpec("bad", "name: bad\nrunn: true\n");
   std::string home = ::testing::TempDir() + "/podrun-bad-spec-home";
   RunCommand("rm -rf " + home);
-  CommandResult r = RunCommand("env PODRUN_HOME=" + home + " " + PODRUN_BINARY + " launch " +
-                               spec + " --local 2");
+  CommandResult r = RunCommand("env PODRUN_HOME=" + home + " " + PODRUN_BINARY + " launch " + spec +
+                               " --local 2");
   EXPECT_EQ(2, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find(spec + ":2:1")) << r.output;
   EXPECT_EQ(std::string::npos, r.output.find("job:")) << r.output;

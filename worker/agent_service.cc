@@ -1,9 +1,8 @@
 // The agent's RPC handlers: translate requests to JobRunner calls and errors to gRPC statuses.
 #include "worker/agent_service.h"
 
-#include <time.h>
-
 #include <glob.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -2,13 +2,12 @@
 // line back to whoever started it, and serialize simultaneous starts with a lock file.
 #pragma once
 
-#include "proto/protocol_version.h"
-
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
+#include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
 
 namespace podrun::agent {
