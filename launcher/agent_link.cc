@@ -135,8 +135,10 @@ class LocalAgentLink : public AgentLink {
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
     std::string agent_path = agent_->path();
-    std::string serve = "serve";
-    std::vector<char*> argv = {agent_path.data(), serve.data(), nullptr};
+    // --home spelled out (HOME would give the same) so that the agent is identifiable by it.
+    std::string serve = "serve", home_flag = "--home", agent_home = (home_ / ".podrun").string();
+    std::vector<char*> argv = {agent_path.data(), serve.data(), home_flag.data(),
+                               agent_home.data(), nullptr};
 
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {

@@ -79,6 +79,7 @@ std::map<int, std::vector<int>> NumberedLines(const std::string& output) {
 class CommandsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { RunCommand("rm -rf " + Home()); }
+  static void TearDownTestSuite() { KillLocalAgents(Home()); }
 };
 
 TEST_F(CommandsTest, FollowPrintsEveryLineOnceInOrderAndEndsWithTheJob) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -42,7 +43,10 @@ class LaunchTest : public ::testing::Test {
     RunCommand("rm -rf " + Home());
     pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
   }
-  static void TearDownTestSuite() { pod_.reset(); }
+  static void TearDownTestSuite() {
+    pod_.reset();
+    KillLocalAgents(Home());
+  }
 
   static std::string Podrun() {
     return "env PODRUN_HOME=" + Home() + " " + std::string(PODRUN_BINARY);
@@ -157,16 +161,18 @@ TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
     ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
     _exit(127);
   }
-  std::string job;
-  for (int i = 0; i < 100 && job.empty(); ++i) {
+  // Kill it once the job runs everywhere and has printed some of its lines.
+  std::string job, text;
+  for (int i = 0; i < 300 && text.find("[w0] line 10\n") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ifstream in(out);
     std::stringstream s;
     s << in.rdbuf();
-    job = JobIdOf(s.str());
+    text = s.str();
   }
-  ASSERT_FALSE(job.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  job = JobIdOf(text);
+  ASSERT_FALSE(job.empty()) << text;
+  ASSERT_NE(std::string::npos, text.find("started on 4 workers")) << text;
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
 
@@ -226,6 +232,7 @@ TEST(LaunchUsage, BadSpecExits2AndRecordsNothing) {
                                " --local 2");
   EXPECT_EQ(2, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find(spec + ":2:1")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(home + "/podrun.db"));
   EXPECT_EQ(std::string::npos, r.output.find("job:")) << r.output;
 }
 

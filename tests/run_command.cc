@@ -47,4 +47,8 @@ std::string ShellQuote(const std::string& s) {
   return quoted;
 }
 
+void KillLocalAgents(const std::string& podrun_home) {
+  RunCommand("pkill -f -- '[s]erve --home " + podrun_home + "/local/' || true");
+}
+
 }  // namespace podrun::testing

@@ -15,6 +15,10 @@ struct CommandResult {
 // stderr is captured too (the command is run as `{ command; } 2>&1`).
 CommandResult RunCommand(const std::string& command, bool merge_stderr = true);
 
+// Ends the --local agents that podrun started under `podrun_home` (they would otherwise idle
+// on for minutes after a test).
+void KillLocalAgents(const std::string& podrun_home);
+
 // Quotes `s` for a POSIX shell (single quotes), so it reaches the command as one word.
 std::string ShellQuote(const std::string& s);
 
