@@ -193,6 +193,56 @@ TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
   for (auto& [w, n] : next) EXPECT_EQ(kLines, n) << "worker " << w;
 }
 
+TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
+  constexpr int kLines = 3000;
+  std::string spec = WriteSpec("resume", "name: resume\nrun: |\n"
+                                         "  for i in $(seq 1 " + std::to_string(kLines) +
+                                         "); do echo \"line $i\"; "
+                                         "if [ $((i % 100)) = 0 ]; then sleep 0.1; fi; done\n");
+  std::string out = ::testing::TempDir() + "/resume.out";
+  std::string err = ::testing::TempDir() + "/resume.err";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string line = Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out +
+                       " 2> " + err;
+    ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 300; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(out);
+    std::stringstream s;
+    s << in.rdbuf();
+    if (s.str().find("[w1] line 500\n") != std::string::npos) break;
+  }
+  // Kill the sshd processes that serve the launcher's connection to w1: the tunnel breaks.
+  CommandResult killed = pod_->Exec(
+      1, "ss -tnpH state established '( sport = :22 )' | grep -o 'pid=[0-9]*' | cut -d= -f2 | "
+         "sort -u | xargs -r kill");
+  EXPECT_EQ(0, killed.exit_code) << killed.output;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  std::stringstream text, messages;
+  text << std::ifstream(out).rdbuf();
+  messages << std::ifstream(err).rdbuf();
+  EXPECT_EQ(0, WEXITSTATUS(status)) << messages.str();
+  EXPECT_NE(std::string::npos, messages.str().find("w1 (" + pod_->hosts()[1] + "): reconnected"))
+      << messages.str();
+  std::map<int, int> next;
+  std::istringstream in(text.str());
+  std::regex line_re(R"(\[w(\d)\] line (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, line_re)) continue;
+    int w = std::stoi(m[1]);
+    int n = std::stoi(m[2]);
+    ASSERT_EQ(next[w] + 1, n) << "worker " << w;
+    next[w] = n;
+  }
+  for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(kLines, next[w]) << "worker " << w;
+}
+
 TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
   std::string spec = WriteSpec("detached",
                                "name: detached\nrun: exec -a podrun-test-detached "
