@@ -243,6 +243,31 @@ TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
   for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(kLines, next[w]) << "worker " << w;
 }
 
+TEST_F(LaunchTest, CtrlCStopsTheJobOnEveryWorker) {
+  std::string spec = WriteSpec("interrupt", "name: interrupt\nrun: |\n  echo up\n"
+                                            "  exec -a podrun-test-interrupted sleep 300\n");
+  std::string out = ::testing::TempDir() + "/interrupt.out";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string line = Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 300 && CountProcesses("podrun-test-interrupted") < kWorkers; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(kWorkers, CountProcesses("podrun-test-interrupted"));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  ASSERT_TRUE(WIFEXITED(status)) << text.str();
+  EXPECT_EQ(130, WEXITSTATUS(status)) << text.str();
+  EXPECT_EQ(0, CountProcesses("podrun-test-interrupted"));
+  EXPECT_NE(std::string::npos, text.str().find("interrupted")) << text.str();
+}
+
 TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
   std::string spec = WriteSpec("detached",
                                "name: detached\nrun: exec -a podrun-test-detached "
