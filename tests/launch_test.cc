@@ -299,6 +299,46 @@ TEST(LaunchWithoutForwarding, DialStdioCarriesTheTunnel) {
   EXPECT_NE(std::string::npos, r.output.find("through dial-stdio on 2")) << r.output;
 }
 
+TEST(LaunchLocal, RunProcessGetsTheContractEnvAndSecretsAreNeverStored) {
+  std::string home = ::testing::TempDir() + "/podrun-env-test-home";
+  RunCommand("rm -rf " + home);
+  std::string spec = WriteSpec("envjob", R"(name: envjob
+workdir: ~/wd
+env: {FROM_SPEC: spec-value}
+secret_env: [PODRUN_TEST_SECRET]
+coordinator_port: 9123
+run: |
+  echo "ids $PODRUN_WORKER_ID/$PODRUN_NUM_WORKERS rank $RANK/$WORLD_SIZE jax $JAX_PROCESS_ID/$JAX_NUM_PROCESSES"
+  echo "coord $PODRUN_COORDINATOR master $MASTER_ADDR:$MASTER_PORT attempt $PODRUN_ATTEMPT"
+  echo "spec $FROM_SPEC cli $FROM_CLI pwd $PWD"
+  test "$PODRUN_TEST_SECRET" = s3cr3t-value-42 && echo secret-ok
+)");
+  CommandResult r = RunCommand("env PODRUN_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home +
+                                   " " + PODRUN_BINARY + " launch " + spec +
+                                   " --local 2 -e FROM_CLI=cli-value",
+                               /*merge_stderr=*/false);
+  KillLocalAgents(home);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  for (int i = 0; i < 2; ++i) {
+    std::string w = "[w" + std::to_string(i) + "] ";
+    std::string k = std::to_string(i);
+    EXPECT_NE(std::string::npos,
+              r.output.find(w + "ids " + k + "/2 rank " + k + "/2 jax " + k + "/2"))
+        << r.output;
+    EXPECT_NE(std::string::npos,
+              r.output.find(w + "coord 127.0.0.1:9123 master 127.0.0.1:9123 attempt 1"))
+        << r.output;
+    EXPECT_NE(std::string::npos, r.output.find(w + "spec spec-value cli cli-value pwd /tmp/"))
+        << r.output;
+    EXPECT_NE(std::string::npos, r.output.find("podrun-env-test-home/local/w" + k + "/wd\n"))
+        << r.output;
+    EXPECT_NE(std::string::npos, r.output.find(w + "secret-ok")) << r.output;
+  }
+  // Neither the job store, the launcher's logs nor the agents' files hold the secret.
+  CommandResult grep = RunCommand("grep -r -l s3cr3t-value-42 " + home + " || true");
+  EXPECT_EQ("", grep.output);
+}
+
 TEST(LaunchUsage, BadSpecExits2AndRecordsNothing) {
   std::string spec = WriteSpec("bad", "name: bad\nrunn: true\n");
   std::string home = ::testing::TempDir() + "/podrun-bad-spec-home";
