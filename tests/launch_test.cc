@@ -311,7 +311,7 @@ run: |
   echo "ids $PODRUN_WORKER_ID/$PODRUN_NUM_WORKERS rank $RANK/$WORLD_SIZE jax $JAX_PROCESS_ID/$JAX_NUM_PROCESSES"
   echo "coord $PODRUN_COORDINATOR master $MASTER_ADDR:$MASTER_PORT attempt $PODRUN_ATTEMPT"
   echo "spec $FROM_SPEC cli $FROM_CLI pwd $PWD"
-  test "$PODRUN_TEST_SECRET" = s3cr3t-value-42 && echo secret-ok
+  [ "${#PODRUN_TEST_SECRET}" = 15 ] && [ "${PODRUN_TEST_SECRET%-42}" != "$PODRUN_TEST_SECRET" ] && echo secret-ok
 )");
   CommandResult r = RunCommand("env PODRUN_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home +
                                    " " + PODRUN_BINARY + " launch " + spec +
