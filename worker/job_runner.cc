@@ -1,11 +1,12 @@
-// Spawning, supervising and stopping job processes (see job_runner.h).
+// Preparing, starting, supervising and stopping job processes (see job_runner.h).
 #include "worker/job_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@ constexpr auto kDrainAfterExit = std::chrono::seconds(2);
 // How long to wait for a SIGKILLed group to disappear.
 constexpr auto kKillWait = std::chrono::seconds(30);
 constexpr auto kGroupPollInterval = std::chrono::milliseconds(10);
+// How long a waiting process may take to exit once its go socket is closed before it is killed.
+constexpr auto kWaitingExitTimeout = std::chrono::seconds(1);
+
+constexpr char kShell[] = "/bin/bash";
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -97,17 +102,133 @@ void Validate(const JobSpec& spec) {
   }
 }
 
-// RAII for the posix_spawn attribute objects.
-struct SpawnActions {
-  posix_spawn_file_actions_t actions;
-  SpawnActions() { posix_spawn_file_actions_init(&actions); }
-  ~SpawnActions() { posix_spawn_file_actions_destroy(&actions); }
+// ---- The prepared process ----
+// Forked by Prepare from a multi-threaded agent: until it execs, it makes only
+// async-signal-safe calls, on data built before the fork. It talks to the agent through its
+// end of a unix socket pair (close-on-exec, so the agent sees end-of-file once it has exec'd):
+// it sends one ChildReport (kReady once set up, or the step that failed), then reads the
+// one-byte GO; end-of-file there means "never start" (or the agent is gone).
+
+enum ChildStep : int32_t { kReady = 0, kSession, kStdio, kChdir, kExec };
+struct ChildReport {
+  int32_t step = kReady;
+  int32_t err = 0;
 };
-struct SpawnAttr {
-  posix_spawnattr_t attr;
-  SpawnAttr() { posix_spawnattr_init(&attr); }
-  ~SpawnAttr() { posix_spawnattr_destroy(&attr); }
+
+struct ChildPlan {
+  int sock = -1;  // the child's end of the go socket
+  int devnull = -1, out = -1, err = -1;
+  const char* workdir = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
 };
+
+void SendReport(int sock, ChildStep step, int err) {
+  const ChildReport report{step, err};
+  (void)!::write(sock, &report, sizeof report);  // 8 bytes into an empty socket: not split
+}
+
+[[noreturn]] void ChildFailed(int sock, ChildStep step) {
+  SendReport(sock, step, errno);
+  ::_exit(127);  // as a shell's "cannot execute"
+}
+
+// Closes every descriptor from 3 up but `keep` (>= 3).
+void CloseFdsExcept(int keep) {
+  if ((keep == 3 || ::close_range(3, static_cast<unsigned>(keep) - 1, 0) == 0) &&
+      ::close_range(static_cast<unsigned>(keep) + 1, ~0u, 0) == 0) {
+    return;
+  }
+  rlimit limit{};  // no close_range (Linux < 5.9)
+  int max_fd = 1 << 16;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < static_cast<rlim_t>(max_fd)) {
+    max_fd = static_cast<int>(limit.rlim_cur);
+  }
+  for (int fd = 3; fd < max_fd; ++fd) {
+    if (fd != keep) ::close(fd);
+  }
+}
+
+// The forked child: everything posix_spawn did (new session, default signal dispositions and
+// an empty mask, stdio), then wait for GO, chdir and exec. All signals are blocked on entry.
+[[noreturn]] void RunPreparedChild(const ChildPlan& plan) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL for some
+  if (::setsid() < 0) ChildFailed(plan.sock, kSession);
+  if (::dup2(plan.devnull, STDIN_FILENO) < 0 || ::dup2(plan.out, STDOUT_FILENO) < 0 ||
+      ::dup2(plan.err, STDERR_FILENO) < 0) {
+    ChildFailed(plan.sock, kStdio);
+  }
+  // Nothing of the agent's (other jobs' pipes and go sockets above all) stays open here.
+  CloseFdsExcept(plan.sock);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  SendReport(plan.sock, kReady, 0);
+  char go = 0;
+  ssize_t got;
+  while ((got = ::read(plan.sock, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (got != 1) ::_exit(0);  // stopped, replaced or the agent is gone: run nothing
+  if (::chdir(plan.workdir) != 0) ChildFailed(plan.sock, kChdir);
+  ::execve(kShell, plan.argv, plan.envp);
+  ChildFailed(plan.sock, kExec);
+}
+
+// Reads one ChildReport; false on end-of-file (or an error) before a whole one.
+bool ReadReport(int sock, ChildReport* report) {
+  auto* bytes = reinterpret_cast<char*>(report);
+  size_t have = 0;
+  while (have < sizeof *report) {
+    const ssize_t got = ::read(sock, bytes + have, sizeof *report - have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    have += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+std::string DescribeReport(const ChildReport& report) {
+  const char* step = "?";
+  switch (report.step) {
+    case kReady:
+      step = "ready";
+      break;
+    case kSession:
+      step = "setsid";
+      break;
+    case kStdio:
+      step = "stdio";
+      break;
+    case kChdir:
+      step = "chdir";
+      break;
+    case kExec:
+      step = "exec";
+      break;
+  }
+  return std::string(step) + ": " + ErrnoText(report.err);
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "exit code " + std::to_string(WEXITSTATUS(status));
+}
+
+// Moves a descriptor above 0-2 (so that the child's dup2 onto stdio cannot clobber it).
+UniqueFd AboveStdio(UniqueFd fd) {
+  if (fd.get() > STDERR_FILENO) return fd;
+  UniqueFd moved(::fcntl(fd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
+  if (!moved) throw AgentError(ErrorKind::kInternal, "fcntl: " + ErrnoText(errno));
+  return moved;
+}
+
+void WaitPid(pid_t pid, int* status) {
+  while (::waitpid(pid, status, 0) < 0 && errno == EINTR) {
+  }
+}
 
 ExitStatus ToExitStatus(int wait_status) {
   ExitStatus exit;
@@ -163,25 +284,8 @@ Job::Job(JobSpec spec, JobDir dir, std::filesystem::path workdir)
     : dir_(std::move(dir)),
       workdir_(std::move(workdir)),
       grace_period_(spec.grace_period),
-      spec_(std::move(spec)) {}
-
-Job::~Job() {
-  {
-    std::lock_guard lock(mu_);
-    if (state_ == JobState::kRunning && !exit_) ::kill(-pid_, SIGKILL);
-  }
-  if (reaper_.joinable()) reaper_.join();
-  if (pump_.joinable()) pump_.join();
-}
-
-StartResult Job::Start() {
-  std::lock_guard lock(mu_);
-  if (state_ == JobState::kStopped && exit_ && exit_->never_started) {
-    throw AgentError(ErrorKind::kFailedPrecondition, "it was stopped before it started");
-  }
-  if (state_ != JobState::kPrepared) return {pid_, start_time_ns_, true};
-
-  int out[2], err[2];
+      spec_(std::move(spec)) {
+  int out[2], err[2], sock[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     throw AgentError(ErrorKind::kInternal, "pipe: " + ErrnoText(errno));
   }
@@ -190,14 +294,16 @@ StartResult Job::Start() {
     throw AgentError(ErrorKind::kInternal, "pipe: " + ErrnoText(errno));
   }
   UniqueFd err_r(err[0]), err_w(err[1]);
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0) {
+    throw AgentError(ErrorKind::kInternal, "socketpair: " + ErrnoText(errno));
+  }
+  UniqueFd go(sock[0]), child_sock(sock[1]);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) throw AgentError(ErrorKind::kInternal, "/dev/null: " + ErrnoText(errno));
-  UniqueFd event(::eventfd(0, EFD_CLOEXEC));
-  if (!event) throw AgentError(ErrorKind::kInternal, "eventfd: " + ErrnoText(errno));
-  UniqueFd log(::open(dir_.log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!log) {
-    throw AgentError(ErrorKind::kInternal, dir_.log_path().string() + ": " + ErrnoText(errno));
-  }
+  out_w = AboveStdio(std::move(out_w));
+  err_w = AboveStdio(std::move(err_w));
+  child_sock = AboveStdio(std::move(child_sock));
+  devnull = AboveStdio(std::move(devnull));
 
   // Environment: the agent's own, overridden and extended by the job's.
   std::vector<std::string> env_strings;
@@ -211,34 +317,150 @@ StartResult Job::Start() {
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string bash = "/bin/bash", flag = "-lc";
+  std::string bash = kShell, flag = "-lc";
   std::vector<char*> argv = {bash.data(), flag.data(), spec_.run.data(), nullptr};
+  const ChildPlan plan{.sock = child_sock.get(),
+                       .devnull = devnull.get(),
+                       .out = out_w.get(),
+                       .err = err_w.get(),
+                       .workdir = workdir_.c_str(),
+                       .argv = argv.data(),
+                       .envp = envp.data()};
 
-  SpawnActions fa;
-  posix_spawn_file_actions_adddup2(&fa.actions, devnull.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&fa.actions, out_w.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa.actions, err_w.get(), STDERR_FILENO);
-  posix_spawn_file_actions_addchdir_np(&fa.actions, workdir_.c_str());
-  SpawnAttr attr;
-  sigset_t none, all;
-  sigemptyset(&none);
+  // The child starts with every signal blocked: no agent handler runs in it before it has
+  // reset the dispositions.
+  sigset_t all, old;
   sigfillset(&all);
-  posix_spawnattr_setflags(&attr.attr,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setsigmask(&attr.attr, &none);
-  posix_spawnattr_setsigdefault(&attr.attr, &all);
-
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, bash.c_str(), &fa.actions, &attr.attr, argv.data(), envp.data());
-  const int64_t start_time_ns = WallClockNs();
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::_Fork();  // no atfork handlers: the child only makes system calls
+  if (pid == 0) RunPreparedChild(plan);
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // The secrets stay in this process's memory no longer than needed.
   for (auto& s : env_strings) std::fill(s.begin(), s.end(), '\0');
-  if (rc != 0) {
-    throw AgentError(ErrorKind::kInternal,
-                     "spawn /bin/bash in " + workdir_.string() + ": " + ErrnoText(rc));
-  }
-  out_w.reset();
-  err_w.reset();
+  for (auto& [key, value] : spec_.env) std::fill(value.begin(), value.end(), '\0');
   spec_.env.clear();
+  if (pid < 0) throw AgentError(ErrorKind::kInternal, "fork: " + ErrnoText(fork_errno));
+
+  std::lock_guard lock(mu_);
+  waiting_pid_ = pid;
+  go_ = std::move(go);
+  out_r_ = std::move(out_r);
+  err_r_ = std::move(err_r);
+  child_sock.reset();  // from now on only the child holds its end (and the pipes' write ends)
+  ChildReport report;
+  const bool reported = ReadReport(go_.get(), &report);
+  if (!reported || report.step != kReady) {
+    int status = 0;
+    go_.reset();
+    out_r_.reset();
+    err_r_.reset();
+    WaitPid(std::exchange(waiting_pid_, 0), &status);
+    throw AgentError(ErrorKind::kInternal,
+                     "preparing the job's process: " +
+                         (reported ? DescribeReport(report) : DescribeWaitStatus(status)));
+  }
+}
+
+Job::~Job() {
+  {
+    std::lock_guard lock(mu_);
+    if (state_ == JobState::kPrepared) EndWaitingProcess();
+    if (state_ == JobState::kRunning && !exit_) ::kill(-pid_, SIGKILL);
+  }
+  if (reaper_.joinable()) reaper_.join();
+  if (pump_.joinable()) pump_.join();
+}
+
+void Job::EndWaitingProcess() {
+  go_.reset();  // end-of-file: the process exits without running anything
+  out_r_.reset();
+  err_r_.reset();
+  if (waiting_pid_ <= 0) return;
+  const pid_t pid = std::exchange(waiting_pid_, 0);
+  int status = 0;
+  const auto deadline = Clock::now() + kWaitingExitTimeout;
+  while (true) {
+    const pid_t rc = ::waitpid(pid, &status, WNOHANG);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc != 0) return;
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(pid, SIGKILL);  // not exiting (stopped?): still our unreaped child, so safe to signal
+  WaitPid(pid, &status);
+}
+
+void Job::Discard() {
+  std::lock_guard lock(mu_);
+  if (state_ == JobState::kPrepared) EndWaitingProcess();
+}
+
+pid_t Job::waiting_pid() const {
+  std::lock_guard lock(mu_);
+  return waiting_pid_;
+}
+
+StartResult Job::Start() {
+  std::lock_guard lock(mu_);
+  if (state_ == JobState::kStopped && exit_ && exit_->never_started) {
+    throw AgentError(ErrorKind::kFailedPrecondition, "it was stopped before it started");
+  }
+  if (!start_error_.empty()) throw AgentError(ErrorKind::kInternal, start_error_);
+  if (state_ != JobState::kPrepared) return {pid_, start_time_ns_, true};
+  if (waiting_pid_ <= 0) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "its prepared process is gone (replaced, or the agent is exiting)");
+  }
+
+  UniqueFd event(::eventfd(0, EFD_CLOEXEC));
+  if (!event) throw AgentError(ErrorKind::kInternal, "eventfd: " + ErrnoText(errno));
+  UniqueFd log(::open(dir_.log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!log) {
+    throw AgentError(ErrorKind::kInternal, dir_.log_path().string() + ": " + ErrnoText(errno));
+  }
+
+  // GO: the process was forked, set up and waiting since Prepare.
+  const char go = 1;
+  ssize_t sent;
+  while ((sent = ::send(go_.get(), &go, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  const int64_t start_time_ns = WallClockNs();
+  // End-of-file once it has exec'd; a report if it could not.
+  ChildReport report;
+  const bool failed = sent != 1 || ReadReport(go_.get(), &report);
+  go_.reset();
+  const pid_t pid = std::exchange(waiting_pid_, 0);
+
+  if (failed) {  // it ran nothing; the attempt ends here
+    int status = 0;
+    WaitPid(pid, &status);
+    const std::string why =
+        sent != 1 ? "its prepared process had ended (" + DescribeWaitStatus(status) + ")"
+                  : "cannot run " + std::string(kShell) + " in " + workdir_.string() + ": " +
+                        DescribeReport(report);
+    out_r_.reset();
+    err_r_.reset();
+    ExitStatus exit = ToExitStatus(status);
+    exit.end_time_ns = WallClockNs();
+    try {
+      AppendRecord(log.get(),
+                   {1, exit.end_time_ns, LogStream::kStderr, "podrun-agent: " + why + "\n"});
+      last_seq_ = 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "podrun-agent: %s\n", e.what());
+    }
+    try {
+      dir_.WriteExitStatus(exit);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "podrun-agent: %s\n", e.what());
+    }
+    exit_ = exit;
+    state_ = JobState::kExited;
+    start_error_ = why;
+    cv_.notify_all();
+    throw AgentError(ErrorKind::kInternal, why);
+  }
 
   pid_ = pid;
   start_time_ns_ = start_time_ns;
@@ -251,7 +473,7 @@ StartResult Job::Start() {
     std::fprintf(stderr, "podrun-agent: %s: %s\n", dir_.path().c_str(), e.what());
   }
   reaper_ = std::thread(&Job::Reap, this);
-  pump_ = std::thread(&Job::Pump, this, std::move(out_r), std::move(err_r));
+  pump_ = std::thread(&Job::Pump, this, std::move(out_r_), std::move(err_r_));
   return {pid, start_time_ns, false};
 }
 
@@ -388,6 +610,7 @@ void Job::Finalize() {
 StopResult Job::Stop(std::chrono::seconds grace) {
   std::unique_lock lock(mu_);
   if (state_ == JobState::kPrepared) {
+    EndWaitingProcess();  // gone before the outcome is recorded
     ExitStatus exit;
     exit.end_time_ns = WallClockNs();
     exit.stopped_by_request = true;
@@ -395,7 +618,6 @@ StopResult Job::Stop(std::chrono::seconds grace) {
     dir_.WriteExitStatus(exit);
     exit_ = exit;
     state_ = JobState::kStopped;
-    spec_.env.clear();
     cv_.notify_all();
     return {false, false, exit};
   }
@@ -451,6 +673,8 @@ JobRunner::JobRunner(std::filesystem::path home) : home_(std::move(home)) {}
 
 JobRunner::~JobRunner() {
   std::lock_guard lock(mu_);
+  // A Job may outlive the runner in an RPC that still holds it: its waiting process does not.
+  for (auto& [key, job] : jobs_) job->Discard();
   jobs_.clear();  // each Job kills its running group and joins its threads
 }
 
@@ -459,23 +683,36 @@ PrepareResult JobRunner::Prepare(JobSpec spec) {
   std::filesystem::path workdir = ResolveWorkdir(spec.workdir);
   JobDir dir(home_, spec.job_id, spec.attempt);
   const std::string key = Key(spec.job_id, spec.attempt);
-  std::lock_guard lock(mu_);
-  if (auto it = jobs_.find(key); it != jobs_.end()) {
-    if (it->second->Snapshot().state != JobState::kPrepared) {
+  auto check_not_started = [&] {
+    if (auto it = jobs_.find(key); it != jobs_.end()) {
+      if (it->second->Snapshot().state != JobState::kPrepared) {
+        throw AgentError(ErrorKind::kFailedPrecondition,
+                         "job " + key + " has already been started or stopped on this worker");
+      }
+    } else if (dir.ReadPid() || dir.ReadExitStatus()) {
       throw AgentError(ErrorKind::kFailedPrecondition,
-                       "job " + key + " has already been started or stopped on this worker");
+                       "job " + key + " already ran on this worker (under an earlier agent)");
     }
-  } else if (dir.ReadPid() || dir.ReadExitStatus()) {
-    throw AgentError(ErrorKind::kFailedPrecondition,
-                     "job " + key + " already ran on this worker (under an earlier agent)");
+  };
+  {
+    std::lock_guard lock(mu_);
+    check_not_started();
+    try {
+      dir.Create();
+      dir.WriteWorkerId(spec.worker_id);
+    } catch (const std::exception& e) {
+      throw AgentError(ErrorKind::kFailedPrecondition, "job directory: " + std::string(e.what()));
+    }
   }
-  try {
-    dir.Create();
-    dir.WriteWorkerId(spec.worker_id);
-  } catch (const std::exception& e) {
-    throw AgentError(ErrorKind::kFailedPrecondition, "job directory: " + std::string(e.what()));
+  // Forks and waits for the child to be ready: not under the lock, which Start needs.
+  auto job = std::make_shared<Job>(std::move(spec), dir, workdir);
+  std::shared_ptr<Job> replaced;
+  {
+    std::lock_guard lock(mu_);
+    check_not_started();  // a concurrent Start or Stop; `job` ends its process when destroyed
+    replaced = std::exchange(jobs_[key], job);
   }
-  jobs_[key] = std::make_shared<Job>(std::move(spec), dir, workdir);
+  if (replaced) replaced->Discard();
   return {workdir, dir.path()};
 }
 

@@ -2,6 +2,14 @@
 // process group (and session), writes its stdout/stderr as sequenced records to the job's
 // log file, records how it ended (job_dir.h), and stops it: SIGTERM to the group, SIGKILL
 // after the grace period.
+//
+// Two-phase start, so that the workers of a pod start together: Prepare forks the job's
+// process already (new session, signals reset, stdin /dev/null, stdout/stderr to the log
+// pipes) and leaves it blocked on a "go" socket; Start, at the scheduled instant, only writes
+// one byte to it, and the process then changes to the workdir and execs /bin/bash. The start
+// time is taken right after that write. A process that sees end-of-file instead (the attempt
+// was stopped or replaced before its start, or the agent went away) exits without running
+// anything.
 #pragma once
 
 #include <sys/types.h>
@@ -51,8 +59,8 @@ struct PrepareResult {
 
 struct StartResult {
   pid_t pid = 0;
-  int64_t start_time_ns = 0;     // wall clock right after the spawn
-  bool already_started = false;  // an earlier Start of this attempt spawned it
+  int64_t start_time_ns = 0;     // wall clock right after the process was released
+  bool already_started = false;  // an earlier Start of this attempt released it
 };
 
 struct StopResult {
@@ -65,17 +73,29 @@ struct StopResult {
 // the RPCs that follow its log. Every method is thread-safe.
 class Job {
  public:
+  // Forks the job's process, which waits for Start (see the top of this file); returns once
+  // it is ready. The job's env is in memory only until then. Throws AgentError.
   Job(JobSpec spec, JobDir dir, std::filesystem::path workdir);
-  // Kills a still running process group (SIGKILL) and joins the supervising threads.
+  // Ends a waiting process, kills a still running process group (SIGKILL) and joins the
+  // supervising threads.
   ~Job();
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // Spawns the process (once; later calls return the first result). Throws AgentError.
+  // Releases the waiting process (once; later calls return the first result) and waits until
+  // it has exec'd /bin/bash. If it could not (the workdir is gone, no /bin/bash, ...), the
+  // attempt ends at once with the process's exit code (127) and the reason on its stderr, and
+  // this and every later call throw AgentError with the reason.
   StartResult Start();
   // SIGTERM to the group, SIGKILL after `grace`; returns once no process of the group
-  // remains. A prepared job becomes stopped without running. Throws AgentError.
+  // remains. A prepared job becomes stopped without running, and its waiting process is
+  // gone on return. Throws AgentError.
   StopResult Stop(std::chrono::seconds grace);
+  // For a prepared job: ends its waiting process without recording anything (the job was
+  // replaced, or the agent is going away); a later Start throws. Otherwise does nothing.
+  void Discard();
+  // The waiting process of a prepared job, else 0.
+  pid_t waiting_pid() const;
 
   JobSnapshot Snapshot() const;
   // Blocks until a record after `seen_seq` is in the log, the job has ended, or `deadline`.
@@ -89,6 +109,8 @@ class Job {
   void Pump(UniqueFd out, UniqueFd err);  // thread: pipes → log records, then Finalize()
   void AppendChunk(uint64_t seq, uint8_t stream, std::string_view data);
   void Finalize();
+  // Closes the go socket and reaps the waiting process, if any. Needs mu_.
+  void EndWaitingProcess();
   // End of a requested stop's grace period; time_point::min() if no stop was requested.
   std::chrono::steady_clock::time_point StopDeadline() const;
 
@@ -98,8 +120,14 @@ class Job {
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;  // notified on every record and when the job ends
-  JobSpec spec_;                        // env cleared once spawned
+  JobSpec spec_;                        // env cleared once the process is forked
   JobState state_ = JobState::kPrepared;
+  // The prepared process, blocked until it reads a byte from `go_` (its peer), and the read
+  // ends of its stdout/stderr pipes; handed over to pid_ and the pump by Start.
+  pid_t waiting_pid_ = 0;
+  UniqueFd go_;
+  UniqueFd out_r_, err_r_;
+  std::string start_error_;  // why Start failed, once it has
   pid_t pid_ = 0;
   int64_t start_time_ns_ = 0;
   uint64_t last_seq_ = 0;
@@ -120,11 +148,13 @@ class Job {
 class JobRunner {
  public:
   explicit JobRunner(std::filesystem::path home);
-  // Kills the process groups of running jobs (SIGKILL) and waits for them.
+  // Ends the waiting processes of prepared jobs, kills the process groups of running jobs
+  // (SIGKILL) and waits for them.
   ~JobRunner();
 
-  // Validates the spec, creates the workdir and the job directory. Re-preparing a prepared
-  // (not started) attempt replaces it. Throws AgentError.
+  // Validates the spec, creates the workdir and the job directory, and forks the job's
+  // process, which waits for Start. Re-preparing a prepared (not started) attempt replaces it
+  // (and ends the replaced one's waiting process). Throws AgentError.
   PrepareResult Prepare(JobSpec spec);
   // Starts a prepared attempt. Throws AgentError (kNotFound if it was not prepared here).
   StartResult Start(const std::string& job_id, uint32_t attempt);

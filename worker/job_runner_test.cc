@@ -1,11 +1,17 @@
 // Tests of process supervision: env and cwd reach the process, exit codes and signals are
-// recorded on disk, output is logged in order, and Stop ends a whole process group.
+// recorded on disk, output is logged in order, and Stop ends a whole process group. The
+// process forked by Prepare waits for Start, is released by it, and never outlives an
+// attempt that does not start.
 #include "worker/job_runner.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -53,13 +59,13 @@ class JobRunnerTest : public ::testing::Test {
     return job->Snapshot();
   }
 
-  // The job's stdout, concatenated from its log records.
-  std::string Stdout(const std::string& id) {
+  // The job's stdout (or stderr), concatenated from its log records.
+  std::string Stdout(const std::string& id, LogStream stream = LogStream::kStdout) {
     LogReader reader(JobDir(home_ / "agent", id, 1).log_path());
     std::string out;
     for (auto batch = reader.ReadSome(); !batch.empty(); batch = reader.ReadSome()) {
       for (auto& r : batch) {
-        if (r.stream == LogStream::kStdout) out += r.data;
+        if (r.stream == stream) out += r.data;
       }
     }
     return out;
@@ -167,6 +173,159 @@ TEST_F(JobRunnerTest, StopBeforeStartStartsNothing) {
   EXPECT_TRUE(stop.exit.never_started);
   EXPECT_THROW(runner_->Start("never", 1), AgentError);
   EXPECT_EQ(runner_->Status("never", 1).state, JobState::kStopped);
+}
+
+// True while `pid` exists and is not a zombie.
+bool ProcessLives(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+TEST_F(JobRunnerTest, PrepareForksAProcessThatWaitsForStart) {
+  // The script would leave a marker; until Start it must not run.
+  const std::filesystem::path marker = home_ / "marker";
+  runner_->Prepare(Spec("early", "touch " + marker.string() + "; date +%s%N"));
+  auto job = runner_->Find("early", 1);
+  const pid_t waiting = job->waiting_pid();
+  ASSERT_GT(waiting, 0);
+  EXPECT_TRUE(ProcessLives(waiting));
+  EXPECT_EQ(::getsid(waiting), waiting);  // it leads its own session and process group
+  EXPECT_EQ(::getpgid(waiting), waiting);
+  EXPECT_EQ(job->Snapshot().pid, 0);
+  EXPECT_EQ(job->Snapshot().state, JobState::kPrepared);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+
+  // The start time is taken when it is released, not when it was forked.
+  const int64_t before = WallClockNs();
+  StartResult start = runner_->Start("early", 1);
+  const int64_t after = WallClockNs();
+  EXPECT_EQ(start.pid, waiting);  // the prepared process is the job's
+  EXPECT_GE(start.start_time_ns, before);
+  EXPECT_LE(start.start_time_ns, after);
+  EXPECT_EQ(job->waiting_pid(), 0);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!job->Snapshot().exit && std::chrono::steady_clock::now() < deadline) {
+    job->WaitForProgress(job->Snapshot().last_seq, deadline);
+  }
+  ASSERT_TRUE(job->Snapshot().exit);
+  EXPECT_EQ(job->Snapshot().exit->exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(marker));
+  // The script ran after the release.
+  EXPECT_GE(std::stoll(Stdout("early")), start.start_time_ns);
+  EXPECT_EQ(JobDir(home_ / "agent", "early", 1).ReadStartTime(), start.start_time_ns);
+}
+
+TEST_F(JobRunnerTest, APreparedJobThatNeverStartsLeavesNoProcess) {
+  const std::filesystem::path marker = home_ / "marker";
+  const std::string run = "touch " + marker.string();
+
+  // Stop before Start.
+  runner_->Prepare(Spec("stopped", run));
+  const pid_t stopped = runner_->Find("stopped", 1)->waiting_pid();
+  ASSERT_GT(stopped, 0);
+  StopResult stop = runner_->Stop("stopped", 1, 1s);
+  EXPECT_TRUE(stop.exit.never_started);
+  EXPECT_EQ(runner_->Find("stopped", 1)->waiting_pid(), 0);
+  EXPECT_NE(::kill(stopped, 0), 0);  // reaped: not even a zombie remains
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_EQ(runner_->Status("stopped", 1).pid, 0);
+
+  // Re-preparing replaces the attempt and its process.
+  runner_->Prepare(Spec("again", run));
+  const pid_t first = runner_->Find("again", 1)->waiting_pid();
+  runner_->Prepare(Spec("again", run));
+  const pid_t second = runner_->Find("again", 1)->waiting_pid();
+  EXPECT_NE(first, second);
+  EXPECT_NE(::kill(first, 0), 0);
+  EXPECT_TRUE(ProcessLives(second));
+
+  // The runner going away (the agent exiting) ends the waiting processes.
+  runner_->Prepare(Spec("idle", run));
+  const pid_t idle = runner_->Find("idle", 1)->waiting_pid();
+  runner_.reset();
+  EXPECT_NE(::kill(second, 0), 0);
+  EXPECT_NE(::kill(idle, 0), 0);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
+  // An "agent" process prepares a job and dies without cleaning up; as our orphan (we are a
+  // subreaper), its waiting process must exit on end-of-file, without running the script.
+  const std::filesystem::path marker = home_ / "marker";
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    pid_t waiting = 0;
+    try {
+      auto* runner = new JobRunner(home_ / "agent2");  // never destroyed
+      runner->Prepare(Spec("orphan", "touch " + marker.string()));
+      waiting = runner->Find("orphan", 1)->waiting_pid();
+    } catch (...) {
+    }
+    (void)!::write(fds[1], &waiting, sizeof waiting);
+    ::_exit(0);  // no destructors: like an agent killed by a signal
+  }
+  ::close(fds[1]);
+  pid_t waiting = 0;
+  EXPECT_EQ(::read(fds[0], &waiting, sizeof waiting), static_cast<ssize_t>(sizeof waiting));
+  ::close(fds[0]);
+  int status = 0;
+  EXPECT_EQ(::waitpid(agent, &status, 0), agent);
+  ASSERT_GT(waiting, 0);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  pid_t rc = 0;
+  while ((rc = ::waitpid(waiting, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  ASSERT_EQ(rc, waiting) << "the waiting process did not exit: " << std::strerror(errno);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST_F(JobRunnerTest, AProcessThatCannotExecIsRecordedAsFailed) {
+  // The workdir disappears between Prepare and Start: the released process cannot chdir.
+  JobSpec spec = Spec("vanished", "echo ran");
+  spec.workdir = (home_ / "vanishing").string();
+  runner_->Prepare(spec);
+  const pid_t waiting = runner_->Find("vanished", 1)->waiting_pid();
+  std::filesystem::remove(home_ / "vanishing");
+  std::string error;
+  try {
+    runner_->Start("vanished", 1);
+  } catch (const AgentError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("chdir"), std::string::npos) << error;
+  EXPECT_NE(error.find((home_ / "vanishing").string()), std::string::npos) << error;
+  EXPECT_NE(error.find(std::strerror(ENOENT)), std::string::npos) << error;
+  EXPECT_NE(::kill(waiting, 0), 0);  // reaped
+  // The attempt ended with the shell's "cannot execute" code, the reason on its stderr.
+  JobSnapshot snap = runner_->Status("vanished", 1);
+  EXPECT_EQ(snap.state, JobState::kExited);
+  ASSERT_TRUE(snap.exit);
+  EXPECT_EQ(snap.exit->exit_code, 127);
+  EXPECT_FALSE(snap.exit->never_started);
+  EXPECT_EQ(Stdout("vanished"), "");
+  EXPECT_NE(Stdout("vanished", LogStream::kStderr).find("chdir"), std::string::npos);
+  auto on_disk = JobDir(home_ / "agent", "vanished", 1).ReadExitStatus();
+  ASSERT_TRUE(on_disk);
+  EXPECT_EQ(on_disk->exit_code, 127);
+  // A retried Start fails the same way; Stop reports the outcome.
+  EXPECT_THROW(runner_->Start("vanished", 1), AgentError);
+  StopResult stop = runner_->Stop("vanished", 1, 1s);
+  EXPECT_FALSE(stop.was_running);
+  EXPECT_EQ(stop.exit.exit_code, 127);
+  EXPECT_EQ(runner_->RunningJobs(), 0);
 }
 
 TEST_F(JobRunnerTest, BadRequestsAreRefused) {
