@@ -61,7 +61,7 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
   std::string to_local, to_remote;
   std::string buffer(kCopyChunkBytes, '\0');
   bool remote_eof = false, local_eof = false;
-  while (!s->stopped) {
+  while (!s->stopped && !s->session->dead()) {
     bool progress = false;
     if (to_local.empty() && !remote_eof) {
       int n = ssh_channel_read_nonblocking(ch, buffer.data(), kCopyChunkBytes, 0);

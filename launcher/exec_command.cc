@@ -59,6 +59,7 @@ asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanO
     session = co_await SshSession::Connect(worker.host, pod.ssh);
     slot.Release();
     outcome.host = session->description();
+    session->StartKeepalive();
   } catch (const std::exception& e) {
     outcome.unreachable = true;
     outcome.error = e.what();  // an Error names host and reason already

@@ -169,6 +169,13 @@ Pod ResolvePod(const PodSettings& s) {
   pod.ssh.strict_host_keys = s.strict_host_keys.value_or(false);
   pod.ssh.connect_timeout = std::chrono::seconds(s.connect_timeout.value_or(10));
   pod.fanout = s.fanout.value_or(64);
+  // A tuning knob, not a contract option: how often to probe a quiet connection (a connection
+  // silent for 3 intervals is declared lost).
+  if (const char* keepalive = std::getenv("PODRUN_SSH_KEEPALIVE_SECONDS")) {
+    if (int seconds = std::atoi(keepalive); seconds > 0) {
+      pod.ssh.keepalive_interval = std::chrono::seconds(seconds);
+    }
+  }
   return pod;
 }
 

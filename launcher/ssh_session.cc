@@ -27,6 +27,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kFirstRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kMaxRetryDelay = std::chrono::milliseconds(1600);
+constexpr int kMaxSilentKeepalives = 3;
 
 // A failure worth retrying: the server refused or reset a connection it may accept later.
 struct TransientError : std::runtime_error {
@@ -283,13 +284,27 @@ SshSession::~SshSession() {
 std::string SshSession::LastError() const { return ssh_get_error(session_.get()); }
 
 asio::awaitable<void> SshSession::WaitIo() {
+  auto lost = [this] {
+    return Error(ExitCode::kUnreachable,
+                 fmt::format("{}: connection lost: no answer to keepalives for {} s", description_,
+                             std::chrono::duration_cast<std::chrono::seconds>(
+                                 keepalive_interval_ * kMaxSilentKeepalives)
+                                 .count()));
+  };
+  if (dead_) throw lost();
   int flags = ssh_get_poll_flags(session_.get());
   auto kind = (flags & SSH_WRITE_PENDING) ? asio::posix::stream_descriptor::wait_write
                                           : asio::posix::stream_descriptor::wait_read;
-  co_await waiter_.async_wait(kind, asio::use_awaitable);
+  try {
+    co_await waiter_.async_wait(kind, asio::use_awaitable);
+  } catch (const boost::system::system_error&) {
+    if (dead_) throw lost();
+    throw;
+  }
 }
 
 void SshSession::StartKeepalive() {
+  ssh_set_counters(session_.get(), &socket_counter_, nullptr);
   keepalive_timer_ = std::make_unique<asio::steady_timer>(waiter_.get_executor());
   ScheduleKeepalive();
 }
@@ -298,6 +313,17 @@ void SshSession::ScheduleKeepalive() {
   keepalive_timer_->expires_after(keepalive_interval_);
   keepalive_timer_->async_wait([this](boost::system::error_code ec) {
     if (ec) return;  // cancelled: the session may be gone
+    if (socket_counter_.in_bytes == last_in_bytes_) {
+      if (++silent_intervals_ >= kMaxSilentKeepalives) {
+        dead_ = true;
+        boost::system::error_code ignored;
+        waiter_.cancel(ignored);  // wakes every wait on this connection
+        return;
+      }
+    } else {
+      silent_intervals_ = 0;
+      last_in_bytes_ = socket_counter_.in_bytes;
+    }
     ssh_send_keepalive(session_.get());
     ScheduleKeepalive();
   });

@@ -74,8 +74,11 @@ class SshSession {
   }
 
   // Sends an SSH keepalive every keepalive_interval until the session is destroyed
-  // (libssh has no ServerAliveInterval).
+  // (libssh has no ServerAliveInterval). When nothing at all has come from the server for
+  // kMaxSilentKeepalives intervals, the connection is declared dead: pending and later
+  // WaitIo() calls throw Error(kUnreachable) and dead() turns true.
   void StartKeepalive();
+  bool dead() const { return dead_; }
 
   // The last libssh error of this session.
   std::string LastError() const;
@@ -98,6 +101,10 @@ class SshSession {
   std::string address_;
   std::chrono::milliseconds keepalive_interval_;
   std::unique_ptr<asio::steady_timer> keepalive_timer_;
+  ssh_counter_struct socket_counter_{};  // bytes through the socket, kept by libssh
+  uint64_t last_in_bytes_ = 0;
+  int silent_intervals_ = 0;
+  bool dead_ = false;
 };
 
 }  // namespace podrun

@@ -6,6 +6,10 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/run_command.h"
 #include "tests/testpod.h"
@@ -96,6 +100,39 @@ TEST_F(ExecTest, UnreachableWorkerGivesExit3WithinTimeoutOthersComplete) {
     std::string line = "[w" + std::to_string(i) + "] w" + std::to_string(i) + "\n";
     EXPECT_NE(std::string::npos, r.output.find(line)) << r.output;
   }
+}
+
+TEST_F(ExecTest, WorkerCutOffMidCommandIsDeclaredLost) {
+  std::string line = "env PODRUN_SSH_KEEPALIVE_SECONDS=1 " + std::string(PODRUN_BINARY) +
+                     " exec --hosts @" + pod_->host_file() + " -i " + pod_->identity() +
+                     " --known-hosts " + pod_->known_hosts() + " -w 7 -- 'echo up; sleep 8'";
+  std::string out = ::testing::TempDir() + "/exec-cut.out";
+  RunCommand("rm -f " + out);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + line + " > " + out + " 2>&1").c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::stringstream s;
+    s << std::ifstream(out).rdbuf();
+    if (s.str().find("[w7] up") != std::string::npos) break;
+  }
+  pod_->Cut(7);
+  auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  pod_->Heal(7);
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(1, WEXITSTATUS(status)) << text.str();
+  EXPECT_LT(seconds, 7.5) << text.str();  // before the command itself would have ended
+  EXPECT_NE(std::string::npos, text.str().find("no answer to keepalives")) << text.str();
+  EXPECT_NE(std::string::npos, text.str().find("1 of 1 workers failed: w7 (lost)")) << text.str();
 }
 
 TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {
