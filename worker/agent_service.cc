@@ -2,7 +2,6 @@
 #include "worker/agent_service.h"
 
 #include <glob.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,29 +175,12 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
   });
 }
 
-namespace {
-
-// Sleeps until the wall clock reads `at_ns`; returns at once if that is past or absurdly far
-// (more than kMaxStartDelay ahead: a clock mix-up must not hold a job back).
-void WaitUntilWallClock(int64_t at_ns) {
-  constexpr auto kMaxStartDelay = std::chrono::seconds(10);
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  int64_t now_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
-  if (at_ns <= now_ns || at_ns - now_ns > std::chrono::nanoseconds(kMaxStartDelay).count()) return;
-  timespec at{static_cast<time_t>(at_ns / 1000000000), static_cast<long>(at_ns % 1000000000)};
-  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, nullptr) == EINTR) {
-  }
-}
-
-}  // namespace
-
 grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* req,
                                  v1::StartReply* reply) {
   return Handle(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
-    WaitUntilWallClock(req->start_at_ns());
-    StartResult result = runner_.Start(req->job_id(), req->attempt());
+    // Waits for start_at (see JobRunner::Start).
+    StartResult result = runner_.Start(req->job_id(), req->attempt(), req->start_at_ns());
     reply->set_pid(result.pid);
     reply->set_start_time_ns(result.start_time_ns);
     reply->set_already_started(result.already_started);

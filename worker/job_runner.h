@@ -5,11 +5,11 @@
 //
 // Two-phase start, so that the workers of a pod start together: Prepare forks the job's
 // process already (new session, signals reset, stdin /dev/null, stdout/stderr to the log
-// pipes) and leaves it blocked on a "go" socket; Start, at the scheduled instant, only writes
-// one byte to it, and the process then changes to the workdir and execs /bin/bash. The start
-// time is taken right after that write. A process that sees end-of-file instead (the attempt
-// was stopped or replaced before its start, or the agent went away) exits without running
-// anything.
+// pipes) and leaves it blocked on a "go" socket; Start waits for the scheduled instant and
+// only writes one byte to it, and the process then changes to the workdir and execs
+// /bin/bash. The start time is taken right after that write. A process that sees end-of-file
+// instead (the attempt was stopped or replaced before its start, or the agent went away) exits
+// without running anything.
 #pragma once
 
 #include <sys/types.h>
@@ -82,11 +82,14 @@ class Job {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  // Releases the waiting process (once; later calls return the first result) and waits until
+  // Waits until the wall clock reads `start_at_ns` (at once if that is past, or more than
+  // 10 s ahead: a clock mix-up must not hold a job back), without holding the job (a Stop
+  // meanwhile wins), and where the agent may, with a real-time priority (see the .cc); then
+  // releases the waiting process (once; later calls return the first result) and waits until
   // it has exec'd /bin/bash. If it could not (the workdir is gone, no /bin/bash, ...), the
   // attempt ends at once with the process's exit code (127) and the reason on its stderr, and
   // this and every later call throw AgentError with the reason.
-  StartResult Start();
+  StartResult Start(int64_t start_at_ns = 0);
   // SIGTERM to the group, SIGKILL after `grace`; returns once no process of the group
   // remains. A prepared job becomes stopped without running, and its waiting process is
   // gone on return. Throws AgentError.
@@ -111,6 +114,9 @@ class Job {
   void Finalize();
   // Closes the go socket and reaps the waiting process, if any. Needs mu_.
   void EndWaitingProcess();
+  // Start's checks: throws if the job cannot start, returns the result if it has started,
+  // nullopt if it can start now. Needs mu_.
+  std::optional<StartResult> CheckStart() const;
   // End of a requested stop's grace period; time_point::min() if no stop was requested.
   std::chrono::steady_clock::time_point StopDeadline() const;
 
@@ -156,8 +162,9 @@ class JobRunner {
   // process, which waits for Start. Re-preparing a prepared (not started) attempt replaces it
   // (and ends the replaced one's waiting process). Throws AgentError.
   PrepareResult Prepare(JobSpec spec);
-  // Starts a prepared attempt. Throws AgentError (kNotFound if it was not prepared here).
-  StartResult Start(const std::string& job_id, uint32_t attempt);
+  // Starts a prepared attempt at `start_at_ns` (see Job::Start). Throws AgentError (kNotFound
+  // if it was not prepared here).
+  StartResult Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);
   // Stops an attempt (see Job::Stop); attempts of earlier agents are read from disk, and a
   // process group they left behind is stopped too. Throws AgentError.
   StopResult Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);

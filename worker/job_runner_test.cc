@@ -5,6 +5,8 @@
 #include "worker/job_runner.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -217,6 +219,45 @@ TEST_F(JobRunnerTest, PrepareForksAProcessThatWaitsForStart) {
   // The script ran after the release.
   EXPECT_GE(std::stoll(Stdout("early")), start.start_time_ns);
   EXPECT_EQ(JobDir(home_ / "agent", "early", 1).ReadStartTime(), start.start_time_ns);
+}
+
+TEST_F(JobRunnerTest, StartWaitsForItsInstantWithoutHoldingTheJob) {
+  runner_->Prepare(Spec("later", "true"));
+  const int64_t at = WallClockNs() + 300'000'000;
+  StartResult start = runner_->Start("later", 1, at);
+  EXPECT_GE(start.start_time_ns, at);
+  EXPECT_LT(start.start_time_ns, at + 200'000'000);
+  // The calling thread is back to its own scheduling policy (it may have been real-time).
+  int policy = -1;
+  sched_param param{};
+  ASSERT_EQ(::pthread_getschedparam(::pthread_self(), &policy, &param), 0);
+  EXPECT_EQ(policy, SCHED_OTHER);
+  // An instant absurdly far ahead (a clock mix-up) does not hold the job back.
+  runner_->Prepare(Spec("far", "true"));
+  const int64_t before = WallClockNs();
+  EXPECT_LT(runner_->Start("far", 1, before + 3600'000'000'000).start_time_ns,
+            before + 1'000'000'000);
+
+  // A Stop while Start waits is not held up, and wins.
+  runner_->Prepare(Spec("waiting", "echo ran"));
+  const pid_t waiting = runner_->Find("waiting", 1)->waiting_pid();
+  std::string start_error;
+  std::thread starter([&] {
+    try {
+      runner_->Start("waiting", 1, WallClockNs() + 2'000'000'000);
+    } catch (const AgentError& e) {
+      start_error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto stop_began = std::chrono::steady_clock::now();
+  StopResult stop = runner_->Stop("waiting", 1, 1s);
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_began, 1s);
+  EXPECT_TRUE(stop.exit.never_started);
+  EXPECT_NE(::kill(waiting, 0), 0);
+  starter.join();
+  EXPECT_NE(start_error.find("stopped before it started"), std::string::npos) << start_error;
+  EXPECT_EQ(Stdout("waiting"), "");
 }
 
 TEST_F(JobRunnerTest, APreparedJobThatNeverStartsLeavesNoProcess) {
