@@ -115,7 +115,8 @@ class Runner {
   void Follow(Worker& w);
   void OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq);
   void OnLost(Worker& w, const std::string& reason);
-  void StopRunning();  // caller holds gang_mutex_
+  void StopRunning();      // caller holds gang_mutex_
+  void ReleasePrepared();  // after a failed barrier
   void WatchSignals();
   ExitCode Report();
 
@@ -250,6 +251,19 @@ void Runner::StartAll() {
       if (gang_.StartFailed(w->index, w->error)) StopRunning();
     }
   }
+}
+
+void Runner::ReleasePrepared() {
+  // The agents hold each prepared job's process, waiting for GO: end them, GO never comes.
+  ForEachParallel(workers_, [&](Worker& w) {
+    auto client = Client(w);
+    if (!client) return;
+    try {
+      client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt), std::chrono::seconds(0));
+    } catch (const std::exception&) {
+      // Unreachable: its agent ends the waiting process when it exits.
+    }
+  });
 }
 
 void Runner::StopRunning() {
@@ -451,6 +465,7 @@ ExitCode Runner::Run() {
         Say("interrupted before the start: nothing was started anywhere");
       }
       SetAttempt(AttemptState::kStartFailed, static_cast<int>(code), true);
+      ReleasePrepared();
       return code;
     }
     gang_.Go();

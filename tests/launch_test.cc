@@ -125,6 +125,24 @@ run: |
   EXPECT_EQ(0, CountProcesses("podrun-test-sleeper-fail3"));
 }
 
+TEST_F(LaunchTest, UnreachableWorkerBeforeGoStartsNothingAnywhere) {
+  std::string warm = WriteSpec("warm", "name: warm\nrun: 'true'\n");
+  ASSERT_EQ(0, Launch(warm).exit_code);  // agents up everywhere
+  int agents = CountProcesses("podrun-agent-");
+  std::string spec = WriteSpec("never", "name: never\nrun: touch /tmp/podrun-test-ran\n");
+  pod_->Cut(3);
+  CommandResult r = Launch(spec, "--connect-timeout 2");
+  pod_->Heal(3);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("nothing was started anywhere")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("w3 (" + pod_->hosts()[3] + ")")) << r.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    EXPECT_NE(0, pod_->Exec(i, "test -e /tmp/podrun-test-ran").exit_code) << "w" << i;
+  }
+  // The prepared workers' waiting processes were released, not left behind.
+  EXPECT_EQ(agents, CountProcesses("podrun-agent-"));
+}
+
 TEST_F(LaunchTest, AgentIsStaticListensOnNoTcpPortAndIsUploadedOnce) {
   std::string spec = WriteSpec("hello", "name: hello\nrun: echo hello from $(hostname)\n");
   CommandResult first = Launch(spec);
