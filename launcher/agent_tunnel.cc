@@ -61,20 +61,30 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
   std::string to_local, to_remote;
   std::string buffer(kCopyChunkBytes, '\0');
   bool remote_eof = false, local_eof = false;
-  while (!s->stopped && !s->session->dead()) {
+  while (!s->stopped) {
     bool progress = false;
-    if (to_local.empty() && !remote_eof) {
+    // Gather what the channel has (libssh takes a few KiB from the socket per call) before
+    // writing, so that gRPC's side wakes once per batch rather than once per packet.
+    bool broken = false;
+    while (to_local.size() < kCopyChunkBytes && !remote_eof) {
       int n = ssh_channel_read_nonblocking(ch, buffer.data(), kCopyChunkBytes, 0);
-      if (n == SSH_ERROR) break;
+      if (n == SSH_ERROR) {
+        broken = true;
+        break;
+      }
       if (n > 0) {
-        to_local.assign(buffer.data(), static_cast<size_t>(n));
+        to_local.append(buffer.data(), static_cast<size_t>(n));
         progress = true;
       } else if (ssh_channel_is_eof(ch) || ssh_channel_is_closed(ch)) {
+        if (!to_local.empty()) break;  // deliver what came before the EOF first
         remote_eof = true;
         ::shutdown(fd, SHUT_WR);
         progress = true;
+      } else {
+        break;
       }
     }
+    if (broken) break;
     if (!to_local.empty()) {
       ssize_t n = ::write(fd, to_local.data(), to_local.size());
       if (n > 0) {
