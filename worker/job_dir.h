@@ -4,7 +4,7 @@
 //   jobs/<job_id>/<attempt>/
 //     worker_id      "3\n"        the worker's pod-wide index (written by Prepare)
 //     pid            "12345\n"    the job's process, also its process group id (by Start)
-//     start_time_ns  "1700000000123456789\n"  wall clock right after the spawn (by Start)
+//     start_time_ns  "1700000000123456789\n"  wall clock right after the release (GO) (by Start)
 //     log            the job's stdout and stderr as sequenced records (proto/log_record.h)
 //     exit_status    once the process has ended, one "key value" per line:
 //                      exit_code 3          or   signal 9        or   never_started 1
