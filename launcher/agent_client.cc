@@ -214,7 +214,7 @@ void AgentClient::Shutdown(bool force) {
 
 AgentLogStreamEnd AgentClient::StreamLogs(const std::string& job_id, uint32_t attempt,
                                           uint64_t from_seq, bool follow, const OnBatch& on_batch,
-                                          std::stop_token stop) {
+                                          const std::stop_token& stop) {
   grpc::ClientContext ctx;
   std::stop_callback cancel_on_stop(stop, [&ctx] { ctx.TryCancel(); });
   v1::LogsRequest req;

@@ -112,7 +112,8 @@ class AgentClient {
   // a failure stay delivered: resume from the last seq + 1. `stop` cancels from another
   // thread (then cancelled is set and nothing is thrown).
   AgentLogStreamEnd StreamLogs(const std::string& job_id, uint32_t attempt, uint64_t from_seq,
-                               bool follow, const OnBatch& on_batch, std::stop_token stop = {});
+                               bool follow, const OnBatch& on_batch,
+                               const std::stop_token& stop = {});
 
  private:
   struct Stub;  // the generated stub; kept out of this header

@@ -37,6 +37,7 @@ class AgentClientTest : public ::testing::Test {
         PODRUN_AGENT_BINARY, "serve", "--foreground", "--home", (dir_ / "agent").string(),
         "--idle-exit",       "0"};
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ASSERT_EQ(posix_spawn(&agent_pid_, argv[0], &fa, nullptr, argv.data(), environ), 0);

@@ -137,8 +137,8 @@ class LocalAgentLink : public AgentLink {
     std::string agent_path = agent_->path();
     // --home spelled out (HOME would give the same) so that the agent is identifiable by it.
     std::string serve = "serve", home_flag = "--home", agent_home = (home_ / ".podrun").string();
-    std::vector<char*> argv = {agent_path.data(), serve.data(), home_flag.data(),
-                               agent_home.data(), nullptr};
+    std::vector<char*> argv = {agent_path.data(), serve.data(), home_flag.data(), agent_home.data(),
+                               nullptr};
 
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {

@@ -21,7 +21,7 @@
 namespace podrun {
 
 namespace {
-constexpr size_t kCopyChunkBytes = 256 * 1024;
+constexpr size_t kCopyChunkBytes = size_t{256} * 1024;
 constexpr auto kKeepaliveTime = std::chrono::seconds(5);
 constexpr auto kKeepaliveTimeout = std::chrono::seconds(10);
 }  // namespace

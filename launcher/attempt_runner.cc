@@ -480,7 +480,8 @@ ExitCode Runner::Run() {
     last = std::max(last, w->start.start_time_ns - w->clock_offset_ns);
   }
   if (last > 0) {
-    Say(fmt::format("started on {} workers (start skew {:.1f} ms)", n, (last - first) / 1e6));
+    Say(fmt::format("started on {} workers (start skew {:.1f} ms)", n,
+                    static_cast<double>(last - first) / 1e6));
   }
   SetAttempt(AttemptState::kRunning);
   if (plan_.detach) {

@@ -12,6 +12,7 @@ namespace {
 int RunPodrun(std::vector<std::string> args) {
   args.insert(args.begin(), "podrun");
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (auto& a : args) argv.push_back(a.data());
   return Main(static_cast<int>(argv.size()), argv.data());
 }

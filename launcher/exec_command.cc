@@ -147,7 +147,7 @@ ExitCode RunExec(const ExecRequest& request) {
   if (request.pod.local > 0) local_root = PodrunHome() / "local";
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const PodWorker& worker = request.pod.workers[outcomes[i].worker];
-    auto done = [&](std::exception_ptr) {
+    auto done = [&](const std::exception_ptr&) {
       if (--remaining == 0) signals.cancel();
     };
     if (request.pod.local > 0) {

@@ -33,7 +33,7 @@ TEST(Gang, FailureBeforeGoStartsNothingAnywhere) {
   EXPECT_EQ(2, g.root_cause()->worker);
 }
 
-Gang Running(std::vector<int> workers, OnFailure policy) {
+Gang Running(const std::vector<int>& workers, OnFailure policy) {
   Gang g(workers, policy);
   for (int w : workers) g.Prepared(w);
   g.Go();

@@ -276,7 +276,8 @@ TEST_F(JobStoreTest, NoSecretValueIsStored) {
   params.job_id = "x";
   params.worker_addresses = {"10.0.0.2"};
   params.spec_env = {{"PROJECT", "bert"}};
-  params.secrets = ReadSecrets({"WANDB_API_KEY"}, [&](const std::string&) { return secret; });
+  params.secrets = ReadSecrets(
+      {"WANDB_API_KEY"}, [&](const std::string&) { return std::optional<std::string>(secret); });
   params.overrides = ParseEnvAssignments({"EPOCHS=3"});
   JobEnv env = BuildJobEnv(params);
   ASSERT_EQ(secret, env.vars["WANDB_API_KEY"]);

@@ -64,7 +64,8 @@ void PrintJson(const std::vector<JobSummary>& jobs) {
         {"started",
          job.started_ns ? nlohmann::json(FormatRfc3339(*job.started_ns)) : nlohmann::json()},
         {"ended", job.ended_ns ? nlohmann::json(FormatRfc3339(*job.ended_ns)) : nlohmann::json()},
-        {"duration_seconds", duration ? nlohmann::json(*duration / 1e9) : nlohmann::json()},
+        {"duration_seconds",
+         duration ? nlohmann::json(static_cast<double>(*duration) / 1e9) : nlohmann::json()},
     });
   }
   WriteAll(STDOUT_FILENO, out.dump() + "\n");

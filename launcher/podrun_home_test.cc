@@ -24,7 +24,7 @@ class PodrunHomeTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
 
-  EnvLookup Env(std::map<std::string, std::string> vars) {
+  EnvLookup Env(const std::map<std::string, std::string>& vars) {
     return [vars](const std::string& name) -> std::optional<std::string> {
       auto it = vars.find(name);
       if (it == vars.end()) return std::nullopt;

@@ -8,7 +8,7 @@
 namespace podrun {
 namespace {
 
-constexpr size_t kReadChunkBytes = 64 * 1024;
+constexpr size_t kReadChunkBytes = size_t{64} * 1024;
 
 void OnExitStatus(ssh_session, ssh_channel, int exit_status, void* userdata);
 void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*, const char*,

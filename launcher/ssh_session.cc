@@ -287,8 +287,8 @@ asio::awaitable<void> SshSession::WaitIo() {
   auto lost = [this] {
     return Error(ExitCode::kUnreachable,
                  fmt::format("{}: connection lost: no answer to keepalives for {} s", description_,
-                             std::chrono::duration_cast<std::chrono::seconds>(
-                                 keepalive_interval_ * kMaxSilentKeepalives)
+                             std::chrono::duration_cast<std::chrono::seconds>(keepalive_interval_ *
+                                                                              kMaxSilentKeepalives)
                                  .count()));
   };
   if (dead_) throw lost();
