@@ -95,6 +95,8 @@ std::string EncodeLogRecord(const LogRecord& record) {
   PutLe<uint32_t>(h + 4, static_cast<uint32_t>(record.data.size()));
   PutLe<uint64_t>(h + 8, record.seq);
   PutLe<int64_t>(h + 16, record.time_ns);
+  // Binary data after the header, not a C string.
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
   std::memcpy(h + kLogRecordHeaderBytes, record.data.data(), record.data.size());
   PutLe<uint32_t>(h + kCrcOffset, Crc(h, record.data.data(), record.data.size()));
   return out;

@@ -361,6 +361,7 @@ Job::Job(JobSpec spec, JobDir dir, std::filesystem::path workdir)
   }
   for (const auto& [key, value] : spec_.env) env_strings.push_back(key + "=" + value);
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::string bash = kShell, flag = "-lc";
