@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -391,14 +392,15 @@ ExitCode Runner::Run() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   std::thread signals([this] { WatchSignals(); });
+  // Once the watcher has stopped, no thread adds stoppers any more.
+  auto stop_watching = [this, &signals] {
+    done_ = true;
+    if (signals.joinable()) signals.join();
+  };
   struct StopSignals {
-    Runner* r;
-    std::thread& t;
-    ~StopSignals() {
-      r->done_ = true;
-      t.join();
-    }
-  } stop_signals{this, signals};
+    std::function<void()> stop;
+    ~StopSignals() { stop(); }
+  } stop_signals{stop_watching};
 
   try {
     agent_.emplace(AgentBinary::Locate());
@@ -485,8 +487,9 @@ ExitCode Runner::Run() {
   }
   SetAttempt(AttemptState::kRunning);
   if (plan_.detach) {
-    std::lock_guard lock(gang_mutex_);
+    stop_watching();
     for (auto& t : stoppers_) t.join();
+    stoppers_.clear();
     if (gang_.root_cause()) return Report();
     Say(fmt::format("job {} runs detached; follow it with: podrun logs {} -f", plan_.job.id,
                     plan_.job.id));
@@ -497,11 +500,9 @@ ExitCode Runner::Run() {
     if (w->error.empty()) followers.emplace_back([this, &w] { Follow(*w); });
   }
   for (auto& t : followers) t.join();
-  {
-    std::unique_lock lock(gang_mutex_);
-    for (auto& t : stoppers_) t.join();
-    stoppers_.clear();
-  }
+  stop_watching();
+  for (auto& t : stoppers_) t.join();
+  stoppers_.clear();
   return Report();
 }
 
