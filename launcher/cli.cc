@@ -54,7 +54,7 @@ bool Parse(CLI::App& app, int argc, char** argv, ExitCode* help_exit) {
     *help_exit = ExitCode::kOk;
     return false;
   } catch (const CLI::ParseError& e) {
-    throw UsageError(fmt::format("{} (see 'podrun {} --help')", e.what(), app.get_name()));
+    throw UsageError(fmt::format("{} (see '{} --help')", e.what(), app.get_name()));
   }
 }
 
@@ -62,7 +62,7 @@ ExitCode ExecMain(int argc, char** argv) {
   CLI::App app(
       "Run COMMAND through the login shell on every selected worker, in parallel.\n"
       "Each output line is printed as '[wK] text'. Needs no agent.",
-      "exec");
+      "podrun exec");
   PodSettings settings;
   AddPodOptions(app, settings);
   ExecRequest request;
@@ -83,7 +83,7 @@ ExitCode LaunchMain(int argc, char** argv) {
       "agent, prepare, start everywhere at once, stream the merged log, report.\n"
       "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
       "launcher any other way leaves it running (see 'podrun logs JOB -f').",
-      "launch");
+      "podrun launch");
   LaunchRequest request;
   app.add_option("spec", request.spec_path, "The job spec (YAML)")->required();
   AddPodOptions(app, request.pod);
@@ -106,7 +106,7 @@ ExitCode LogsMain(int argc, char** argv) {
       "or a name (its latest job).\n"
       "Exit: 3 if a worker's agent cannot be reached (the others are printed);\n"
       "with -f, 1 if the process failed or was stopped on a selected worker; else 0.",
-      "logs");
+      "podrun logs");
   LogsRequest request;
   app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
   app.add_flag("-f,--follow", request.follow,
@@ -133,7 +133,7 @@ ExitCode StatusMain(int argc, char** argv) {
       "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
       "agent cannot be reached keeps its recorded state, with the note 'agent\n"
       "unreachable: ...': podrun does not guess that its process is lost.",
-      "status");
+      "podrun status");
   StatusRequest request;
   app.add_option("job", request.job, "Job id, unique id prefix, or name (default: the latest)");
   app.add_flag("--json", request.json,
@@ -149,7 +149,7 @@ ExitCode StopMain(int argc, char** argv) {
       "Stop JOB's latest attempt on every worker: SIGTERM to its processes, SIGKILL\n"
       "after the grace period. Prints what happened on each worker.\n"
       "Exit: 3 if a worker's agent cannot be reached, else 0.",
-      "stop");
+      "podrun stop");
   StopRequest request;
   app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
   int grace = -1;
@@ -166,7 +166,7 @@ ExitCode LsMain(int argc, char** argv) {
       "List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
       "attempts, started, duration ('+': still running, as far as the store knows;\n"
       "'podrun status JOB' asks the workers).",
-      "ls");
+      "podrun ls");
   LsRequest request;
   app.add_flag("--json", request.json, "One JSON array of job objects");
   app.add_option("-n,--limit", request.limit, "At most this many jobs");
