@@ -1,5 +1,7 @@
 // Integration tests of `podrun exec` against a real 8-worker testpod (sshd in namespaces).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -7,9 +9,6 @@
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "tests/run_command.h"
 #include "tests/testpod.h"
@@ -123,8 +122,7 @@ TEST_F(ExecTest, WorkerCutOffMidCommandIsDeclaredLost) {
   auto start = std::chrono::steady_clock::now();
   int status = 0;
   ::waitpid(pid, &status, 0);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   pod_->Heal(7);
   std::stringstream text;
   text << std::ifstream(out).rdbuf();

@@ -224,16 +224,18 @@ TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
 
 TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
   constexpr int kLines = 3000;
-  std::string spec = WriteSpec("resume", "name: resume\nrun: |\n"
-                                         "  for i in $(seq 1 " + std::to_string(kLines) +
-                                         "); do echo \"line $i\"; "
-                                         "if [ $((i % 100)) = 0 ]; then sleep 0.1; fi; done\n");
+  std::string spec = WriteSpec("resume",
+                               "name: resume\nrun: |\n"
+                               "  for i in $(seq 1 " +
+                                   std::to_string(kLines) +
+                                   "); do echo \"line $i\"; "
+                                   "if [ $((i % 100)) = 0 ]; then sleep 0.1; fi; done\n");
   std::string out = ::testing::TempDir() + "/resume.out";
   std::string err = ::testing::TempDir() + "/resume.err";
   pid_t pid = ::fork();
   if (pid == 0) {
-    std::string line = Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out +
-                       " 2> " + err;
+    std::string line =
+        Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2> " + err;
     ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
     _exit(127);
   }
@@ -246,8 +248,9 @@ TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
   }
   // Kill the sshd processes that serve the launcher's connection to w1: the tunnel breaks.
   CommandResult killed = pod_->Exec(
-      1, "ss -tnpH state established '( sport = :22 )' | grep -o 'pid=[0-9]*' | cut -d= -f2 | "
-         "sort -u | xargs -r kill");
+      1,
+      "ss -tnpH state established '( sport = :22 )' | grep -o 'pid=[0-9]*' | cut -d= -f2 | "
+      "sort -u | xargs -r kill");
   EXPECT_EQ(0, killed.exit_code) << killed.output;
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -273,8 +276,9 @@ TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
 }
 
 TEST_F(LaunchTest, CtrlCStopsTheJobOnEveryWorker) {
-  std::string spec = WriteSpec("interrupt", "name: interrupt\nrun: |\n  echo up\n"
-                                            "  exec -a podrun-test-interrupted sleep 300\n");
+  std::string spec = WriteSpec("interrupt",
+                               "name: interrupt\nrun: |\n  echo up\n"
+                               "  exec -a podrun-test-interrupted sleep 300\n");
   std::string out = ::testing::TempDir() + "/interrupt.out";
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -342,10 +346,10 @@ run: |
   echo "spec $FROM_SPEC cli $FROM_CLI pwd $PWD"
   [ "${#PODRUN_TEST_SECRET}" = 15 ] && [ "${PODRUN_TEST_SECRET%-42}" != "$PODRUN_TEST_SECRET" ] && echo secret-ok
 )");
-  CommandResult r = RunCommand("env PODRUN_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home +
-                                   " " + PODRUN_BINARY + " launch " + spec +
-                                   " --local 2 -e FROM_CLI=cli-value",
-                               /*merge_stderr=*/false);
+  CommandResult r =
+      RunCommand("env PODRUN_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home + " " +
+                     PODRUN_BINARY + " launch " + spec + " --local 2 -e FROM_CLI=cli-value",
+                 /*merge_stderr=*/false);
   KillLocalAgents(home);
   ASSERT_EQ(0, r.exit_code) << r.output;
   for (int i = 0; i < 2; ++i) {
