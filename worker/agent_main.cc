@@ -60,7 +60,8 @@ bool TakeHome(const std::vector<std::string>& args, size_t* i, std::filesystem::
 }
 
 int RunServe(const std::vector<std::string>& args) {
-  constexpr std::string_view kUsage = "serve [--home DIR] [--idle-exit SECONDS] [--foreground]";
+  constexpr std::string_view kUsage =
+      "serve [--home DIR] [--idle-exit SECONDS] [--keep-days DAYS] [--foreground]";
   ServeOptions options;
   options.home = DefaultHome();
   for (size_t i = 0; i < args.size(); ++i) {
@@ -74,6 +75,11 @@ int RunServe(const std::vector<std::string>& args) {
       long seconds = std::strtol(args[++i].c_str(), &end, 10);
       if (*end != '\0' || seconds < 0) return UsageError("bad --idle-exit " + args[i], kUsage);
       options.idle_exit = std::chrono::seconds(seconds);
+    } else if (args[i] == "--keep-days" && i + 1 < args.size()) {
+      char* end = nullptr;
+      long days = std::strtol(args[++i].c_str(), &end, 10);
+      if (*end != '\0' || days < 0) return UsageError("bad --keep-days " + args[i], kUsage);
+      options.keep_finished = std::chrono::hours(24 * days);
     } else {
       return UsageError("unknown option " + args[i], kUsage);
     }
@@ -100,7 +106,7 @@ int RunVersion(const std::vector<std::string>&) {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      {"serve", "serve [--home DIR] [--idle-exit SECONDS] [--foreground]",
+      {"serve", "serve [--home DIR] [--idle-exit SECONDS] [--keep-days DAYS] [--foreground]",
        "start the agent (or find the running one) and print its announcement line", RunServe},
       {"dial-stdio", "dial-stdio [--home DIR]", "copy between stdio and the agent's unix socket",
        RunDialStdio},

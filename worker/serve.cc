@@ -26,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLockTimeout = std::chrono::milliseconds(30'000);
 constexpr auto kProbeTimeout = std::chrono::seconds(3);
 constexpr auto kIdleCheckInterval = std::chrono::seconds(1);
+constexpr auto kPruneInterval = std::chrono::hours(1);
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 // Launchers send keepalive pings through the tunnel; accept them this often, without strikes.
 constexpr int kMinPingIntervalMs = 1000;
@@ -89,7 +90,14 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
   std::fprintf(stderr, "podrun-agent %s: pid %d serving unix:%s\n", PODRUN_VERSION, ::getpid(),
                socket_path.c_str());
 
+  // Finished jobs older than the retention go, now and then once an hour.
+  PruneFinishedJobs(options.home, options.keep_finished);
+  auto next_prune = std::chrono::steady_clock::now() + kPruneInterval;
   while (true) {
+    if (std::chrono::steady_clock::now() >= next_prune) {
+      PruneFinishedJobs(options.home, options.keep_finished);
+      next_prune = std::chrono::steady_clock::now() + kPruneInterval;
+    }
     {
       std::unique_lock l(mu);
       cv.wait_for(l, kIdleCheckInterval, [&] { return shutdown_requested; });

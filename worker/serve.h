@@ -7,14 +7,17 @@
 #include <optional>
 #include <string>
 
+#include "worker/job_retention.h"
+
 namespace podrun::agent {
 
 inline constexpr auto kDefaultIdleExit = std::chrono::seconds(600);
 
 struct ServeOptions {
-  std::filesystem::path home;                         // the agent's directory (DefaultHome())
-  std::chrono::seconds idle_exit = kDefaultIdleExit;  // 0: never exit when idle
-  bool foreground = false;                            // don't daemonize (tests)
+  std::filesystem::path home;                               // the agent's directory (DefaultHome())
+  std::chrono::seconds idle_exit = kDefaultIdleExit;        // 0: never exit when idle
+  bool foreground = false;                                  // don't daemonize (tests)
+  std::chrono::hours keep_finished = kDefaultKeepFinished;  // job_retention.h; 0: forever
 };
 
 // $HOME/.podrun
