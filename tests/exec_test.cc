@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -106,31 +107,21 @@ TEST_F(ExecTest, WorkerCutOffMidCommandIsDeclaredLost) {
                      " exec --hosts @" + pod_->host_file() + " -i " + pod_->identity() +
                      " --known-hosts " + pod_->known_hosts() + " -w 7 -- 'echo up; sleep 8'";
   std::string out = ::testing::TempDir() + "/exec-cut.out";
-  RunCommand("rm -f " + out);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec " + line + " > " + out + " 2>&1").c_str(), nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 100; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::stringstream s;
-    s << std::ifstream(out).rdbuf();
-    if (s.str().find("[w7] up") != std::string::npos) break;
-  }
+  std::filesystem::remove(out);  // no stale text from an earlier run
+  pid_t pid = StartCommand(line + " > " + out + " 2>&1");
+  WaitForText(out, "[w7] up");
   pod_->Cut(7);
   auto start = std::chrono::steady_clock::now();
   int status = 0;
   ::waitpid(pid, &status, 0);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   pod_->Heal(7);
-  std::stringstream text;
-  text << std::ifstream(out).rdbuf();
+  std::string text = ReadTextFile(out);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(1, WEXITSTATUS(status)) << text.str();
-  EXPECT_LT(seconds, 7.5) << text.str();  // before the command itself would have ended
-  EXPECT_NE(std::string::npos, text.str().find("no answer to keepalives")) << text.str();
-  EXPECT_NE(std::string::npos, text.str().find("1 of 1 workers failed: w7 (lost)")) << text.str();
+  EXPECT_EQ(1, WEXITSTATUS(status)) << text;
+  EXPECT_LT(seconds, 7.5) << text;  // before the command itself would have ended
+  EXPECT_NE(std::string::npos, text.find("no answer to keepalives")) << text;
+  EXPECT_NE(std::string::npos, text.find("1 of 1 workers failed: w7 (lost)")) << text;
 }
 
 TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {

@@ -184,22 +184,12 @@ TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
                                    "); do echo \"line $i\"; "
                                    "if [ $((i % 2000)) = 0 ]; then sleep 0.2; fi; done\n");
   std::string out = ::testing::TempDir() + "/killed-launcher.out";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string line = Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
-    _exit(127);
-  }
+  std::filesystem::remove(out);  // no stale text from an earlier run
+  pid_t pid =
+      StartCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1");
   // Kill it once the job runs everywhere and has printed some of its lines.
-  std::string job, text;
-  for (int i = 0; i < 300 && text.find("[w0] line 10\n") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(out);
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
-  }
-  job = JobIdOf(text);
+  std::string text = WaitForText(out, "[w0] line 10\n");
+  std::string job = JobIdOf(text);
   ASSERT_FALSE(job.empty()) << text;
   ASSERT_NE(std::string::npos, text.find("started on 4 workers")) << text;
   ::kill(pid, SIGKILL);
@@ -232,20 +222,10 @@ TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
                                    "if [ $((i % 100)) = 0 ]; then sleep 0.1; fi; done\n");
   std::string out = ::testing::TempDir() + "/resume.out";
   std::string err = ::testing::TempDir() + "/resume.err";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string line =
-        Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2> " + err;
-    ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
-    _exit(127);
-  }
-  for (int i = 0; i < 300; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(out);
-    std::stringstream s;
-    s << in.rdbuf();
-    if (s.str().find("[w1] line 500\n") != std::string::npos) break;
-  }
+  std::filesystem::remove(out);  // no stale text from an earlier run
+  pid_t pid =
+      StartCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2> " + err);
+  WaitForText(out, "[w1] line 500\n");
   // Kill the sshd processes that serve the launcher's connection to w1: the tunnel breaks.
   CommandResult killed = pod_->Exec(
       1,
@@ -255,14 +235,12 @@ TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  std::stringstream text, messages;
-  text << std::ifstream(out).rdbuf();
-  messages << std::ifstream(err).rdbuf();
-  EXPECT_EQ(0, WEXITSTATUS(status)) << messages.str();
-  EXPECT_NE(std::string::npos, messages.str().find("w1 (" + pod_->hosts()[1] + "): reconnected"))
-      << messages.str();
+  std::string text = ReadTextFile(out), messages = ReadTextFile(err);
+  EXPECT_EQ(0, WEXITSTATUS(status)) << messages;
+  EXPECT_NE(std::string::npos, messages.find("w1 (" + pod_->hosts()[1] + "): reconnected"))
+      << messages;
   std::map<int, int> next;
-  std::istringstream in(text.str());
+  std::istringstream in(text);
   std::regex line_re(R"(\[w(\d)\] line (\d+))");
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
@@ -280,12 +258,9 @@ TEST_F(LaunchTest, CtrlCStopsTheJobOnEveryWorker) {
                                "name: interrupt\nrun: |\n  echo up\n"
                                "  exec -a podrun-test-interrupted sleep 300\n");
   std::string out = ::testing::TempDir() + "/interrupt.out";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string line = Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", ("exec " + line).c_str(), nullptr);
-    _exit(127);
-  }
+  std::filesystem::remove(out);  // no stale text from an earlier run
+  pid_t pid =
+      StartCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1");
   for (int i = 0; i < 300 && CountProcesses("podrun-test-interrupted") < kWorkers; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -293,12 +268,11 @@ TEST_F(LaunchTest, CtrlCStopsTheJobOnEveryWorker) {
   ::kill(pid, SIGINT);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  std::stringstream text;
-  text << std::ifstream(out).rdbuf();
-  ASSERT_TRUE(WIFEXITED(status)) << text.str();
-  EXPECT_EQ(130, WEXITSTATUS(status)) << text.str();
+  std::string text = ReadTextFile(out);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(130, WEXITSTATUS(status)) << text;
   EXPECT_EQ(0, CountProcesses("podrun-test-interrupted"));
-  EXPECT_NE(std::string::npos, text.str().find("interrupted")) << text.str();
+  EXPECT_NE(std::string::npos, text.find("interrupted")) << text;
 }
 
 TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {

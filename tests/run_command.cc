@@ -2,11 +2,15 @@
 #include "tests/run_command.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace podrun::testing {
 
@@ -49,6 +53,32 @@ std::string ShellQuote(const std::string& s) {
 
 void KillLocalAgents(const std::string& podrun_home) {
   RunCommand("pkill -f -- '[s]erve --home " + podrun_home + "/local/' || true");
+}
+
+pid_t StartCommand(const std::string& command) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+std::string WaitForText(const std::string& path, const std::string& needle,
+                        std::chrono::milliseconds timeout) {
+  auto give_up = std::chrono::steady_clock::now() + timeout;
+  std::string text = ReadTextFile(path);
+  while (text.find(needle) == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    text = ReadTextFile(path);
+  }
+  return text;
 }
 
 }  // namespace podrun::testing

@@ -1,6 +1,9 @@
 // RunCommand: run a shell command from a test and capture its exit code and output.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <string>
 
 namespace podrun::testing {
@@ -14,6 +17,17 @@ struct CommandResult {
 // Runs `command` with /bin/sh -c and returns its exit code and stdout. With merge_stderr,
 // stderr is captured too (the command is run as `{ command; } 2>&1`).
 CommandResult RunCommand(const std::string& command, bool merge_stderr = true);
+
+// Starts `command` with /bin/sh in the background; the shell execs it, so the returned pid is
+// the command's own (for kill() and waitpid()).
+pid_t StartCommand(const std::string& command);
+
+// The whole content of the file at `path` ("" if it cannot be read).
+std::string ReadTextFile(const std::string& path);
+
+// Polls the file at `path` until it contains `needle` or `timeout` passes; returns its text.
+std::string WaitForText(const std::string& path, const std::string& needle,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // Ends the --local agents that podrun started under `podrun_home` (they would otherwise idle
 // on for minutes after a test).
