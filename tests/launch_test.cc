@@ -37,6 +37,34 @@ std::string JobIdOf(const std::string& output) {
   return "";
 }
 
+// A job whose every worker prints "line 1" .. "line N", pausing `pause` seconds every `every`
+// lines so that it runs long enough to be interrupted.
+std::string NumberedLinesSpec(const std::string& name, int lines, int every,
+                              const std::string& pause) {
+  return WriteSpec(name, "name: " + name + "\nrun: |\n  for i in $(seq 1 " + std::to_string(lines) +
+                             "); do echo \"line $i\"; if [ $((i % " + std::to_string(every) +
+                             ")) = 0 ]; then sleep " + pause + "; fi; done\n");
+}
+
+// Every line of `text` but launch's "job: <id>" is "[wK] line N", and each of the pod's workers printed 1..lines
+// exactly once, in order.
+void ExpectEveryLineOnceInOrder(const std::string& text, int lines) {
+  std::map<int, int> next;  // worker -> last line number seen
+  std::istringstream in(text);
+  std::regex line_re(R"(\[w(\d)\] line (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("job: ", 0) == 0) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, line_re)) << line;
+    int w = std::stoi(m[1]);
+    int n = std::stoi(m[2]);
+    ASSERT_EQ(next[w] + 1, n) << "worker " << w;
+    next[w] = n;
+  }
+  ASSERT_EQ(static_cast<size_t>(kWorkers), next.size());
+  for (auto& [w, n] : next) EXPECT_EQ(lines, n) << "worker " << w;
+}
+
 class LaunchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -177,12 +205,7 @@ TEST_F(LaunchTest, AgentIsStaticListensOnNoTcpPortAndIsUploadedOnce) {
 
 TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
   constexpr int kLines = 20000;
-  std::string spec = WriteSpec("numbered",
-                               "name: numbered\nrun: |\n"
-                               "  for i in $(seq 1 " +
-                                   std::to_string(kLines) +
-                                   "); do echo \"line $i\"; "
-                                   "if [ $((i % 2000)) = 0 ]; then sleep 0.2; fi; done\n");
+  std::string spec = NumberedLinesSpec("numbered", kLines, 2000, "0.2");
   std::string out = ::testing::TempDir() + "/killed-launcher.out";
   std::filesystem::remove(out);  // no stale text from an earlier run
   pid_t pid =
@@ -197,29 +220,12 @@ TEST_F(LaunchTest, LogsAfterTheLauncherIsKilledHaveEveryLineOnceInOrder) {
 
   CommandResult logs = RunCommand(Podrun() + " logs " + job + " -f", /*merge_stderr=*/false);
   ASSERT_EQ(0, logs.exit_code) << logs.output.substr(0, 2000);
-  std::map<int, int> next;  // worker -> next expected line number
-  std::istringstream in(logs.output);
-  std::regex line_re(R"(\[w(\d)\] line (\d+))");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    ASSERT_TRUE(std::regex_match(line, m, line_re)) << line;
-    int w = std::stoi(m[1]);
-    int n = std::stoi(m[2]);
-    ASSERT_EQ(next[w] + 1, n) << "worker " << w;
-    next[w] = n;
-  }
-  ASSERT_EQ(4u, next.size());
-  for (auto& [w, n] : next) EXPECT_EQ(kLines, n) << "worker " << w;
+  ExpectEveryLineOnceInOrder(logs.output, kLines);
 }
 
 TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
   constexpr int kLines = 3000;
-  std::string spec = WriteSpec("resume",
-                               "name: resume\nrun: |\n"
-                               "  for i in $(seq 1 " +
-                                   std::to_string(kLines) +
-                                   "); do echo \"line $i\"; "
-                                   "if [ $((i % 100)) = 0 ]; then sleep 0.1; fi; done\n");
+  std::string spec = NumberedLinesSpec("resume", kLines, 100, "0.1");
   std::string out = ::testing::TempDir() + "/resume.out";
   std::string err = ::testing::TempDir() + "/resume.err";
   std::filesystem::remove(out);  // no stale text from an earlier run
@@ -239,18 +245,7 @@ TEST_F(LaunchTest, BrokenConnectionIsReconnectedAndTheLogResumesExactly) {
   EXPECT_EQ(0, WEXITSTATUS(status)) << messages;
   EXPECT_NE(std::string::npos, messages.find("w1 (" + pod_->hosts()[1] + "): reconnected"))
       << messages;
-  std::map<int, int> next;
-  std::istringstream in(text);
-  std::regex line_re(R"(\[w(\d)\] line (\d+))");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (!std::regex_match(line, m, line_re)) continue;
-    int w = std::stoi(m[1]);
-    int n = std::stoi(m[2]);
-    ASSERT_EQ(next[w] + 1, n) << "worker " << w;
-    next[w] = n;
-  }
-  for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(kLines, next[w]) << "worker " << w;
+  ExpectEveryLineOnceInOrder(text, kLines);
 }
 
 TEST_F(LaunchTest, CtrlCStopsTheJobOnEveryWorker) {
