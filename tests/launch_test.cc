@@ -46,8 +46,8 @@ std::string NumberedLinesSpec(const std::string& name, int lines, int every,
                              ")) = 0 ]; then sleep " + pause + "; fi; done\n");
 }
 
-// Every line of `text` but launch's "job: <id>" is "[wK] line N", and each of the pod's workers printed 1..lines
-// exactly once, in order.
+// Every line of `text` but launch's "job: <id>" is "[wK] line N", and each of the pod's workers
+// printed 1..lines exactly once, in order.
 void ExpectEveryLineOnceInOrder(const std::string& text, int lines) {
   std::map<int, int> next;  // worker -> last line number seen
   std::istringstream in(text);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proto/edit_distance.h"
 #include "proto/protocol_version.h"
 #include "worker/dial_stdio.h"
 #include "worker/serve.h"
@@ -25,22 +26,6 @@ int UsageError(const std::string& message, std::string_view usage) {
   std::fprintf(stderr, "podrun-agent: %s\nusage: podrun-agent %.*s\n", message.c_str(),
                static_cast<int>(usage.size()), usage.data());
   return 2;
-}
-
-// Levenshtein distance, for "did you mean".
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // Parses "--home DIR"; true if `args[*i]` was it (and advances *i).
@@ -137,11 +122,10 @@ int Main(int argc, char** argv) {
     if (c.name == name) return c.run(args);
   }
   std::string message = "unknown command \"" + name + "\"";
-  for (const Command& c : Commands()) {
-    if (EditDistance(name, c.name) <= 2) {
-      message += "; did you mean \"" + std::string(c.name) + "\"?";
-      break;
-    }
+  std::vector<std::string_view> names;
+  for (const Command& c : Commands()) names.push_back(c.name);
+  if (std::string best = Closest(name, names); !best.empty()) {
+    message += "; did you mean \"" + best + "\"?";
   }
   std::fprintf(stderr, "podrun-agent: %s (see podrun-agent help)\n", message.c_str());
   return 2;

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "proto/write_all.h"
+
 namespace podrun::agent {
 namespace {
 
@@ -24,16 +26,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kAnnounceTimeout = std::chrono::seconds(60);
 constexpr auto kLockRetryInterval = std::chrono::milliseconds(20);
 constexpr size_t kMaxAnnouncementBytes = 4096;
-
-void WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
 
 // In the original process: reads the daemon's line and relays it; returns the exit code.
 int RelayAnnouncement(UniqueFd pipe, const std::filesystem::path& log_file) {

@@ -1,0 +1,86 @@
+// Locating, hashing and compressing the agent binary.
+#include "launcher/agent/agent_binary.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "launcher/error.h"
+
+namespace podrun {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ExitCode::kUnreachable, fmt::format("cannot read agent binary {}", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+std::string Gzip(const std::string& data) {
+  z_stream z{};
+  // windowBits 15 + 16: gzip framing, so that `gzip -dc` on the worker unpacks it.
+  deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+}  // namespace
+
+AgentBinary::AgentBinary(std::string path) : path_(std::move(path)) {
+  std::string bytes = ReadFile(path_);
+  size_ = bytes.size();
+  sha256_ = Sha256Hex(bytes);
+}
+
+const std::string& AgentBinary::gzipped() const {
+  std::call_once(gzip_once_, [this] { gzipped_ = Gzip(ReadFile(path_)); });
+  return gzipped_;
+}
+
+std::string AgentBinary::Locate() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("PODRUN_AGENT"); env && *env) {
+    candidates.push_back(env);
+  } else {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    auto dir = self.parent_path();
+    candidates.push_back(dir / "podrun-agent");
+    candidates.push_back(dir.parent_path() / "worker" / "podrun-agent");
+    candidates.push_back(dir.parent_path() / "lib" / "podrun" / "podrun-agent");
+  }
+  for (const std::string& c : candidates) {
+    if (::access(c.c_str(), X_OK) == 0) return c;
+  }
+  std::string looked;
+  for (const std::string& c : candidates) looked += " " + c;
+  throw Error(ExitCode::kUnreachable,
+              fmt::format("cannot find podrun-agent (looked at:{}); set PODRUN_AGENT", looked));
+}
+
+}  // namespace podrun

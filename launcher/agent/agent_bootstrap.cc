@@ -1,0 +1,106 @@
+// Agent bootstrap over SSH.
+#include "launcher/agent/agent_bootstrap.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "launcher/error.h"
+#include "proto/protocol_version.h"
+
+namespace podrun {
+namespace {
+
+constexpr std::string_view kMissing = "PODRUN-AGENT MISSING";
+
+}  // namespace
+
+std::optional<AgentAnnouncement> ParseAnnouncement(std::string_view output, std::string* other) {
+  std::istringstream in{std::string(output)};
+  std::optional<AgentAnnouncement> found;
+  std::string ready = std::string(kReadyPrefix) + " ";
+  std::string error = std::string(kErrorPrefix);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(ready, 0) == 0) {
+      std::istringstream fields(line.substr(ready.size()));
+      AgentAnnouncement a;
+      if (!(fields >> a.protocol_version >> a.agent_version >> a.socket_path)) {
+        throw Error(ExitCode::kUnreachable, fmt::format("malformed agent announcement '{}'", line));
+      }
+      found = a;
+    } else if (line.rfind(error, 0) == 0) {
+      std::string reason = line.substr(error.size());
+      if (!reason.empty() && reason[0] == ' ') reason.erase(0, 1);
+      throw Error(ExitCode::kUnreachable, fmt::format("agent failed to start: {}", reason));
+    } else if (other != nullptr && line != kMissing) {
+      *other += line + "\n";
+    }
+  }
+  return found;
+}
+
+asio::awaitable<RemoteResult> RunRemote(SshSession& session, const std::string& command,
+                                        std::string_view input) {
+  auto channel = co_await SshChannel::Exec(session, command);
+  if (!input.empty()) co_await channel->Write(input);
+  co_await channel->SendEof();
+  RemoteResult result;
+  result.status = co_await channel->Drain([&](Stream stream, std::string_view data) {
+    (stream == Stream::kStdout ? result.out : result.err).append(data);
+  });
+  co_return result;
+}
+
+std::string RemoteAgentPath(const AgentBinary& agent) {
+  return "$HOME/.podrun/bin/" + agent.remote_name();
+}
+
+asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentBinary& agent,
+                                               bool* uploaded) {
+  *uploaded = false;
+  std::string path = RemoteAgentPath(agent);
+  // `sh -c` so that the worker's login shell, whatever it is, runs POSIX syntax.
+  std::string start =
+      "sh -c " + ShellQuote(fmt::format("a=\"{}\"; if [ -x \"$a\" ]; then exec \"$a\" serve; "
+                                        "else echo '{}'; fi",
+                                        path, kMissing));
+  for (int round = 0; round < 2; ++round) {
+    RemoteResult r = co_await RunRemote(session, start);
+    std::string other;
+    auto announcement = ParseAnnouncement(r.out, &other);
+    if (announcement) {
+      if (announcement->protocol_version != kProtocolVersion) {
+        throw Error(ExitCode::kUnreachable,
+                    fmt::format("an agent of protocol {} (version {}) already runs there; this "
+                                "podrun speaks protocol {}: stop it with `pkill podrun-agent`",
+                                announcement->protocol_version, announcement->agent_version,
+                                kProtocolVersion));
+      }
+      co_return *announcement;
+    }
+    if (r.out.find(kMissing) == std::string::npos || round == 1) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("start agent: no announcement from {} ({}){}{}", path,
+                              r.status.ToString(), other.empty() ? "" : "; stdout: " + other,
+                              r.err.empty() ? "" : "; stderr: " + r.err));
+    }
+    // Upload: gzip'd, checked against the hash, renamed into place only when complete.
+    std::string install =
+        "sh -c " + ShellQuote(fmt::format("set -e; d=\"$HOME/.podrun/bin\"; mkdir -p \"$d\"; "
+                                          "chmod 700 \"$HOME/.podrun\"; t=\"$d/.{0}.$$\"; "
+                                          "trap 'rm -f \"$t\"' EXIT; gzip -dc > \"$t\"; "
+                                          "echo \"{1}  $t\" | sha256sum -c --quiet; "
+                                          "chmod 755 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
+                                          agent.remote_name(), agent.sha256()));
+    RemoteResult up = co_await RunRemote(session, install, agent.gzipped());
+    if (up.status.failed()) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("upload agent to {}: {}: {}", path, up.status.ToString(),
+                              up.err.empty() ? up.out : up.err));
+    }
+    *uploaded = true;
+  }
+  throw Error(ExitCode::kUnreachable, "start agent: gave up");
+}
+
+}  // namespace podrun

@@ -1,0 +1,48 @@
+// Bootstrapping the agent on a worker over SSH (Mosh style): start the installed agent, which
+// announces itself with one strict line; install it first (content-addressed, atomically) when
+// the worker lacks this exact binary.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "launcher/agent/agent_binary.h"
+#include "launcher/ssh/ssh_channel.h"
+#include "launcher/ssh/ssh_session.h"
+
+namespace podrun {
+
+// "PODRUN-AGENT READY <protocol> <version> <socket>", parsed.
+struct AgentAnnouncement {
+  uint32_t protocol_version = 0;
+  std::string agent_version;
+  std::string socket_path;
+};
+
+// Finds the announcement in the agent's stdout. Returns nullopt when there is none; throws
+// Error(kUnreachable) with the agent's reason for a "PODRUN-AGENT ERROR <reason>" line.
+// Lines that are neither are appended to *other (for the user to see).
+std::optional<AgentAnnouncement> ParseAnnouncement(std::string_view output, std::string* other);
+
+// What a remote command printed, and how it ended.
+struct RemoteResult {
+  ExitStatus status;
+  std::string out;
+  std::string err;
+};
+
+// Runs `command` over `session`, feeding `input` to its stdin (then EOF), collecting output.
+asio::awaitable<RemoteResult> RunRemote(SshSession& session, const std::string& command,
+                                        std::string_view input = {});
+
+// The installed agent's path on the worker, in shell syntax ("$HOME/.podrun/bin/<name>").
+std::string RemoteAgentPath(const AgentBinary& agent);
+
+// Starts the agent on the worker, uploading it first if missing. *uploaded tells whether an
+// upload happened. Throws Error(kUnreachable) naming the step and what the worker said.
+asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentBinary& agent,
+                                               bool* uploaded);
+
+}  // namespace podrun

@@ -1,0 +1,255 @@
+// The launcher's gRPC calls to an agent, with deadlines, and conversion between the
+// generated messages and the launcher's types (see agent_client.h).
+#include "launcher/agent/agent_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "launcher/error.h"
+#include "proto/agent.grpc.pb.h"
+#include "proto/protocol_version.h"
+
+namespace podrun {
+namespace {
+
+namespace v1 = agent::v1;
+
+constexpr auto kHelloTimeout = std::chrono::seconds(15);
+constexpr auto kPrepareTimeout = std::chrono::seconds(60);  // creates directories
+constexpr auto kStartTimeout = std::chrono::seconds(15);
+constexpr auto kStatusTimeout = std::chrono::seconds(30);  // may scan a large log
+// Stop waits for the grace period, then for the killed group to disappear.
+constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
+constexpr auto kShutdownTimeout = std::chrono::seconds(30);
+// StreamLogs has no deadline: a follow lasts as long as the job; the channel's keepalive
+// detects a dead connection.
+
+std::string CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "code " + std::to_string(static_cast<int>(code));
+  }
+}
+
+// The one place gRPC statuses become podrun errors.
+void Check(const grpc::Status& status, const char* rpc) {
+  if (status.ok()) return;
+  throw Error(ExitCode::kUnreachable, std::string("agent ") + rpc + ": " +
+                                          CodeName(status.error_code()) + ": " +
+                                          status.error_message());
+}
+
+template <typename Duration>
+void SetTimeout(grpc::ClientContext& ctx, Duration timeout) {
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+AgentProcessEnd FromProto(const v1::ProcessEnd& end) {
+  AgentProcessEnd out;
+  if (end.outcome_case() == v1::ProcessEnd::kExitCode) out.exit_code = end.exit_code();
+  if (end.outcome_case() == v1::ProcessEnd::kSignal) out.signal = end.signal();
+  out.end_time_ns = end.end_time_ns();
+  out.stopped_by_request = end.stopped_by_request();
+  out.never_started = end.never_started();
+  return out;
+}
+
+AgentJobState FromProto(v1::StatusReply::State state) {
+  switch (state) {
+    case v1::StatusReply::PREPARED:
+      return AgentJobState::kPrepared;
+    case v1::StatusReply::RUNNING:
+      return AgentJobState::kRunning;
+    case v1::StatusReply::EXITED:
+      return AgentJobState::kExited;
+    case v1::StatusReply::STOPPED:
+      return AgentJobState::kStopped;
+    default:
+      return AgentJobState::kUnknown;
+  }
+}
+
+}  // namespace
+
+struct AgentClient::Stub {
+  std::unique_ptr<v1::Agent::Stub> stub;
+};
+
+AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel)
+    : stub_(std::make_unique<Stub>(Stub{v1::Agent::NewStub(std::move(channel))})) {}
+
+AgentClient::~AgentClient() = default;
+
+AgentHello AgentClient::Hello() {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kHelloTimeout);
+  v1::HelloRequest req;
+  req.set_protocol_version(kProtocolVersion);
+  req.set_launcher_version(PODRUN_VERSION);
+  v1::HelloReply reply;
+  Check(stub_->stub->Hello(&ctx, req, &reply), "Hello");
+  if (reply.protocol_version() != kProtocolVersion) {  // an agent that failed to refuse
+    throw Error(ExitCode::kUnreachable, "agent Hello: launcher speaks protocol " +
+                                            std::to_string(kProtocolVersion) + ", agent speaks " +
+                                            std::to_string(reply.protocol_version()));
+  }
+  AgentHello hello;
+  hello.protocol_version = reply.protocol_version();
+  hello.agent_version = reply.agent_version();
+  hello.hostname = reply.hostname();
+  hello.pid = reply.pid();
+  hello.home = reply.home();
+  hello.user_home = reply.user_home();
+  hello.accelerator_devices.assign(reply.accelerator_devices().begin(),
+                                   reply.accelerator_devices().end());
+  hello.now_ns = reply.now_ns();
+  hello.running_jobs = reply.running_jobs();
+  hello.idle_exit_seconds = reply.idle_exit_seconds();
+  return hello;
+}
+
+std::string AgentClient::Prepare(const AgentPrepareRequest& request) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kPrepareTimeout);
+  v1::PrepareRequest req;
+  req.set_job_id(request.job_id);
+  req.set_attempt(request.attempt);
+  req.set_worker_id(request.worker_id);
+  req.set_workdir(request.workdir);
+  req.mutable_env()->insert(request.env.begin(), request.env.end());
+  req.set_run(request.run);
+  req.set_grace_seconds(request.grace_seconds);
+  v1::PrepareReply reply;
+  Check(stub_->stub->Prepare(&ctx, req, &reply), "Prepare");
+  return reply.workdir();
+}
+
+AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,
+                                   int64_t start_at_ns) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kStartTimeout);
+  v1::StartRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_start_at_ns(start_at_ns);
+  v1::StartReply reply;
+  Check(stub_->stub->Start(&ctx, req, &reply), "Start");
+  return {reply.pid(), reply.start_time_ns(), reply.already_started()};
+}
+
+std::optional<AgentJobStatus> AgentClient::Status(const std::string& job_id, uint32_t attempt) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kStatusTimeout);
+  v1::StatusRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  v1::StatusReply reply;
+  grpc::Status status = stub_->stub->Status(&ctx, req, &reply);
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) return std::nullopt;
+  Check(status, "Status");
+  AgentJobStatus out;
+  out.state = FromProto(reply.state());
+  out.pid = reply.pid();
+  out.start_time_ns = reply.start_time_ns();
+  out.last_seq = reply.last_seq();
+  out.worker_id = reply.worker_id();
+  if (reply.has_end()) out.end = FromProto(reply.end());
+  return out;
+}
+
+AgentStopReply AgentClient::Stop(const std::string& job_id, uint32_t attempt,
+                                 std::chrono::seconds grace) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, grace + kStopExtraTimeout);
+  v1::StopRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_grace_seconds(static_cast<uint32_t>(grace.count()));
+  v1::StopReply reply;
+  Check(stub_->stub->Stop(&ctx, req, &reply), "Stop");
+  return {reply.was_running(), reply.killed(), FromProto(reply.end())};
+}
+
+void AgentClient::Shutdown(bool force) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kShutdownTimeout);
+  v1::ShutdownRequest req;
+  req.set_force(force);
+  v1::ShutdownReply reply;
+  Check(stub_->stub->Shutdown(&ctx, req, &reply), "Shutdown");
+}
+
+AgentLogStreamEnd AgentClient::StreamLogs(const std::string& job_id, uint32_t attempt,
+                                          uint64_t from_seq, bool follow, const OnBatch& on_batch,
+                                          const std::stop_token& stop) {
+  grpc::ClientContext ctx;
+  std::stop_callback cancel_on_stop(stop, [&ctx] { ctx.TryCancel(); });
+  v1::LogsRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_from_seq(from_seq);
+  req.set_follow(follow);
+  auto reader = stub_->stub->StreamLogs(&ctx, req);
+  AgentLogStreamEnd result;
+  result.next_seq = std::max<uint64_t>(from_seq, 1);
+  v1::LogBatch batch;
+  while (reader->Read(&batch)) {
+    if (batch.has_end()) result.end = FromProto(batch.end());
+    if (batch.records_size() == 0) continue;
+    std::vector<LogRecord> records;
+    records.reserve(static_cast<size_t>(batch.records_size()));
+    for (v1::LogRecord& r : *batch.mutable_records()) {
+      records.push_back(
+          {r.seq(), r.time_ns(), static_cast<LogStream>(r.stream()), std::move(*r.mutable_data())});
+    }
+    result.next_seq = records.back().seq + 1;
+    if (!on_batch(std::move(records))) {
+      result.cancelled = true;
+      ctx.TryCancel();
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (stop.stop_requested()) result.cancelled = true;
+  if (result.cancelled) {
+    result.end.reset();
+    return result;
+  }
+  Check(status, "StreamLogs");
+  return result;
+}
+
+}  // namespace podrun

@@ -1,0 +1,200 @@
+// The two AgentLinks: SSH (bootstrap + tunnel) and local (an agent per worker home).
+#include "launcher/agent/agent_link.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "launcher/agent/agent_bootstrap.h"
+#include "launcher/agent/agent_tunnel.h"
+#include "launcher/error.h"
+#include "launcher/ssh/ssh_session.h"
+
+extern char** environ;
+
+namespace podrun {
+namespace {
+
+class SshAgentLink : public AgentLink {
+ public:
+  SshAgentLink(const PodWorker& worker, const SshOptions& ssh, const AgentLinkContext& ctx)
+      : worker_(worker), ssh_(ssh), ctx_(ctx) {}
+
+  ~SshAgentLink() override {
+    // SSH objects belong to the loop thread.
+    ctx_.loop->Run([this]() -> asio::awaitable<void> {
+      tunnel_.reset();
+      session_.reset();
+      co_return;
+    }());
+  }
+
+  std::shared_ptr<grpc::Channel> Connect() override {
+    std::lock_guard lock(mutex_);
+    try {
+      return ctx_.loop->Run(ConnectOnLoop());
+    } catch (const Error& e) {
+      throw e.WithContext(description());
+    }
+  }
+
+  std::string peer_address() const override {
+    std::lock_guard lock(mutex_);
+    return address_.empty() ? worker_.host.host : address_;
+  }
+
+  std::string description() const override {
+    return fmt::format("w{} ({})", worker_.index, worker_.host.ToString());
+  }
+
+  bool uploaded_agent() const override { return uploaded_; }
+  bool uses_dial_stdio() const override { return dial_stdio_; }
+
+ private:
+  asio::awaitable<std::shared_ptr<grpc::Channel>> ConnectOnLoop() {
+    tunnel_.reset();
+    session_.reset();
+    {
+      auto slot = co_await ctx_.window->Acquire();
+      session_ = co_await SshSession::Connect(worker_.host, ssh_);
+    }
+    address_ = session_->address();
+    session_->StartKeepalive();
+    AgentAnnouncement announcement = co_await EnsureAgent(*session_, *ctx_.agent, &uploaded_);
+    std::unique_ptr<SshChannel> channel;
+    bool forwarding_refused = false;
+    try {
+      channel = co_await SshChannel::OpenUnixSocket(*session_, announcement.socket_path);
+    } catch (const Error&) {
+      forwarding_refused = true;
+    }
+    dial_stdio_ = forwarding_refused;
+    if (forwarding_refused) {
+      // The server refuses stream-local forwarding: relay through the agent's own stdio.
+      channel = co_await SshChannel::Exec(
+          *session_,
+          "sh -c " + ShellQuote("exec \"" + RemoteAgentPath(*ctx_.agent) + "\" dial-stdio"));
+    }
+    tunnel_ = std::make_unique<AgentTunnel>(session_, std::move(channel));
+    co_return tunnel_->MakeGrpcChannel();
+  }
+
+  PodWorker worker_;
+  SshOptions ssh_;
+  AgentLinkContext ctx_;
+  mutable std::mutex mutex_;
+  std::string address_;
+  bool uploaded_ = false;
+  bool dial_stdio_ = false;
+  std::shared_ptr<SshSession> session_;  // loop thread only
+  std::unique_ptr<AgentTunnel> tunnel_;  // loop thread only
+};
+
+class LocalAgentLink : public AgentLink {
+ public:
+  LocalAgentLink(int index, const AgentLinkContext& ctx)
+      : index_(index), home_(LocalWorkerHome(ctx.local_root, index)), agent_(ctx.agent) {}
+
+  std::shared_ptr<grpc::Channel> Connect() override {
+    try {
+      std::string socket = StartAgent();
+      return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(),
+                                       AgentChannelArguments());
+    } catch (const Error& e) {
+      throw e.WithContext(description());
+    }
+  }
+
+  std::string peer_address() const override { return "127.0.0.1"; }
+  std::string description() const override { return fmt::format("w{} (local)", index_); }
+
+ private:
+  // Runs `podrun-agent serve` with HOME set to this worker's home; returns the socket path.
+  std::string StartAgent() {
+    std::error_code ec;
+    std::filesystem::create_directories(home_, ec);
+    if (ec) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("cannot create {}: {}", home_.string(), ec.message()));
+    }
+    std::string home_env = "HOME=" + home_.string();
+    std::vector<std::string> env_strings = {home_env};
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "HOME=", 5) != 0) env_strings.emplace_back(*e);
+    }
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string agent_path = agent_->path();
+    // --home spelled out (HOME would give the same) so that the agent is identifiable by it.
+    std::string serve = "serve", home_flag = "--home", agent_home = (home_ / ".podrun").string();
+    std::vector<char*> argv = {agent_path.data(), serve.data(), home_flag.data(), agent_home.data(),
+                               nullptr};
+
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      throw Error(ExitCode::kUnreachable, fmt::format("pipe: {}", std::strerror(errno)));
+    }
+    std::string home_dir = home_.string();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+      if (::chdir(home_dir.c_str()) != 0) _exit(126);
+      ::execve(agent_path.c_str(), argv.data(), envp.data());
+      _exit(127);
+    }
+    ::close(out[1]);
+    if (pid < 0) {
+      ::close(out[0]);
+      throw Error(ExitCode::kUnreachable, fmt::format("fork: {}", std::strerror(errno)));
+    }
+    std::string output;
+    char buffer[4096];
+    for (;;) {
+      ssize_t n = ::read(out[0], buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      output.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::string other;
+    auto announcement = ParseAnnouncement(output, &other);
+    if (!announcement) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("start agent {}: no announcement (exit status {}){}", agent_path,
+                              WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                              other.empty() ? "" : ": " + other));
+    }
+    return announcement->socket_path;
+  }
+
+  int index_;
+  std::filesystem::path home_;
+  const AgentBinary* agent_;
+};
+
+}  // namespace
+
+std::filesystem::path LocalWorkerHome(const std::filesystem::path& local_root, int index) {
+  return local_root / ("w" + std::to_string(index));
+}
+
+std::unique_ptr<AgentLink> MakeAgentLink(const Pod& pod, int index, const AgentLinkContext& ctx) {
+  if (pod.local > 0) return std::make_unique<LocalAgentLink>(index, ctx);
+  return std::make_unique<SshAgentLink>(pod.workers.at(index), pod.ssh, ctx);
+}
+
+}  // namespace podrun

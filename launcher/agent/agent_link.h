@@ -1,0 +1,57 @@
+// AgentLink: how the launcher reaches one worker's agent (DESIGN.md decision 9): over SSH,
+// through a tunnel, or on this machine for --local. Everything above it (launch, logs,
+// status, stop) is the same for both.
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "launcher/agent/agent_binary.h"
+#include "launcher/pod/pod_options.h"
+#include "launcher/ssh/event_loop.h"
+#include "launcher/ssh/fan_out.h"
+
+namespace podrun {
+
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+
+  // Makes sure the agent runs on the worker (installing it if missing) and returns a new gRPC
+  // channel to it. Blocking; call from any thread but the event loop's; may be called again
+  // after a channel broke (it reconnects). Throws Error(kUnreachable) naming the worker.
+  virtual std::shared_ptr<grpc::Channel> Connect() = 0;
+
+  // The address the other workers reach this worker at (for PODRUN_WORKER_HOSTS); known after
+  // the first Connect().
+  virtual std::string peer_address() const = 0;
+
+  // "w3 (root@10.0.0.5:22)", for messages.
+  virtual std::string description() const = 0;
+
+  // True if the last Connect() had to upload the agent binary.
+  virtual bool uploaded_agent() const { return false; }
+  // True if the server refused stream-local forwarding and the tunnel runs through
+  // `podrun-agent dial-stdio` instead.
+  virtual bool uses_dial_stdio() const { return false; }
+};
+
+// What every link of a pod shares. The loop and window must outlive the links.
+struct AgentLinkContext {
+  EventLoop* loop = nullptr;
+  FanOutWindow* window = nullptr;  // lives on the loop
+  const AgentBinary* agent = nullptr;
+  std::filesystem::path local_root;  // --local: worker K's home is local_root/wK
+};
+
+// The link for worker `index` of `pod`: SSH, or local when pod.local > 0.
+std::unique_ptr<AgentLink> MakeAgentLink(const Pod& pod, int index, const AgentLinkContext& ctx);
+
+// The home directory of local worker `index` ($PODRUN_HOME/local/wK).
+std::filesystem::path LocalWorkerHome(const std::filesystem::path& local_root, int index);
+
+}  // namespace podrun

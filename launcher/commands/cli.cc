@@ -1,0 +1,260 @@
+// Subcommand table, help, and the top-level error handling of podrun.
+#include "launcher/commands/cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "launcher/commands/exec_command.h"
+#include "launcher/commands/launch_command.h"
+#include "launcher/commands/logs_command.h"
+#include "launcher/commands/ls_command.h"
+#include "launcher/commands/status_command.h"
+#include "launcher/commands/stop_command.h"
+#include "launcher/commands/version.h"
+#include "launcher/error.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/pod/pod_options.h"
+#include "proto/edit_distance.h"
+
+namespace podrun {
+namespace {
+
+// A handler parses its own arguments (argv[0] is the command's name) and runs the command.
+using Handler = std::function<ExitCode(int argc, char** argv)>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  Handler run;
+};
+
+void PrintError(const std::string& message) {
+  WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
+}
+
+// Parses with CLI11; --help prints and returns 0, a bad option throws Error(kUsage).
+// Returns true when the command should run.
+bool Parse(CLI::App& app, int argc, char** argv, ExitCode* help_exit) {
+  try {
+    app.parse(argc, argv);
+    return true;
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    *help_exit = ExitCode::kOk;
+    return false;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    *help_exit = ExitCode::kOk;
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(fmt::format("{} (see '{} --help')", e.what(), app.get_name()));
+  }
+}
+
+ExitCode ExecMain(int argc, char** argv) {
+  CLI::App app(
+      "Run COMMAND through the login shell on every selected worker, in parallel.\n"
+      "Each output line is printed as '[wK] text'. Needs no agent.",
+      "podrun exec");
+  PodSettings settings;
+  AddPodOptions(app, settings);
+  ExecRequest request;
+  app.add_flag("--json", request.json, "One JSON object per worker at the end");
+  app.add_option("command", request.command, "The command (after --)")->expected(-1);
+  app.footer("Example: podrun exec --hosts @pod.txt -w 0-3 -- nproc");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  if (request.command.empty())
+    throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
+  request.pod = ResolvePod(settings);
+  return RunExec(request);
+}
+
+ExitCode LaunchMain(int argc, char** argv) {
+  CLI::App app(
+      "Run the job of SPEC.yaml on every worker in lockstep: connect, bootstrap the\n"
+      "agent, prepare, start everywhere at once, stream the merged log, report.\n"
+      "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
+      "launcher any other way leaves it running (see 'podrun logs JOB -f').",
+      "podrun launch");
+  LaunchRequest request;
+  app.add_option("spec", request.spec_path, "The job spec (YAML)")->required();
+  AddPodOptions(app, request.pod);
+  app.add_option("-n,--name", request.name, "Job name (default: the spec's name)");
+  app.add_flag("-d,--detach", request.detach, "Return once every worker has started");
+  app.add_option("-e,--env", request.env, "KEY=VALUE for the run process (repeatable)");
+  app.add_flag("--force-setup", request.force_setup, "Run setup even when cached");
+  app.footer("Example: podrun launch examples/torch-ddp.yaml --local 4 -e EXAMPLES=$PWD/examples");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunLaunch(request);
+}
+
+ExitCode LogsMain(int argc, char** argv) {
+  CLI::App app(
+      "Print the merged log of JOB's latest attempt, from the start, read from the\n"
+      "workers' agents (the authoritative copy); works whether or not the launcher\n"
+      "still runs. Lines are '[wK] text', stdout lines on stdout, stderr lines on\n"
+      "stderr; without -f merged in time order. JOB: an id, a unique prefix of one,\n"
+      "or a name (its latest job).\n"
+      "Exit: 3 if a worker's agent cannot be reached (the others are printed);\n"
+      "with -f, 1 if the process failed or was stopped on a selected worker; else 0.",
+      "podrun logs");
+  LogsRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
+  app.add_flag("-f,--follow", request.follow,
+               "Keep printing as lines come until every selected worker's process has ended");
+  app.add_option("-w,--workers", request.workers, "Only these workers, e.g. 0,2-3 (pod-wide)");
+  app.add_flag("--fold", request.fold,
+               "Print a line that all selected workers printed alike (at the same line) once, "
+               "as '[w0-3] text'");
+  bool no_prefix = false;
+  app.add_flag("--no-prefix", no_prefix, "Print the text alone, without '[wK] '");
+  app.footer("Example: podrun logs bert-base -f -w 0-3 --fold");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  request.prefix = !no_prefix;
+  return RunLogs(request);
+}
+
+ExitCode StatusMain(int argc, char** argv) {
+  CLI::App app(
+      "Show JOB's latest attempt per worker: host, state (pending, connecting, setup,\n"
+      "running, exited, failed, lost, stopped), exit code (or signal), start and end\n"
+      "(local time). Without JOB: the latest job.\n"
+      "Workers the store shows as not ended are checked with their agents and the\n"
+      "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
+      "agent cannot be reached keeps its recorded state, with the note 'agent\n"
+      "unreachable: ...': podrun does not guess that its process is lost.",
+      "podrun status");
+  StatusRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name (default: the latest)");
+  app.add_flag("--json", request.json,
+               "One JSON object: job, attempt, workers (worker, host, state, exit_code, signal, "
+               "start, end, note)");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunStatus(request);
+}
+
+ExitCode StopMain(int argc, char** argv) {
+  CLI::App app(
+      "Stop JOB's latest attempt on every worker: SIGTERM to its processes, SIGKILL\n"
+      "after the grace period. Prints what happened on each worker.\n"
+      "Exit: 3 if a worker's agent cannot be reached, else 0.",
+      "podrun stop");
+  StopRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
+  int grace = -1;
+  app.add_option("--grace", grace,
+                 "Seconds between SIGTERM and SIGKILL (default: the spec's grace_seconds)");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  if (app.count("--grace") > 0) request.grace_seconds = grace;
+  return RunStop(request);
+}
+
+ExitCode LsMain(int argc, char** argv) {
+  CLI::App app(
+      "List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
+      "attempts, started, duration ('+': still running, as far as the store knows;\n"
+      "'podrun status JOB' asks the workers).",
+      "podrun ls");
+  LsRequest request;
+  app.add_flag("--json", request.json, "One JSON array of job objects");
+  app.add_option("-n,--limit", request.limit, "At most this many jobs");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunLs(request);
+}
+
+ExitCode HelpMain(int argc, char** argv);
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"exec", "run a command on every worker, output labelled [wK]", ExecMain},
+      {"launch", "run a job spec on every worker in lockstep, merged logs", LaunchMain},
+      {"logs", "print (-f: follow) the merged log of a job", LogsMain},
+      {"status", "show a job's state per worker", StatusMain},
+      {"stop", "stop a job on every worker", StopMain},
+      {"ls", "list jobs, newest first", LsMain},
+      {"help", "show help for podrun or a command", HelpMain},
+  };
+  return commands;
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string Usage() {
+  std::string out = fmt::format(
+      "podrun {} — run one job on every worker of a multi-host accelerator pod\n\n"
+      "usage: podrun COMMAND [OPTIONS]\n\ncommands:\n",
+      Version());
+  for (const Command& c : Commands()) out += fmt::format("  {:<8} {}\n", c.name, c.summary);
+  out += "\n'podrun help COMMAND' or 'podrun COMMAND --help' explains a command.\n";
+  return out;
+}
+
+ExitCode HelpMain(int argc, char** argv) {
+  if (argc < 2) {
+    std::cout << Usage();
+    return ExitCode::kOk;
+  }
+  const Command* command = FindCommand(argv[1]);
+  if (command == nullptr) throw UsageError(fmt::format("unknown command '{}'", argv[1]));
+  std::string name = command->name;
+  std::string help = "--help";
+  char* args[] = {name.data(), help.data()};
+  return command->run(2, args);
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      WriteAll(STDERR_FILENO, Usage());
+      return static_cast<int>(ExitCode::kUsage);
+    }
+    std::string name = argv[1];
+    if (name == "--version" || name == "-V" || name == "version") {
+      std::cout << "podrun " << Version() << "\n";
+      return 0;
+    }
+    if (name == "--help" || name == "-h") {
+      std::cout << Usage();
+      return 0;
+    }
+    const Command* command = FindCommand(name);
+    if (command == nullptr) {
+      std::string message = fmt::format("unknown command '{}'", name);
+      std::vector<std::string_view> names;
+      for (const Command& c : Commands()) names.push_back(c.name);
+      if (std::string best = Closest(name, names); !best.empty()) {
+        message += fmt::format(" (did you mean '{}'?)", best);
+      }
+      throw UsageError(message + "; run 'podrun help' for the list");
+    }
+    return static_cast<int>(command->run(argc - 1, argv + 1));
+  } catch (const Error& e) {
+    PrintError(e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    PrintError(fmt::format("internal error: {}", e.what()));
+    return static_cast<int>(ExitCode::kFailed);
+  }
+}
+
+}  // namespace podrun

@@ -1,0 +1,56 @@
+// Bad usage of the command line: exit 2 with a message, nothing started.
+#include "launcher/commands/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace podrun {
+namespace {
+
+int RunPodrun(std::vector<std::string> args) {
+  args.insert(args.begin(), "podrun");
+  std::vector<char*> argv;
+  argv.reserve(args.size());
+  for (auto& a : args) argv.push_back(a.data());
+  return Main(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(Cli, BadUsageExits2WithMessage) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(2, RunPodrun({}));
+  EXPECT_EQ(2, RunPodrun({"exce"}));
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("did you mean 'exec'")) << err;
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(2, RunPodrun({"exec", "--", "true"}));  // no pod
+  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a,b", "-w", "5", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a", "--bogus", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a"}));                                // no command
+  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a", "--local", "2", "--", "true"}));  // two pods
+  EXPECT_EQ(2, RunPodrun({"exec", "--hosts", "a:99999", "--", "true"}));
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("no pod selected")) << err;
+  EXPECT_NE(std::string::npos, err.find("worker 5 does not exist")) << err;
+  EXPECT_NE(std::string::npos, err.find("--bogus")) << err;
+  EXPECT_NE(std::string::npos, err.find("no command given")) << err;
+  for (size_t pos = 0; (pos = err.find('\n', pos)) != std::string::npos; ++pos) {
+    EXPECT_NE(0u, err.compare(pos + 1, 2, "[w"));  // podrun's messages never start with [w
+  }
+}
+
+TEST(Cli, VersionAndHelpExit0) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(0, RunPodrun({"--version"}));
+  EXPECT_EQ(0, RunPodrun({"help"}));
+  EXPECT_EQ(0, RunPodrun({"exec", "--help"}));
+  EXPECT_EQ(0, RunPodrun({"help", "exec"}));
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(std::string::npos, out.find("podrun 0."));
+  EXPECT_NE(std::string::npos, out.find("--strict-host-keys"));
+}
+
+}  // namespace
+}  // namespace podrun

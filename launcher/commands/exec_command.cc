@@ -1,0 +1,173 @@
+// `podrun exec` over SSH: one coroutine per worker on one event loop.
+#include "launcher/commands/exec_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <nlohmann/json.hpp>
+
+#include "launcher/agent/local_process.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/ssh/fan_out.h"
+#include "launcher/ssh/ssh_channel.h"
+#include "launcher/ssh/ssh_session.h"
+
+namespace podrun {
+namespace {
+
+// Receives each worker's output: printed as it comes, or kept for --json.
+class ExecSink {
+ public:
+  explicit ExecSink(bool json)
+      : json_(json), printer_(STDOUT_FILENO, STDERR_FILENO, LabelledOutput::ShouldColor(1)) {}
+
+  void Write(WorkerOutcome& outcome, Stream stream, std::string_view data) {
+    if (json_) {
+      (stream == Stream::kStdout ? stdout_[outcome.worker] : stderr_[outcome.worker]).append(data);
+    } else {
+      printer_.Write(outcome.worker, stream, data);
+    }
+  }
+  void Finish(int worker) {
+    if (!json_) printer_.Finish(worker);
+  }
+  std::string& captured(Stream stream, int worker) {
+    return stream == Stream::kStdout ? stdout_[worker] : stderr_[worker];
+  }
+
+ private:
+  bool json_;
+  LabelledOutput printer_;
+  std::map<int, std::string> stdout_, stderr_;
+};
+
+void PrintError(const std::string& message) {
+  WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
+}
+
+asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanOutWindow& window,
+                                   const std::string& command, ExecSink& sink,
+                                   WorkerOutcome& outcome) {
+  std::unique_ptr<SshSession> session;
+  try {
+    auto slot = co_await window.Acquire();
+    session = co_await SshSession::Connect(worker.host, pod.ssh);
+    slot.Release();
+    outcome.host = session->description();
+    session->StartKeepalive();
+  } catch (const std::exception& e) {
+    outcome.unreachable = true;
+    outcome.error = e.what();  // an Error names host and reason already
+    PrintError(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+    co_return;
+  }
+  try {
+    auto channel = co_await SshChannel::Exec(*session, command);
+    outcome.status = co_await channel->Drain(
+        [&](Stream stream, std::string_view data) { sink.Write(outcome, stream, data); });
+    sink.Finish(worker.index);
+  } catch (const std::exception& e) {
+    sink.Finish(worker.index);
+    outcome.lost = true;
+    outcome.error = e.what();
+    PrintError(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+  }
+}
+
+// --local: the command runs in a login shell on this machine, in worker K's own home.
+asio::awaitable<void> ExecOnLocalWorker(int index, const std::string& command,
+                                        const std::filesystem::path& local_root, ExecSink& sink,
+                                        WorkerOutcome& outcome) {
+  try {
+    std::filesystem::path home = local_root / ("w" + std::to_string(index));
+    std::filesystem::create_directories(home);
+    LocalCommand local{{"/bin/bash", "-lc", command}, {{"HOME", home.string()}}, home.string()};
+    outcome.status = co_await RunLocalProcess(
+        local, [&](Stream stream, std::string_view data) { sink.Write(outcome, stream, data); });
+  } catch (const std::exception& e) {
+    outcome.unreachable = true;
+    outcome.error = e.what();
+    PrintError(fmt::format("w{} (local): {}", index, e.what()));
+  }
+  sink.Finish(index);
+}
+
+void PrintJson(const std::vector<WorkerOutcome>& outcomes, ExecSink& sink) {
+  for (const WorkerOutcome& o : outcomes) {
+    nlohmann::json j;
+    j["worker"] = o.worker;
+    j["host"] = o.host;
+    j["exit_code"] = o.status.exit_code ? nlohmann::json(*o.status.exit_code) : nlohmann::json();
+    if (!o.status.signal.empty()) j["signal"] = o.status.signal;
+    j["stdout"] = sink.captured(Stream::kStdout, o.worker);
+    j["stderr"] = sink.captured(Stream::kStderr, o.worker);
+    j["error"] = o.error.empty() ? nlohmann::json() : nlohmann::json(o.error);
+    WriteAll(STDOUT_FILENO,
+             j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  }
+}
+
+}  // namespace
+
+std::string LoginShellCommand(const std::string& command) {
+  return "exec \"${SHELL:-/bin/sh}\" -lc " + ShellQuote(command);
+}
+
+ExitCode RunExec(const ExecRequest& request) {
+  std::string command;
+  for (const std::string& word : request.command) {
+    if (!command.empty()) command += ' ';
+    command += word;
+  }
+  asio::io_context context(1);
+  FanOutWindow window(context.get_executor(), request.pod.fanout);
+  ExecSink sink(request.json);
+  std::vector<WorkerOutcome> outcomes;
+  for (int index : request.pod.selected) {
+    WorkerOutcome o;
+    o.worker = index;
+    o.host = request.pod.workers[index].host.ToString();
+    outcomes.push_back(o);
+  }
+  std::string remote = LoginShellCommand(command);
+  bool interrupted = false;
+  asio::signal_set signals(context, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    interrupted = true;
+    context.stop();
+  });
+  size_t remaining = outcomes.size();
+  std::filesystem::path local_root;
+  if (request.pod.local > 0) local_root = PodrunHome() / "local";
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const PodWorker& worker = request.pod.workers[outcomes[i].worker];
+    auto done = [&](const std::exception_ptr&) {
+      if (--remaining == 0) signals.cancel();
+    };
+    if (request.pod.local > 0) {
+      outcomes[i].host = "local";
+      asio::co_spawn(context,
+                     ExecOnLocalWorker(worker.index, command, local_root, sink, outcomes[i]), done);
+    } else {
+      asio::co_spawn(context, ExecOnWorker(worker, request.pod, window, remote, sink, outcomes[i]),
+                     done);
+    }
+  }
+  context.run();
+  if (interrupted) {
+    PrintError("interrupted");
+    return ExitCode::kInterrupted;
+  }
+  if (request.json) PrintJson(outcomes, sink);
+  std::string summary = SummarizeFailures(outcomes);
+  if (!summary.empty()) PrintError(summary);
+  return AggregateExitCode(outcomes);
+}
+
+}  // namespace podrun

@@ -1,0 +1,26 @@
+// `podrun exec`: runs a command through the login shell on every selected worker, streaming
+// labelled output (CONTRACT.md). Needs no agent.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/commands/outcome.h"
+#include "launcher/pod/pod_options.h"
+
+namespace podrun {
+
+struct ExecRequest {
+  Pod pod;
+  std::vector<std::string> command;  // joined with spaces, as ssh does
+  bool json = false;                 // one JSON object per worker at the end
+};
+
+// Runs the request to the end and returns the contract's exit code. Prints output and
+// podrun's own messages (to stderr).
+ExitCode RunExec(const ExecRequest& request);
+
+// The command line sent to the server: `command` run by the user's login shell.
+std::string LoginShellCommand(const std::string& command);
+
+}  // namespace podrun

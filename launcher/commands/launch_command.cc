@@ -1,0 +1,73 @@
+// `podrun launch`.
+#include "launcher/commands/launch_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "launcher/job/attempt_runner.h"
+#include "launcher/job/job_env.h"
+#include "launcher/job/job_pod.h"
+#include "launcher/job/job_store.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/pod/pod_options.h"
+
+namespace podrun {
+namespace {
+
+// Spec keys whose capability this version does not have yet: refused rather than ignored.
+void RefuseUnsupported(const JobSpec& spec) {
+  auto refuse = [&](const char* key) {
+    throw UsageError(
+        fmt::format("{}: '{}' is not supported by this version of podrun yet", spec.path, key));
+  };
+  if (!spec.mounts.empty()) refuse("mounts");
+  if (!spec.setup.empty()) refuse("setup");
+  if (spec.restarts > 0) refuse("restarts");
+  if (spec.stall_seconds > 0) refuse("stall_seconds");
+}
+
+}  // namespace
+
+ExitCode RunLaunch(const LaunchRequest& request) {
+  JobSpec spec = ParseSpecFile(request.spec_path);
+  RefuseUnsupported(spec);
+  if (!request.name.empty()) {
+    if (!IsValidJobName(request.name)) {
+      throw UsageError(
+          fmt::format("bad job name '{}': use letters, digits, '.', '_' and '-'", request.name));
+    }
+    spec.name = request.name;
+  }
+  Pod pod = ResolvePod(MergePodSettings(request.pod, spec.pod));
+  std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
+  std::map<std::string, std::string> secrets = ReadSecrets(spec.secret_env);
+
+  std::filesystem::path home = PodrunHome();
+  JobStore store(home / "podrun.db");
+  JobRecord job;
+  job.name = spec.name;
+  job.pod = pod.description;
+  job.spec_text = spec.text;
+  job.spec_path = spec.path;
+  job.hosts = JobHostsOf(pod, {});
+  job.env_overrides = overrides;
+  job.secret_names = spec.secret_env;
+  job.options_json = PodOptionsJson(pod, home / "local");
+  job = store.CreateJob(job);
+  int attempt = store.AddAttempt(job.id, pod.selected);
+  WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
+
+  AttemptPlan plan;
+  plan.job = job;
+  plan.attempt = attempt;
+  plan.spec = spec;
+  plan.pod = pod;
+  plan.home = home;
+  plan.secrets = secrets;
+  plan.overrides = overrides;
+  plan.detach = request.detach;
+  return RunAttempt(store, plan);
+}
+
+}  // namespace podrun

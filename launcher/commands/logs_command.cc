@@ -1,0 +1,328 @@
+// `podrun logs`: read each selected worker's log from its agent, then print it merged (in time
+// order) or, with -f, as it arrives; --fold through a LogFolder.
+#include "launcher/commands/logs_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "launcher/agent/agent_client.h"
+#include "launcher/job/job_agents.h"
+#include "launcher/job/job_store.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/output/line_splitter.h"
+#include "launcher/output/log_folder.h"
+#include "launcher/pod/worker_range.h"
+
+namespace podrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// A broken stream is retried (reconnecting) for this long before the worker counts as lost.
+constexpr auto kGiveUpAfter = std::chrono::seconds(20);
+constexpr auto kReconnectPause = std::chrono::milliseconds(500);
+// Without -f, output is written in chunks of about this size.
+constexpr size_t kFlushBytes = 64 << 10;
+
+// Prints workers' records as whole labelled lines, directly or folded. Thread-safe.
+class LogPrinter {
+ public:
+  LogPrinter(const std::vector<int>& workers, bool fold, bool prefix, bool color)
+      : labels_(STDOUT_FILENO, STDERR_FILENO, color, prefix), prefix_(prefix), color_(color) {
+    if (fold) {
+      folder_.emplace(workers, [this](const std::vector<int>& ws, Stream stream,
+                                      std::string_view text) { Emit(ws, stream, text); });
+    }
+  }
+
+  // Prints the complete lines of `records` (a partial line waits for its end or Finish).
+  void Add(int worker, const std::vector<LogRecord>& records) {
+    std::lock_guard lock(mutex_);
+    for (const LogRecord& r : records) AddLocked(worker, r);
+  }
+  void Add(int worker, const LogRecord& record) {
+    std::lock_guard lock(mutex_);
+    AddLocked(worker, record);
+  }
+  // `worker`'s log is complete: prints its final partial lines (and releases folded lines).
+  void Finish(int worker) {
+    std::lock_guard lock(mutex_);
+    for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+      splitters_[static_cast<int>(stream)][worker].Finish(
+          [&](std::string_view line) { Line(worker, stream, line); });
+    }
+    if (folder_) folder_->End(worker);
+  }
+  // Writes what is buffered. False once stdout or stderr is closed (the reader went away).
+  bool Flush() {
+    std::lock_guard lock(mutex_);
+    FlushLocked(Stream::kStdout);
+    FlushLocked(Stream::kStderr);
+    return !broken_;
+  }
+  bool broken() const {
+    std::lock_guard lock(mutex_);
+    return broken_;
+  }
+
+ private:
+  void AddLocked(int worker, const LogRecord& r) {
+    Stream stream = r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout;
+    splitters_[static_cast<int>(stream)][worker].Feed(
+        r.data, [&](std::string_view line) { Line(worker, stream, line); });
+  }
+
+  void Line(int worker, Stream stream, std::string_view text) {
+    if (folder_) {
+      folder_->AddLine(worker, stream, text);
+    } else {
+      Emit({worker}, stream, text);
+    }
+  }
+
+  void Emit(const std::vector<int>& workers, Stream stream, std::string_view text) {
+    int s = static_cast<int>(stream);
+    // Keeps the order between stdout and stderr lines when both go to one terminal.
+    if (!out_[1 - s].empty()) FlushLocked(static_cast<Stream>(1 - s));
+    std::string& out = out_[s];
+    if (workers.size() == 1) {
+      out += labels_.Label(workers[0]);
+    } else if (prefix_) {
+      std::string label = "[w" + FormatWorkerRange(workers) + "]";
+      out += color_ ? "\x1b[1m" + label + "\x1b[0m " : label + " ";
+    }
+    out.append(text);
+    out += '\n';
+    if (out.size() >= kFlushBytes) FlushLocked(stream);
+  }
+
+  void FlushLocked(Stream stream) {
+    std::string& out = out_[static_cast<int>(stream)];
+    if (out.empty()) return;
+    if (!broken_ && !WriteAll(stream == Stream::kStdout ? STDOUT_FILENO : STDERR_FILENO, out)) {
+      broken_ = true;
+    }
+    out.clear();
+  }
+
+  mutable std::mutex mutex_;
+  LabelledOutput labels_;  // for Label() only
+  bool prefix_;
+  bool color_;
+  std::optional<LogFolder> folder_;
+  std::map<int, LineSplitter> splitters_[2];
+  std::string out_[2];
+  bool broken_ = false;
+};
+
+// How reading one worker's log ended.
+struct LogRead {
+  std::optional<AgentProcessEnd> end;  // the process has ended (and every record was read)
+  bool unknown = false;                // the agent never heard of this attempt
+  bool cancelled = false;              // on_batch asked to stop
+  std::string error;                   // the log could not be read to its end
+};
+
+// Reads `agent`'s log of the attempt from seq 1, to its current end or (follow) to the end of
+// the process, resuming at the next record after a broken stream. Calls on_batch per batch.
+LogRead ReadLog(JobAgents& agents, JobAgent& agent, const std::string& job_id, int attempt,
+                bool follow, const AgentClient::OnBatch& on_batch) {
+  LogRead result;
+  uint64_t next = 1;
+  std::optional<Clock::time_point> give_up_at;
+  bool checked = false;
+  for (;;) {
+    try {
+      if (!checked) {
+        if (!agent.client->Status(job_id, static_cast<uint32_t>(attempt))) {
+          result.unknown = true;
+          return result;
+        }
+        checked = true;
+      }
+      AgentLogStreamEnd end =
+          agent.client->StreamLogs(job_id, static_cast<uint32_t>(attempt), next, follow,
+                                   [&](std::vector<LogRecord>&& records) {
+                                     if (!records.empty()) next = records.back().seq + 1;
+                                     return on_batch(std::move(records));
+                                   });
+      next = std::max(next, end.next_seq);
+      if (end.cancelled) {
+        result.cancelled = true;
+        return result;
+      }
+      result.end = end.end;
+      if (end.end || !follow) return result;
+      throw Error(ExitCode::kUnreachable, "the log stream ended early");
+    } catch (const std::exception& e) {
+      if (!give_up_at) {
+        give_up_at = Clock::now() + kGiveUpAfter;
+        SayToUser(fmt::format("{}: connection to the agent lost ({}); reconnecting",
+                              agent.description, e.what()));
+      }
+      if (Clock::now() >= *give_up_at) {
+        result.error = fmt::format("no connection to its agent for {} s: {}",
+                                   std::chrono::seconds(kGiveUpAfter).count(), e.what());
+        return result;
+      }
+      std::this_thread::sleep_for(kReconnectPause);
+      try {
+        agents.Reconnect(agent);
+        give_up_at.reset();
+        SayToUser(
+            fmt::format("{}: reconnected; resuming its log at record {}", agent.description, next));
+      } catch (const std::exception&) {
+        // keep trying until give_up_at
+      }
+    }
+  }
+}
+
+// The workers to show: -w (pod-wide indexes, each part of the attempt) or all of the attempt.
+std::vector<int> SelectWorkers(const LogsRequest& request, const JobRecord& job,
+                               const AttemptRecord& attempt) {
+  if (request.workers.empty()) return attempt.workers;
+  std::vector<int> selected = ParseWorkerRange(request.workers, static_cast<int>(job.hosts.size()));
+  for (int w : selected) {
+    if (std::find(attempt.workers.begin(), attempt.workers.end(), w) == attempt.workers.end()) {
+      throw UsageError(fmt::format(
+          "-w {}: worker {} did not take part in attempt {} of job {} "
+          "(its workers: {})",
+          request.workers, w, attempt.number, job.id, FormatWorkerRange(attempt.workers)));
+    }
+  }
+  return selected;
+}
+
+// Prints every worker's records merged in time order (stable per worker).
+void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
+                 const std::map<int, std::vector<LogRecord>>& logs) {
+  // (time_ns, worker, position in its log), smallest first.
+  using Head = std::tuple<int64_t, int, size_t>;
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  for (int w : workers) {
+    auto it = logs.find(w);
+    if (it == logs.end() || it->second.empty()) {
+      printer.Finish(w);
+    } else {
+      heads.emplace(it->second[0].time_ns, w, 0);
+    }
+  }
+  while (!heads.empty()) {
+    auto [time, w, i] = heads.top();
+    heads.pop();
+    const std::vector<LogRecord>& log = logs.at(w);
+    printer.Add(w, log[i]);
+    if (i + 1 < log.size()) {
+      heads.emplace(log[i + 1].time_ns, w, i + 1);
+    } else {
+      printer.Finish(w);
+    }
+  }
+  printer.Flush();
+}
+
+}  // namespace
+
+ExitCode RunLogs(const LogsRequest& request) {
+  JobStore store(PodrunHome() / "podrun.db");
+  JobRecord job = store.ResolveJob(request.job);
+  std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
+  if (!attempt) throw UsageError(fmt::format("job {} has no attempt yet", job.id));
+  std::vector<int> workers = SelectWorkers(request, job, *attempt);
+
+  JobAgents agents(job, workers);
+  int unreachable = agents.ReportUnreachable();
+  std::vector<int> reachable;  // the workers whose lines are printed (and folded)
+  for (const JobAgent& agent : agents.agents()) {
+    if (agent.client) reachable.push_back(agent.index);
+  }
+  LogPrinter printer(reachable, request.fold, request.prefix,
+                     LabelledOutput::ShouldColor(STDOUT_FILENO));
+
+  std::mutex mutex;  // guards logs, reads
+  std::map<int, std::vector<LogRecord>> logs;
+  std::map<int, LogRead> reads;
+  agents.ForEachReachable([&](JobAgent& agent) {
+    LogRead read;
+    if (request.follow) {
+      read = ReadLog(agents, agent, job.id, attempt->number, true,
+                     [&](std::vector<LogRecord>&& records) {
+                       printer.Add(agent.index, records);
+                       return printer.Flush();
+                     });
+      printer.Finish(agent.index);
+      printer.Flush();
+    } else {
+      std::vector<LogRecord> log;
+      read = ReadLog(agents, agent, job.id, attempt->number, false,
+                     [&](std::vector<LogRecord>&& records) {
+                       log.insert(log.end(), std::make_move_iterator(records.begin()),
+                                  std::make_move_iterator(records.end()));
+                       return true;
+                     });
+      std::lock_guard lock(mutex);
+      logs[agent.index] = std::move(log);
+    }
+    std::lock_guard lock(mutex);
+    reads[agent.index] = std::move(read);
+  });
+  if (!request.follow) PrintMerged(printer, reachable, logs);
+  if (printer.broken()) return ExitCode::kOk;  // the reader went away (e.g. `| head`)
+
+  bool failed = false;
+  std::map<std::string, std::vector<int>> ends;  // how a process ended -> workers (with -f)
+  for (const JobAgent& agent : agents.agents()) {
+    auto it = reads.find(agent.index);
+    if (it == reads.end()) continue;  // unreachable: reported already
+    const LogRead& read = it->second;
+    if (read.unknown) {
+      SayToUser(fmt::format("{}: its agent has no log of attempt {} (it never started there)",
+                            agent.description, attempt->number));
+      failed = true;
+    } else if (!read.error.empty()) {
+      SayToUser(fmt::format("{}: {}", agent.description, read.error));
+      ++unreachable;
+    } else if (read.end) {
+      failed = failed || StateOfEnd(*read.end) != WorkerState::kExited;
+      try {  // the agents' word settles what the store may not know (e.g. after -d)
+        for (const WorkerRecord& w : store.Workers(job.id, attempt->number)) {
+          if (w.index == agent.index && !IsFinal(w.state)) {
+            store.UpdateWorker(job.id, attempt->number, w.index, UpdateFromProcessEnd(*read.end));
+          }
+        }
+      } catch (const Error& e) {
+        SayToUser(fmt::format("warning: job store: {}", e.what()));
+      }
+    }
+    if (request.follow && read.end) ends[DescribeProcessEnd(*read.end)].push_back(agent.index);
+  }
+  if (!ends.empty()) {
+    std::string summary;
+    for (const auto& [how, indexes] : ends) {
+      summary +=
+          fmt::format("{}w{}: {}", summary.empty() ? "" : "; ", FormatWorkerRange(indexes), how);
+    }
+    SayToUser(fmt::format("job {} attempt {} ended: {}", job.id, attempt->number, summary));
+  }
+  try {
+    SettleAttemptIfDone(store, job.id, attempt->number);
+  } catch (const Error& e) {
+    SayToUser(fmt::format("warning: job store: {}", e.what()));
+  }
+  if (unreachable > 0) return ExitCode::kUnreachable;
+  if (request.follow && failed) return ExitCode::kFailed;
+  return ExitCode::kOk;
+}
+
+}  // namespace podrun

@@ -1,0 +1,89 @@
+// `podrun ls`: JobStore::ListJobs as an aligned table or JSON.
+#include "launcher/commands/ls_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "launcher/job/job_store.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/output/time_format.h"
+
+namespace podrun {
+namespace {
+
+std::string StateText(const JobSummary& job) {
+  return job.state ? AttemptStateName(*job.state) : "-";
+}
+
+// Finished: how long it ran; still going: how long so far.
+std::optional<int64_t> DurationNs(const JobSummary& job) {
+  if (!job.started_ns) return std::nullopt;
+  return job.ended_ns.value_or(NowUnixNs()) - *job.started_ns;
+}
+
+void PrintTable(const std::vector<JobSummary>& jobs) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION"}};
+  for (const JobSummary& job : jobs) {
+    std::optional<int64_t> duration = DurationNs(job);
+    rows.push_back({job.id, job.name, job.pod, StateText(job), std::to_string(job.attempts),
+                    FormatLocalTime(job.started_ns.value_or(job.created_ns)),
+                    duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-"});
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
+    }
+    out += line + "\n";
+  }
+  WriteAll(STDOUT_FILENO, out);
+}
+
+void PrintJson(const std::vector<JobSummary>& jobs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const JobSummary& job : jobs) {
+    std::optional<int64_t> duration = DurationNs(job);
+    out.push_back({
+        {"id", job.id},
+        {"name", job.name},
+        {"pod", job.pod},
+        {"state", job.state ? nlohmann::json(AttemptStateName(*job.state)) : nlohmann::json()},
+        {"attempts", job.attempts},
+        {"created", FormatRfc3339(job.created_ns)},
+        {"started",
+         job.started_ns ? nlohmann::json(FormatRfc3339(*job.started_ns)) : nlohmann::json()},
+        {"ended", job.ended_ns ? nlohmann::json(FormatRfc3339(*job.ended_ns)) : nlohmann::json()},
+        {"duration_seconds",
+         duration ? nlohmann::json(static_cast<double>(*duration) / 1e9) : nlohmann::json()},
+    });
+  }
+  WriteAll(STDOUT_FILENO, out.dump() + "\n");
+}
+
+}  // namespace
+
+ExitCode RunLs(const LsRequest& request) {
+  JobStore store(PodrunHome() / "podrun.db");
+  std::vector<JobSummary> jobs = store.ListJobs(request.limit);
+  if (request.json) {
+    PrintJson(jobs);
+  } else if (jobs.empty()) {
+    WriteAll(STDERR_FILENO, "podrun: no jobs yet\n");
+  } else {
+    PrintTable(jobs);
+  }
+  return ExitCode::kOk;
+}
+
+}  // namespace podrun

@@ -1,0 +1,202 @@
+// `podrun status`: the store's view of a job, refreshed from the agents of its active workers.
+#include "launcher/commands/status_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "launcher/job/job_agents.h"
+#include "launcher/job/job_store.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/output/time_format.h"
+#include "launcher/pod/worker_range.h"
+
+namespace podrun {
+namespace {
+
+// What asking the agents added to the store's view, per worker: a note for the user.
+using Notes = std::map<int, std::string>;
+
+// Asks the agents of the workers the store shows as not ended, records their answers in the
+// store, and returns the notes to show. An attempt that could not start ran nowhere: its
+// agents are not asked.
+Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
+  Notes notes;
+  bool start_failed = store.GetAttempt(job.id, attempt).state == AttemptState::kStartFailed;
+  std::vector<int> active;
+  for (const WorkerRecord& w : store.Workers(job.id, attempt)) {
+    if (IsFinal(w.state)) continue;
+    if (start_failed) {
+      notes[w.index] = "not started: the attempt could not start on every worker";
+    } else {
+      active.push_back(w.index);
+    }
+  }
+  if (active.empty()) return notes;
+
+  std::map<int, std::optional<AgentJobStatus>> answers;
+  try {
+    JobAgents agents(job, active);
+    for (const JobAgent& agent : agents.agents()) {
+      if (!agent.client) notes[agent.index] = "agent unreachable: " + agent.error;
+    }
+    std::mutex mutex;
+    agents.ForEachReachable([&](JobAgent& agent) {
+      try {
+        auto status = agent.client->Status(job.id, static_cast<uint32_t>(attempt));
+        std::lock_guard lock(mutex);
+        answers[agent.index] = status;
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex);
+        notes[agent.index] = std::string("agent unreachable: ") + e.what();
+      }
+    });
+  } catch (const Error& e) {
+    for (int index : active) notes[index] = std::string("cannot ask its agent: ") + e.what();
+  }
+
+  for (const auto& [index, status] : answers) {
+    if (!status) {
+      notes[index] = "its agent has no record of this attempt: not started there";
+    } else if (status->state == AgentJobState::kPrepared) {
+      notes[index] = "prepared; waiting for the start";
+    }
+    if (std::optional<WorkerUpdate> update = UpdateFromAgentStatus(status)) {
+      update->error = "";  // the agent's answer replaces an earlier "lost" and its reason
+      store.UpdateWorker(job.id, attempt, index, *update);
+    }
+  }
+  SettleAttemptIfDone(store, job.id, attempt);
+  return notes;
+}
+
+std::string ExitText(const WorkerRecord& w) {
+  if (w.exit_code) return std::to_string(*w.exit_code);
+  if (w.signal) {
+    const char* name = ::sigabbrev_np(*w.signal);
+    return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", *w.signal);
+  }
+  return "-";
+}
+
+std::string NoteOf(const WorkerRecord& w, const Notes& notes) {
+  auto it = notes.find(w.index);
+  if (it != notes.end()) return it->second;
+  return w.error;
+}
+
+nlohmann::json OptionalTime(const std::optional<int64_t>& ns) {
+  return ns ? nlohmann::json(FormatRfc3339(*ns)) : nlohmann::json();
+}
+
+template <class T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt,
+               const std::vector<WorkerRecord>& workers, const Notes& notes) {
+  nlohmann::json out;
+  out["job"] = {{"id", job.id},
+                {"name", job.name},
+                {"pod", job.pod},
+                {"created", FormatRfc3339(job.created_ns)},
+                {"created_ns", job.created_ns}};
+  if (attempt) {
+    out["attempt"] = {{"number", attempt->number},
+                      {"state", AttemptStateName(attempt->state)},
+                      {"workers", attempt->workers},
+                      {"exit_code", OrNull(attempt->exit_code)},
+                      {"started", FormatRfc3339(attempt->started_ns)},
+                      {"started_ns", attempt->started_ns},
+                      {"ended", OptionalTime(attempt->ended_ns)},
+                      {"ended_ns", OrNull(attempt->ended_ns)}};
+  } else {
+    out["attempt"] = nullptr;
+  }
+  out["workers"] = nlohmann::json::array();
+  for (const WorkerRecord& w : workers) {
+    std::string note = NoteOf(w, notes);
+    out["workers"].push_back({{"worker", w.index},
+                              {"host", w.host},
+                              {"state", WorkerStateName(w.state)},
+                              {"exit_code", OrNull(w.exit_code)},
+                              {"signal", OrNull(w.signal)},
+                              {"start", OptionalTime(w.start_ns)},
+                              {"end", OptionalTime(w.end_ns)},
+                              {"start_ns", OrNull(w.start_ns)},
+                              {"end_ns", OrNull(w.end_ns)},
+                              {"note", note.empty() ? nlohmann::json() : nlohmann::json(note)}});
+  }
+  WriteAll(STDOUT_FILENO, out.dump() + "\n");
+}
+
+void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attempt,
+                const std::vector<WorkerRecord>& workers, const Notes& notes) {
+  std::string out = fmt::format("job {} ({})  pod {}", job.id, job.name, job.pod);
+  if (!attempt) {
+    WriteAll(STDOUT_FILENO, out + "  no attempt yet\n");
+    return;
+  }
+  out += fmt::format("  attempt {}: {}  started {}", attempt->number,
+                     AttemptStateName(attempt->state), FormatLocalTime(attempt->started_ns));
+  if (attempt->ended_ns) {
+    out += fmt::format("  took {}", FormatDuration(*attempt->ended_ns - attempt->started_ns));
+  }
+  out += "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"WORKER", "HOST", "STATE", "EXIT", "START", "END", "NOTE"}};
+  for (const WorkerRecord& w : workers) {
+    rows.push_back({"w" + std::to_string(w.index), w.host, WorkerStateName(w.state), ExitText(w),
+                    w.start_ns ? FormatLocalTime(*w.start_ns) : "-",
+                    w.end_ns ? FormatLocalTime(*w.end_ns) : "-", NoteOf(w, notes)});
+  }
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 < row.size() ? fmt::format("{:<{}}  ", row[i], widths[i]) : row[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  WriteAll(STDOUT_FILENO, out);
+}
+
+}  // namespace
+
+ExitCode RunStatus(const StatusRequest& request) {
+  JobStore store(PodrunHome() / "podrun.db");
+  JobRecord job;
+  if (request.job.empty()) {
+    std::optional<JobRecord> latest = store.LatestJob();
+    if (!latest) throw UsageError("no jobs yet (start one with 'podrun launch SPEC.yaml')");
+    job = *latest;
+  } else {
+    job = store.ResolveJob(request.job);
+  }
+  std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
+  Notes notes;
+  std::vector<WorkerRecord> workers;
+  if (attempt) {
+    notes = RefreshFromAgents(store, job, attempt->number);
+    attempt = store.GetAttempt(job.id, attempt->number);
+    workers = store.Workers(job.id, attempt->number);
+  }
+  if (request.json) {
+    PrintJson(job, attempt, workers, notes);
+  } else {
+    PrintTable(job, attempt, workers, notes);
+  }
+  return ExitCode::kOk;
+}
+
+}  // namespace podrun

@@ -1,0 +1,145 @@
+// `podrun stop`: Stop RPCs to the job's agents in parallel, then the store.
+#include "launcher/commands/stop_command.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "launcher/job/job_agents.h"
+#include "launcher/job/job_store.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/job/spec.h"
+
+namespace podrun {
+namespace {
+
+constexpr int kDefaultGraceSeconds = 10;
+
+int SpecGraceSeconds(const JobRecord& job) {
+  try {
+    return ParseSpecText(job.spec_text, job.spec_path).grace_seconds;
+  } catch (const Error& e) {
+    SayToUser(fmt::format("warning: job {}: cannot read its stored spec ({}); grace period {} s",
+                          job.id, e.what(), kDefaultGraceSeconds));
+    return kDefaultGraceSeconds;
+  }
+}
+
+// What happened to one worker.
+struct Outcome {
+  std::string message;
+  std::optional<WorkerUpdate> update;
+  bool stopped_running = false;  // its process was running and was stopped now
+};
+
+Outcome StopOne(JobAgent& agent, const std::string& job_id, int attempt,
+                std::chrono::seconds grace) {
+  Outcome out;
+  if (!agent.client->Status(job_id, static_cast<uint32_t>(attempt))) {
+    out.message = "not started there (its agent has no record of this attempt)";
+    out.update = WorkerUpdate{.state = WorkerState::kStopped,
+                              .end_ns = NowUnixNs(),
+                              .error = "stopped before it started"};
+    return out;
+  }
+  AgentStopReply reply = agent.client->Stop(job_id, static_cast<uint32_t>(attempt), grace);
+  out.update = UpdateFromProcessEnd(reply.end);
+  out.update->error = "";
+  if (reply.end.never_started) {
+    out.message = "stopped before it started";
+  } else if (reply.was_running) {
+    out.update->state = WorkerState::kStopped;
+    out.stopped_running = true;
+    AgentProcessEnd how = reply.end;
+    how.stopped_by_request = false;
+    out.message =
+        reply.killed ? fmt::format("killed with SIGKILL after the {} s grace period", grace.count())
+                     : fmt::format("stopped ({})", DescribeProcessEnd(how));
+  } else {
+    out.message = "had already ended: " + DescribeProcessEnd(reply.end);
+  }
+  return out;
+}
+
+}  // namespace
+
+ExitCode RunStop(const StopRequest& request) {
+  if (request.grace_seconds && *request.grace_seconds < 0) {
+    throw UsageError("--grace must be 0 or more seconds");
+  }
+  JobStore store(PodrunHome() / "podrun.db");
+  JobRecord job = store.ResolveJob(request.job);
+  std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
+  if (!attempt) throw UsageError(fmt::format("job {} has no attempt to stop", job.id));
+  int number = attempt->number;
+
+  std::vector<int> active;
+  for (const WorkerRecord& w : store.Workers(job.id, number)) {
+    if (IsFinal(w.state)) {
+      std::string how;
+      if (w.exit_code) {
+        how = fmt::format(" (exit code {})", *w.exit_code);
+      } else if (w.signal) {
+        const char* name = ::sigabbrev_np(*w.signal);
+        how = name ? fmt::format(" (SIG{})", name) : fmt::format(" (signal {})", *w.signal);
+      }
+      SayToUser(
+          fmt::format("w{} ({}): already {}{}", w.index, w.host, WorkerStateName(w.state), how));
+    } else {
+      active.push_back(w.index);
+    }
+  }
+  if (active.empty()) {
+    SettleAttemptIfDone(store, job.id, number);
+    SayToUser(fmt::format("job {}: nothing to stop, every worker's process has ended", job.id));
+    return ExitCode::kOk;
+  }
+  std::chrono::seconds grace(request.grace_seconds.value_or(SpecGraceSeconds(job)));
+  SayToUser(fmt::format("stopping job {} (attempt {}) on {} worker{} (grace period {} s)", job.id,
+                        number, active.size(), active.size() == 1 ? "" : "s", grace.count()));
+
+  JobAgents agents(job, active);
+  int unreachable = agents.ReportUnreachable();
+  std::mutex mutex;
+  std::map<int, Outcome> outcomes;
+  agents.ForEachReachable([&](JobAgent& agent) {
+    Outcome out;
+    try {
+      out = StopOne(agent, job.id, number, grace);
+    } catch (const std::exception& e) {
+      out.message = std::string("cannot stop: ") + e.what();
+    }
+    SayToUser(fmt::format("{}: {}", agent.description, out.message));
+    std::lock_guard lock(mutex);
+    outcomes[agent.index] = std::move(out);
+  });
+
+  bool stopped_any = false;
+  for (auto& [index, out] : outcomes) {
+    if (out.update) {
+      store.UpdateWorker(job.id, number, index, *out.update);
+    } else {
+      ++unreachable;
+    }
+    stopped_any = stopped_any || out.stopped_running;
+  }
+  AttemptRecord now = store.GetAttempt(job.id, number);
+  bool active_state = now.state == AttemptState::kStarting || now.state == AttemptState::kRunning;
+  if (stopped_any && unreachable == 0 && active_state) {
+    store.SetAttemptState(job.id, number, AttemptState::kStopped, 1, NowUnixNs());
+  } else {
+    SettleAttemptIfDone(store, job.id, number);
+  }
+  if (unreachable > 0) {
+    SayToUser(fmt::format("job {}: {} worker{} could not be stopped (see above)", job.id,
+                          unreachable, unreachable == 1 ? "" : "s"));
+    return ExitCode::kUnreachable;
+  }
+  SayToUser(fmt::format("job {} stopped", job.id));
+  return ExitCode::kOk;
+}
+
+}  // namespace podrun

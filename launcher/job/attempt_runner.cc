@@ -1,0 +1,516 @@
+// One attempt of a job across the gang (DESIGN.md: the job, as data flowing through the system).
+#include "launcher/job/attempt_runner.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "launcher/agent/agent_binary.h"
+#include "launcher/agent/agent_client.h"
+#include "launcher/agent/agent_link.h"
+#include "launcher/job/gang.h"
+#include "launcher/job/job_env.h"
+#include "launcher/job/job_pod.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/output/log_merger.h"
+#include "launcher/pod/worker_range.h"
+#include "launcher/ssh/event_loop.h"
+#include "launcher/ssh/fan_out.h"
+
+namespace podrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kLostAfter = std::chrono::seconds(20);
+constexpr auto kReconnectPause = std::chrono::milliseconds(500);
+constexpr auto kSignalPoll = std::chrono::milliseconds(100);
+constexpr int kClockProbes = 3;
+// How far ahead the lockstep start is scheduled: enough for every Start to arrive first.
+constexpr auto kMinStartLead = std::chrono::milliseconds(50);
+
+void Say(const std::string& message) { WriteAll(STDERR_FILENO, "podrun: " + message + "\n"); }
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string DescribeEnd(const AgentProcessEnd& end) {
+  if (end.exit_code) return fmt::format("exit code {}", *end.exit_code);
+  if (end.signal) {
+    const char* name = ::sigabbrev_np(*end.signal);
+    return fmt::format("killed by signal {}{}", *end.signal,
+                       name ? fmt::format(" (SIG{})", name) : "");
+  }
+  if (end.never_started) return "never started";
+  return "ended without status";
+}
+
+bool EndFailed(const AgentProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
+
+// Runs f(worker) for every worker on its own thread and waits for all.
+template <class Items, class F>
+void ForEachParallel(Items& items, F f) {
+  std::vector<std::thread> threads;
+  threads.reserve(items.size());
+  for (auto& item : items) threads.emplace_back([&f, &item] { f(*item); });
+  for (auto& t : threads) t.join();
+}
+
+class Runner {
+ public:
+  Runner(JobStore& store, const AttemptPlan& plan)
+      : store_(store), plan_(plan), gang_(plan.pod.selected, plan.spec.on_failure) {}
+
+  ExitCode Run();
+
+ private:
+  struct Worker {
+    int index = 0;
+    std::unique_ptr<AgentLink> link;
+    std::mutex client_mutex;
+    std::shared_ptr<AgentClient> client;
+    std::string error;
+    AgentStartReply start;
+    int64_t clock_offset_ns = 0;  // agent wall clock minus ours
+    int64_t rtt_ns = 0;           // of the Hello that measured the offset
+  };
+
+  std::shared_ptr<AgentClient> Client(Worker& w) {
+    std::lock_guard lock(w.client_mutex);
+    return w.client;
+  }
+  void UpdateWorker(int index, const WorkerUpdate& update) {
+    std::lock_guard lock(store_mutex_);
+    try {
+      store_.UpdateWorker(plan_.job.id, plan_.attempt, index, update);
+    } catch (const Error& e) {
+      Say(fmt::format("warning: job store: {}", e.what()));
+    }
+  }
+  void SetAttempt(AttemptState state, std::optional<int> exit_code = std::nullopt,
+                  bool ended = false) {
+    std::lock_guard lock(store_mutex_);
+    try {
+      store_.SetAttemptState(plan_.job.id, plan_.attempt, state, exit_code,
+                             ended ? std::optional<int64_t>(NowUnixNs()) : std::nullopt);
+    } catch (const Error& e) {
+      Say(fmt::format("warning: job store: {}", e.what()));
+    }
+  }
+
+  void ConnectAll();
+  void PrepareAll();
+  void StartAll();
+  void Follow(Worker& w);
+  void OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq);
+  void OnLost(Worker& w, const std::string& reason);
+  void StopRunning();      // caller holds gang_mutex_
+  void ReleasePrepared();  // after a failed barrier
+  void WatchSignals();
+  ExitCode Report();
+
+  JobStore& store_;
+  const AttemptPlan& plan_;
+  std::mutex store_mutex_;
+  // Declared before the workers: their links use the loop until they are destroyed.
+  std::optional<AgentBinary> agent_;
+  std::optional<EventLoop> loop_;
+  std::optional<FanOutWindow> window_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::map<int, Worker*> by_index_;
+
+  std::mutex gang_mutex_;
+  std::condition_variable gang_changed_;
+  Gang gang_;
+  std::vector<std::thread> stoppers_;  // guarded by gang_mutex_
+
+  std::unique_ptr<LogMerger> merger_;
+  std::atomic<bool> done_{false};
+  Clock::time_point started_ = Clock::now();
+};
+
+void Runner::WatchSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  timespec poll{0, std::chrono::nanoseconds(kSignalPoll).count()};
+  while (!done_) {
+    if (sigtimedwait(&set, nullptr, &poll) != SIGINT) continue;
+    std::lock_guard lock(gang_mutex_);
+    if (gang_.interrupted()) continue;
+    Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
+    if (gang_.Interrupt()) StopRunning();
+    gang_changed_.notify_all();
+  }
+}
+
+void Runner::ConnectAll() {
+  ForEachParallel(workers_, [&](Worker& w) {
+    UpdateWorker(w.index, {.state = WorkerState::kConnecting});
+    try {
+      auto channel = w.link->Connect();
+      auto client = std::make_shared<AgentClient>(channel);
+      // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
+      // start can be scheduled at one instant on every worker.
+      for (int i = 0; i < kClockProbes; ++i) {
+        int64_t sent = NowUnixNs();
+        AgentHello hello = client->Hello();
+        int64_t received = NowUnixNs();
+        if (i == 0 || received - sent < w.rtt_ns) {
+          w.rtt_ns = received - sent;
+          w.clock_offset_ns = hello.now_ns - (sent + received) / 2;
+        }
+      }
+      std::lock_guard lock(w.client_mutex);
+      w.client = client;
+    } catch (const std::exception& e) {
+      w.error = e.what();
+    }
+  });
+}
+
+void Runner::PrepareAll() {
+  std::vector<std::string> addresses;
+  for (const PodWorker& pw : plan_.pod.workers) {
+    auto it = by_index_.find(pw.index);
+    addresses.push_back(it != by_index_.end() && it->second->error.empty()
+                            ? it->second->link->peer_address()
+                            : pw.host.host);
+  }
+  {
+    std::lock_guard lock(store_mutex_);
+    try {
+      store_.SetJobHosts(plan_.job.id, JobHostsOf(plan_.pod, addresses));
+    } catch (const Error& e) {
+      Say(fmt::format("warning: job store: {}", e.what()));
+    }
+  }
+  ForEachParallel(workers_, [&](Worker& w) {
+    if (!w.error.empty()) return;
+    try {
+      JobEnvParams params;
+      params.job_id = plan_.job.id;
+      params.attempt = plan_.attempt;
+      params.worker_index = w.index;
+      params.worker_addresses = addresses;
+      params.coordinator_port = plan_.spec.coordinator_port;
+      params.spec_env = plan_.spec.env;
+      params.secrets = plan_.secrets;
+      params.overrides = plan_.overrides;
+      AgentPrepareRequest request;
+      request.job_id = plan_.job.id;
+      request.attempt = static_cast<uint32_t>(plan_.attempt);
+      request.worker_id = static_cast<uint32_t>(w.index);
+      request.workdir = plan_.spec.workdir;
+      request.env = BuildJobEnv(params).vars;
+      request.run = plan_.spec.run;
+      request.grace_seconds = static_cast<uint32_t>(plan_.spec.grace_seconds);
+      Client(w)->Prepare(request);
+      UpdateWorker(w.index, {.state = WorkerState::kSetup});
+    } catch (const std::exception& e) {
+      w.error = fmt::format("{}: prepare: {}", w.link->description(), e.what());
+    }
+  });
+}
+
+void Runner::StartAll() {
+  // GO at one instant: each agent gets the same target in its own clock.
+  int64_t lead_ns = std::chrono::nanoseconds(kMinStartLead).count();
+  for (auto& w : workers_) lead_ns = std::max(lead_ns, 8 * w->rtt_ns);
+  int64_t target_ns = NowUnixNs() + lead_ns;
+  std::latch go(static_cast<std::ptrdiff_t>(workers_.size()));
+  ForEachParallel(workers_, [&](Worker& w) {
+    auto client = Client(w);
+    go.arrive_and_wait();
+    try {
+      w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
+                              target_ns + w.clock_offset_ns);
+    } catch (const std::exception& e) {
+      w.error = fmt::format("{}: start: {}", w.link->description(), e.what());
+    }
+  });
+  std::lock_guard lock(gang_mutex_);
+  for (auto& w : workers_) {
+    if (w->error.empty()) {
+      gang_.Started(w->index);
+      UpdateWorker(w->index, {.state = WorkerState::kRunning, .start_ns = w->start.start_time_ns});
+    } else {
+      Say(w->error);
+      UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
+      if (gang_.StartFailed(w->index, w->error)) StopRunning();
+    }
+  }
+}
+
+void Runner::ReleasePrepared() {
+  // The agents hold each prepared job's process, waiting for GO: end them, GO never comes.
+  ForEachParallel(workers_, [&](Worker& w) {
+    auto client = Client(w);
+    if (!client) return;
+    try {
+      client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt), std::chrono::seconds(0));
+    } catch (const std::exception&) {
+      // Unreachable: its agent ends the waiting process when it exits.
+    }
+  });
+}
+
+void Runner::StopRunning() {
+  for (int index : gang_.Running()) {
+    Worker* w = by_index_.at(index);
+    stoppers_.emplace_back([this, w] {
+      try {
+        if (auto client = Client(*w)) {
+          client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
+                       std::chrono::seconds(plan_.spec.grace_seconds));
+        }
+      } catch (const std::exception& e) {
+        Say(fmt::format("{}: stop: {}", w->link->description(), e.what()));
+      }
+    });
+  }
+}
+
+void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
+  merger_->Finish(w.index);
+  std::lock_guard lock(gang_mutex_);
+  if (gang_.Ended(w.index, EndFailed(end), DescribeEnd(end), end.stopped_by_request)) {
+    StopRunning();
+  }
+  UpdateWorker(w.index, {.state = gang_.state(w.index),
+                         .exit_code = end.exit_code,
+                         .signal = end.signal,
+                         .end_ns = end.end_time_ns,
+                         .last_seq = last_seq});
+  gang_changed_.notify_all();
+}
+
+void Runner::OnLost(Worker& w, const std::string& reason) {
+  merger_->Finish(w.index);
+  std::lock_guard lock(gang_mutex_);
+  if (gang_.Lost(w.index, reason)) StopRunning();
+  UpdateWorker(w.index, {.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason});
+  gang_changed_.notify_all();
+}
+
+void Runner::Follow(Worker& w) {
+  uint64_t next = 1;
+  std::optional<Clock::time_point> give_up_at;
+  for (;;) {
+    try {
+      auto client = Client(w);
+      AgentLogStreamEnd end =
+          client->StreamLogs(plan_.job.id, static_cast<uint32_t>(plan_.attempt), next,
+                             /*follow=*/true, [&](std::vector<LogRecord>&& records) {
+                               if (!records.empty()) {
+                                 merger_->Add(w.index, records);
+                                 next = records.back().seq + 1;
+                               }
+                               return true;
+                             });
+      next = std::max(next, end.next_seq);
+      if (end.end) {
+        OnEnded(w, *end.end, next - 1);
+        return;
+      }
+      throw Error(ExitCode::kUnreachable, "the log stream ended early");
+    } catch (const std::exception& e) {
+      if (!give_up_at) {
+        give_up_at = Clock::now() + kLostAfter;
+        Say(fmt::format("{}: connection to the agent lost ({}); reconnecting",
+                        w.link->description(), e.what()));
+      }
+      if (Clock::now() >= *give_up_at) {
+        OnLost(w, fmt::format("no connection to its agent for {} s: {}",
+                              std::chrono::seconds(kLostAfter).count(), e.what()));
+        return;
+      }
+      std::this_thread::sleep_for(kReconnectPause);
+      try {
+        auto client = std::make_shared<AgentClient>(w.link->Connect());
+        client->Hello();
+        {
+          std::lock_guard lock(w.client_mutex);
+          w.client = client;
+        }
+        give_up_at.reset();
+        Say(fmt::format("{}: reconnected; resuming its log at record {}", w.link->description(),
+                        next));
+      } catch (const std::exception&) {
+        // keep trying until give_up_at
+      }
+    }
+  }
+}
+
+ExitCode Runner::Report() {
+  std::lock_guard lock(gang_mutex_);
+  ExitCode code = gang_.Outcome();
+  const std::string& id = plan_.job.id;
+  if (gang_.interrupted()) {
+    Say(fmt::format("job {} interrupted: stopped on every worker", id));
+  } else if (code == ExitCode::kOk) {
+    Say(fmt::format("job {} succeeded on {} workers ({:.1f} s after the start)", id,
+                    gang_.workers().size(), SecondsSince(started_)));
+  } else if (const auto& cause = gang_.root_cause()) {
+    Worker* w = by_index_.at(cause->worker);
+    Say(fmt::format("job {} failed: {}: {}", id, w->link->description(), cause->reason));
+    auto lines = merger_->LastLines(cause->worker);
+    if (!lines.empty()) {
+      Say(fmt::format("last lines of w{}:", cause->worker));
+      for (const std::string& line : lines) Say("  | " + line);
+    }
+  }
+  std::vector<int> stopped = gang_.StoppedByUs();
+  if (!stopped.empty() && !gang_.interrupted()) {
+    Say(fmt::format("stopped by podrun because of that failure: w{}", FormatWorkerRange(stopped)));
+  }
+  AttemptState state = gang_.interrupted()     ? AttemptState::kStopped
+                       : code == ExitCode::kOk ? AttemptState::kSucceeded
+                                               : AttemptState::kFailed;
+  SetAttempt(state, static_cast<int>(code), /*ended=*/true);
+  return code;
+}
+
+ExitCode Runner::Run() {
+  // Ctrl-C is taken by WatchSignals only: block it before any thread starts.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  std::thread signals([this] { WatchSignals(); });
+  // Once the watcher has stopped, no thread adds stoppers any more.
+  auto stop_watching = [this, &signals] {
+    done_ = true;
+    if (signals.joinable()) signals.join();
+  };
+  struct StopSignals {
+    std::function<void()> stop;
+    ~StopSignals() { stop(); }
+  } stop_signals{stop_watching};
+
+  try {
+    agent_.emplace(AgentBinary::Locate());
+  } catch (const Error& e) {
+    Say(e.what());
+    SetAttempt(AttemptState::kStartFailed, 3, true);
+    return ExitCode::kUnreachable;
+  }
+  loop_.emplace();
+  window_.emplace(loop_->executor(), plan_.pod.fanout);
+  AgentLinkContext context{&*loop_, &*window_, &*agent_, plan_.home / "local"};
+  for (int index : plan_.pod.selected) {
+    auto w = std::make_unique<Worker>();
+    w->index = index;
+    w->link = MakeAgentLink(plan_.pod, index, context);
+    by_index_[index] = w.get();
+    workers_.push_back(std::move(w));
+  }
+  merger_ = std::make_unique<LogMerger>(
+      plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt),
+      LabelledOutput::ShouldColor(STDOUT_FILENO));
+
+  size_t n = workers_.size();
+  Say(fmt::format("connecting to {} worker{} ({})", n, n == 1 ? "" : "s", plan_.pod.description));
+  auto phase = Clock::now();
+  ConnectAll();
+  int uploads = 0, relayed = 0;
+  for (auto& w : workers_) {
+    uploads += w->link->uploaded_agent() ? 1 : 0;
+    relayed += w->link->uses_dial_stdio() ? 1 : 0;
+  }
+  if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
+    Say(fmt::format("agents ready on {} workers in {:.2f} s{}{}", n, SecondsSince(phase),
+                    uploads ? fmt::format(" (agent installed on {})", uploads) : "",
+                    relayed ? fmt::format(" (stream-local forwarding refused: tunnel through "
+                                          "dial-stdio on {})",
+                                          relayed)
+                            : ""));
+    phase = Clock::now();
+    PrepareAll();
+  }
+  {
+    std::lock_guard lock(gang_mutex_);
+    for (auto& w : workers_) {
+      if (w->error.empty()) {
+        gang_.Prepared(w->index);
+      } else {
+        Say(w->error);
+        UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
+        gang_.PrepareFailed(w->index, w->error);
+      }
+    }
+    if (!gang_.ReadyForGo()) {
+      ExitCode code = gang_.Outcome();
+      if (!gang_.interrupted()) {
+        Say(
+            fmt::format("job {} did not start: {} of {} workers could not be prepared; nothing "
+                        "was started anywhere",
+                        plan_.job.id,
+                        std::count_if(workers_.begin(), workers_.end(),
+                                      [](auto& w) { return !w->error.empty(); }),
+                        n));
+      } else {
+        Say("interrupted before the start: nothing was started anywhere");
+      }
+      SetAttempt(AttemptState::kStartFailed, static_cast<int>(code), true);
+      ReleasePrepared();
+      return code;
+    }
+    gang_.Go();
+  }
+  started_ = Clock::now();
+  StartAll();
+  int64_t first = INT64_MAX, last = 0;
+  for (auto& w : workers_) {
+    if (!w->error.empty()) continue;
+    // In the launcher's clock, so that workers with different clocks compare.
+    first = std::min(first, w->start.start_time_ns - w->clock_offset_ns);
+    last = std::max(last, w->start.start_time_ns - w->clock_offset_ns);
+  }
+  if (last > 0) {
+    Say(fmt::format("started on {} workers (start skew {:.1f} ms)", n,
+                    static_cast<double>(last - first) / 1e6));
+  }
+  SetAttempt(AttemptState::kRunning);
+  if (plan_.detach) {
+    stop_watching();
+    for (auto& t : stoppers_) t.join();
+    stoppers_.clear();
+    if (gang_.root_cause()) return Report();
+    Say(fmt::format("job {} runs detached; follow it with: podrun logs {} -f", plan_.job.id,
+                    plan_.job.id));
+    return ExitCode::kOk;
+  }
+  std::vector<std::thread> followers;
+  for (auto& w : workers_) {
+    if (w->error.empty()) followers.emplace_back([this, &w] { Follow(*w); });
+  }
+  for (auto& t : followers) t.join();
+  stop_watching();
+  for (auto& t : stoppers_) t.join();
+  stoppers_.clear();
+  return Report();
+}
+
+}  // namespace
+
+ExitCode RunAttempt(JobStore& store, const AttemptPlan& plan) {
+  Runner runner(store, plan);
+  return runner.Run();
+}
+
+}  // namespace podrun

@@ -1,0 +1,32 @@
+// AttemptRunner: one attempt of a job, end to end: connect to every selected worker and
+// bootstrap its agent, prepare all, barrier, GO to all at once, stream and merge the logs, stop
+// the gang on the first failure, report the root cause, and record it all in the job store.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "launcher/error.h"
+#include "launcher/job/job_store.h"
+#include "launcher/job/spec.h"
+#include "launcher/pod/pod_options.h"
+
+namespace podrun {
+
+struct AttemptPlan {
+  JobRecord job;  // as created in the store
+  int attempt = 1;
+  JobSpec spec;
+  Pod pod;
+  std::filesystem::path home;                    // $PODRUN_HOME
+  std::map<std::string, std::string> secrets;    // values: sent to agents, never stored
+  std::map<std::string, std::string> overrides;  // -e
+  bool detach = false;
+};
+
+// Runs the attempt and returns the contract's exit code. Prints progress and the outcome to
+// stderr and the merged log to stdout/stderr. Ctrl-C stops the job on every worker (130).
+ExitCode RunAttempt(JobStore& store, const AttemptPlan& plan);
+
+}  // namespace podrun

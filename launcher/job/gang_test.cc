@@ -1,0 +1,97 @@
+#include "launcher/job/gang.h"
+
+#include <gtest/gtest.h>
+
+namespace podrun {
+namespace {
+
+TEST(Gang, BarrierOpensOnlyWhenEveryWorkerIsPrepared) {
+  Gang g({0, 1, 2}, OnFailure::kStopAll);
+  EXPECT_FALSE(g.ReadyForGo());
+  g.Prepared(0);
+  g.Prepared(2);
+  EXPECT_FALSE(g.ReadyForGo());
+  EXPECT_THROW(g.Go(), std::logic_error);
+  g.Prepared(1);
+  EXPECT_TRUE(g.ReadyForGo());
+  g.Go();
+  EXPECT_EQ(GangPhase::kRunning, g.phase());
+}
+
+TEST(Gang, FailureBeforeGoStartsNothingAnywhere) {
+  Gang g({0, 1, 2, 3}, OnFailure::kStopAll);
+  g.Prepared(0);
+  g.Prepared(1);
+  g.PrepareFailed(2, "unreachable");
+  g.Prepared(3);
+  EXPECT_FALSE(g.ReadyForGo());
+  EXPECT_THROW(g.Go(), std::logic_error);
+  EXPECT_EQ(GangPhase::kAborted, g.phase());
+  EXPECT_TRUE(g.Running().empty());
+  EXPECT_EQ(ExitCode::kUnreachable, g.Outcome());
+  ASSERT_TRUE(g.root_cause());
+  EXPECT_EQ(2, g.root_cause()->worker);
+}
+
+Gang Running(const std::vector<int>& workers, OnFailure policy) {
+  Gang g(workers, policy);
+  for (int w : workers) g.Prepared(w);
+  g.Go();
+  for (int w : workers) g.Started(w);
+  return g;
+}
+
+TEST(Gang, FirstFailureStopsTheOthersAndIsTheRootCause) {
+  Gang g = Running({0, 1, 2, 3}, OnFailure::kStopAll);
+  EXPECT_TRUE(g.Ended(2, true, "exit code 3", false));
+  EXPECT_EQ(GangPhase::kStopping, g.phase());
+  EXPECT_EQ((std::vector<int>{0, 1, 3}), g.Running());
+  // The others end because podrun stopped them: they are not failures of their own.
+  EXPECT_FALSE(g.Ended(0, true, "signal 15", true));
+  EXPECT_FALSE(g.Ended(1, true, "signal 15", false));
+  EXPECT_FALSE(g.Lost(3, "connection reset"));
+  EXPECT_EQ(GangPhase::kDone, g.phase());
+  EXPECT_EQ(2, g.root_cause()->worker);
+  EXPECT_EQ("exit code 3", g.root_cause()->reason);
+  EXPECT_EQ(WorkerState::kFailed, g.state(2));
+  EXPECT_EQ(WorkerState::kStopped, g.state(0));
+  EXPECT_EQ(ExitCode::kFailed, g.Outcome());
+}
+
+TEST(Gang, LostAgentIsAFailure) {
+  Gang g = Running({0, 1}, OnFailure::kStopAll);
+  EXPECT_TRUE(g.Lost(1, "no keepalive for 30 s"));
+  EXPECT_EQ("lost: no keepalive for 30 s", g.root_cause()->reason);
+  EXPECT_EQ(WorkerState::kLost, g.state(1));
+}
+
+TEST(Gang, ContinuePolicyLetsTheOthersRun) {
+  Gang g = Running({0, 1, 2}, OnFailure::kContinue);
+  EXPECT_FALSE(g.Ended(1, true, "exit code 1", false));
+  EXPECT_EQ(GangPhase::kRunning, g.phase());
+  EXPECT_FALSE(g.Ended(0, false, "", false));
+  EXPECT_FALSE(g.Ended(2, false, "", false));
+  EXPECT_EQ(GangPhase::kDone, g.phase());
+  EXPECT_EQ(ExitCode::kFailed, g.Outcome());
+}
+
+TEST(Gang, AllSucceed) {
+  Gang g = Running({0, 1}, OnFailure::kStopAll);
+  EXPECT_FALSE(g.Ended(0, false, "", false));
+  EXPECT_FALSE(g.Ended(1, false, "", false));
+  EXPECT_EQ(GangPhase::kDone, g.phase());
+  EXPECT_EQ(ExitCode::kOk, g.Outcome());
+}
+
+TEST(Gang, InterruptStopsEveryoneOnce) {
+  Gang g = Running({0, 1}, OnFailure::kStopAll);
+  EXPECT_TRUE(g.Interrupt());
+  EXPECT_FALSE(g.Interrupt());
+  g.Ended(0, true, "signal 15", true);
+  g.Ended(1, true, "signal 15", true);
+  EXPECT_EQ(GangPhase::kDone, g.phase());
+  EXPECT_EQ(ExitCode::kInterrupted, g.Outcome());
+}
+
+}  // namespace
+}  // namespace podrun

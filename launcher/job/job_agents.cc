@@ -1,0 +1,184 @@
+// Reaching a recorded job's agents, and reading their answers into the store.
+#include "launcher/job/job_agents.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+#include "launcher/error.h"
+#include "launcher/job/job_pod.h"
+#include "launcher/output/labelled_output.h"
+
+namespace podrun {
+namespace {
+
+// Runs f(i) for i in [0, n) on a thread each; waits for all.
+void ParallelFor(size_t n, const std::function<void(size_t)>& f) {
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
+  for (std::thread& t : threads) t.join();
+}
+
+// The message of `e` without a leading "<description>: " (links add it; we print it apart).
+std::string Reason(const std::exception& e, const std::string& description) {
+  std::string message = e.what();
+  if (message.rfind(description + ": ", 0) == 0) message.erase(0, description.size() + 2);
+  return message;
+}
+
+}  // namespace
+
+void SayToUser(const std::string& message) { WriteAll(STDERR_FILENO, "podrun: " + message + "\n"); }
+
+JobAgents::JobAgents(const JobRecord& job, const std::vector<int>& indexes) {
+  std::filesystem::path local_root;
+  Pod pod = PodOfJob(job, &local_root);
+  for (int index : indexes) {
+    if (index < 0 || static_cast<size_t>(index) >= pod.workers.size()) {
+      throw UsageError(
+          fmt::format("job {}: worker {} is not part of its pod ({})", job.id, index, job.pod));
+    }
+  }
+  // The tunnels write to socketpairs whose gRPC end may close first.
+  ::signal(SIGPIPE, SIG_IGN);
+  binary_.emplace(AgentBinary::Locate());
+  loop_ = std::make_unique<EventLoop>();
+  window_ = std::make_unique<FanOutWindow>(loop_->executor(), pod.fanout);
+  AgentLinkContext context{loop_.get(), window_.get(), &*binary_, local_root};
+  for (int index : indexes) {
+    links_.push_back(MakeAgentLink(pod, index, context));
+    JobAgent agent;
+    agent.index = index;
+    agent.description = links_.back()->description();
+    agents_.push_back(std::move(agent));
+  }
+  ParallelFor(agents_.size(), [&](size_t i) {
+    try {
+      Reconnect(agents_[i]);
+    } catch (const std::exception& e) {
+      agents_[i].error = Reason(e, agents_[i].description);
+    }
+  });
+}
+
+JobAgents::~JobAgents() { links_.clear(); }
+
+std::shared_ptr<AgentClient> JobAgents::Reconnect(JobAgent& agent) {
+  size_t i = static_cast<size_t>(&agent - agents_.data());
+  try {
+    auto client = std::make_shared<AgentClient>(links_.at(i)->Connect());
+    client->Hello();
+    agent.client = client;
+    agent.error.clear();
+    return client;
+  } catch (const std::exception& e) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: {}", agent.description, Reason(e, agent.description)));
+  }
+}
+
+int JobAgents::ReportUnreachable() const {
+  int n = 0;
+  for (const JobAgent& agent : agents_) {
+    if (agent.client) continue;
+    SayToUser(fmt::format("{}: cannot reach its agent: {}", agent.description, agent.error));
+    ++n;
+  }
+  return n;
+}
+
+void JobAgents::ForEachReachable(const std::function<void(JobAgent&)>& f) {
+  std::vector<JobAgent*> reachable;
+  for (JobAgent& agent : agents_) {
+    if (agent.client) reachable.push_back(&agent);
+  }
+  ParallelFor(reachable.size(), [&](size_t i) { f(*reachable[i]); });
+}
+
+std::string DescribeProcessEnd(const AgentProcessEnd& end) {
+  if (end.never_started) return "never started";
+  std::string how;
+  if (end.exit_code) {
+    how = fmt::format("exit code {}", *end.exit_code);
+  } else if (end.signal) {
+    const char* name = ::sigabbrev_np(*end.signal);
+    how = fmt::format("killed by signal {}{}", *end.signal,
+                      name ? fmt::format(" (SIG{})", name) : "");
+  } else {
+    how = "ended without status";
+  }
+  return end.stopped_by_request ? "stopped (" + how + ")" : how;
+}
+
+WorkerState StateOfEnd(const AgentProcessEnd& end) {
+  if (end.stopped_by_request || end.never_started) return WorkerState::kStopped;
+  return end.exit_code && *end.exit_code == 0 ? WorkerState::kExited : WorkerState::kFailed;
+}
+
+WorkerUpdate UpdateFromProcessEnd(const AgentProcessEnd& end) {
+  WorkerUpdate update{.state = StateOfEnd(end), .exit_code = end.exit_code, .signal = end.signal};
+  if (end.end_time_ns > 0) update.end_ns = end.end_time_ns;
+  return update;
+}
+
+std::optional<WorkerUpdate> UpdateFromAgentStatus(const std::optional<AgentJobStatus>& status) {
+  if (!status) return std::nullopt;
+  switch (status->state) {
+    case AgentJobState::kRunning: {
+      WorkerUpdate update{.state = WorkerState::kRunning};
+      if (status->start_time_ns > 0) update.start_ns = status->start_time_ns;
+      return update;
+    }
+    case AgentJobState::kExited:
+    case AgentJobState::kStopped: {
+      AgentProcessEnd end = status->end.value_or(AgentProcessEnd{});
+      if (status->state == AgentJobState::kStopped) end.stopped_by_request = true;
+      WorkerUpdate update = UpdateFromProcessEnd(end);
+      if (status->start_time_ns > 0) update.start_ns = status->start_time_ns;
+      return update;
+    }
+    case AgentJobState::kUnknown:
+    case AgentJobState::kPrepared:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool IsFinal(WorkerState state) {
+  return state == WorkerState::kExited || state == WorkerState::kFailed ||
+         state == WorkerState::kStopped;
+}
+
+std::optional<AttemptState> SettledAttemptState(const std::vector<WorkerRecord>& workers) {
+  bool failed = false, stopped = false;
+  for (const WorkerRecord& w : workers) {
+    if (!IsFinal(w.state)) return std::nullopt;
+    failed = failed || w.state == WorkerState::kFailed;
+    stopped = stopped || w.state == WorkerState::kStopped;
+  }
+  if (failed) return AttemptState::kFailed;
+  if (stopped) return AttemptState::kStopped;
+  return AttemptState::kSucceeded;
+}
+
+bool SettleAttemptIfDone(JobStore& store, const std::string& job_id, int attempt) {
+  AttemptRecord record = store.GetAttempt(job_id, attempt);
+  if (record.state != AttemptState::kStarting && record.state != AttemptState::kRunning) {
+    return false;
+  }
+  std::vector<WorkerRecord> workers = store.Workers(job_id, attempt);
+  std::optional<AttemptState> state = SettledAttemptState(workers);
+  if (!state) return false;
+  int64_t ended = 0;
+  for (const WorkerRecord& w : workers) ended = std::max(ended, w.end_ns.value_or(0));
+  store.SetAttemptState(job_id, attempt, *state, *state == AttemptState::kSucceeded ? 0 : 1,
+                        ended > 0 ? ended : NowUnixNs());
+  return true;
+}
+
+}  // namespace podrun

@@ -1,0 +1,97 @@
+// JobAgents: the agents of a recorded job's workers, for the commands that work on a job from
+// any terminal (logs, status, stop). It rebuilds the job's pod from the store, connects to the
+// chosen workers' agents in parallel (SSH tunnel, or local for --local jobs), and keeps the
+// workers it could not reach with their error. Also: what an agent's answer means for the store.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/agent/agent_binary.h"
+#include "launcher/agent/agent_client.h"
+#include "launcher/agent/agent_link.h"
+#include "launcher/job/job_store.h"
+#include "launcher/ssh/event_loop.h"
+#include "launcher/ssh/fan_out.h"
+
+namespace podrun {
+
+// One worker's agent. `client` is null when the agent could not be reached; `error` says why.
+struct JobAgent {
+  int index = 0;
+  std::string description;  // "w3 (root@10.0.0.5:22)" or "w3 (local)", for messages
+  std::shared_ptr<AgentClient> client;
+  std::string error;  // without the description, e.g. "ssh connect: Connection refused"
+};
+
+class JobAgents {
+ public:
+  // Connects to the agents of workers `indexes` (pod-wide) of `job`, all at once, each
+  // greeted with Hello; returns when each is connected or has failed (bounded by the job's
+  // --connect-timeout and the Hello deadline). Throws Error(kUnreachable) when the agent binary
+  // cannot be found, Error(kUsage) when the job's pod record is unreadable or an index is not
+  // part of the pod. Sets SIGPIPE to be ignored (the SSH tunnels need that): writers to
+  // stdout must handle EPIPE.
+  JobAgents(const JobRecord& job, const std::vector<int>& indexes);
+  // Closes the links (before the event loop they live on).
+  ~JobAgents();
+  JobAgents(const JobAgents&) = delete;
+  JobAgents& operator=(const JobAgents&) = delete;
+
+  // The agents in the order of `indexes`.
+  std::vector<JobAgent>& agents() { return agents_; }
+
+  // Connects worker `index`'s agent anew (after a broken stream), greets it, and sets and
+  // returns its client. Throws Error(kUnreachable). Call only from the thread that uses that
+  // agent; different agents may reconnect concurrently.
+  std::shared_ptr<AgentClient> Reconnect(JobAgent& agent);
+
+  // Prints "podrun: <description>: cannot reach its agent: <error>" for each unreachable agent;
+  // returns how many there were.
+  int ReportUnreachable() const;
+
+  // Runs f(agent) for every reachable agent on a thread of its own; waits for all.
+  void ForEachReachable(const std::function<void(JobAgent&)>& f);
+
+ private:
+  // Declared before the links: they use the loop and window until destroyed.
+  std::optional<AgentBinary> binary_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<FanOutWindow> window_;
+  std::vector<std::unique_ptr<AgentLink>> links_;  // parallel to agents_
+  std::vector<JobAgent> agents_;
+};
+
+// Prints "podrun: <message>" on stderr.
+void SayToUser(const std::string& message);
+
+// "exit code 3", "killed by signal 9 (SIGKILL)", "stopped (exit code 143)", "never started".
+std::string DescribeProcessEnd(const AgentProcessEnd& end);
+
+// The worker state a process end means: stopped (by request or before it started), exited
+// (exit code 0) or failed.
+WorkerState StateOfEnd(const AgentProcessEnd& end);
+
+// The store update for what an agent reported about a worker's process: nullopt when the
+// answer settles nothing (the agent never heard of the attempt, or has only prepared it).
+std::optional<WorkerUpdate> UpdateFromAgentStatus(const std::optional<AgentJobStatus>& status);
+
+// The update recording a process end.
+WorkerUpdate UpdateFromProcessEnd(const AgentProcessEnd& end);
+
+// True for states after which the worker's process cannot run any more: exited, failed,
+// stopped. (lost is not: the process may still run where the launcher cannot see it.)
+bool IsFinal(WorkerState state);
+
+// The attempt's state once every worker is final: failed if one failed, else stopped if one
+// was stopped, else succeeded; nullopt while a worker is not final.
+std::optional<AttemptState> SettledAttemptState(const std::vector<WorkerRecord>& workers);
+
+// Records the attempt as settled (state, exit code 0/1, end time = latest worker end) when
+// every worker is final and the store still has it starting or running. Returns true if it did.
+bool SettleAttemptIfDone(JobStore& store, const std::string& job_id, int attempt);
+
+}  // namespace podrun

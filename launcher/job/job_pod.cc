@@ -1,0 +1,72 @@
+// Storing and restoring a job's pod.
+#include "launcher/job/job_pod.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/error.h"
+
+namespace podrun {
+
+std::vector<JobHost> JobHostsOf(const Pod& pod, const std::vector<std::string>& addresses) {
+  std::vector<JobHost> hosts;
+  for (const PodWorker& w : pod.workers) {
+    JobHost h;
+    h.index = w.index;
+    h.user = w.host.user.value_or("");
+    h.host = w.host.host;
+    h.port = w.host.port.value_or(0);
+    h.address = static_cast<size_t>(w.index) < addresses.size() ? addresses[w.index] : "";
+    hosts.push_back(h);
+  }
+  return hosts;
+}
+
+std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_root) {
+  nlohmann::json j;
+  j["local"] = pod.local;
+  j["local_root"] = local_root.string();
+  j["fanout"] = pod.fanout;
+  if (pod.ssh.default_user) j["user"] = *pod.ssh.default_user;
+  if (pod.ssh.default_port) j["port"] = *pod.ssh.default_port;
+  if (pod.ssh.identity) j["identity"] = *pod.ssh.identity;
+  if (pod.ssh.ssh_config) j["ssh_config"] = *pod.ssh.ssh_config;
+  j["known_hosts"] = pod.ssh.known_hosts;
+  j["strict_host_keys"] = pod.ssh.strict_host_keys;
+  j["connect_timeout_ms"] = pod.ssh.connect_timeout.count();
+  return j.dump();
+}
+
+Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
+  Pod pod;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(job.options_json);
+    pod.local = j.value("local", 0);
+    *local_root = j.value("local_root", std::string());
+    pod.fanout = j.value("fanout", 64);
+    if (j.contains("user")) pod.ssh.default_user = j["user"].get<std::string>();
+    if (j.contains("port")) pod.ssh.default_port = j["port"].get<int>();
+    if (j.contains("identity")) pod.ssh.identity = j["identity"].get<std::string>();
+    if (j.contains("ssh_config")) pod.ssh.ssh_config = j["ssh_config"].get<std::string>();
+    pod.ssh.known_hosts = j.value("known_hosts", std::string());
+    pod.ssh.strict_host_keys = j.value("strict_host_keys", false);
+    pod.ssh.connect_timeout = std::chrono::milliseconds(j.value("connect_timeout_ms", 10000));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(fmt::format("job {}: unreadable pod record: {}", job.id, e.what()));
+  }
+  for (const JobHost& h : job.hosts) {
+    PodWorker w;
+    w.index = h.index;
+    if (!h.user.empty()) w.host.user = h.user;
+    w.host.host = h.host;
+    if (h.port > 0) w.host.port = h.port;
+    pod.workers.push_back(w);
+    pod.selected.push_back(h.index);
+  }
+  pod.description = job.pod;
+  return pod;
+}
+
+}  // namespace podrun

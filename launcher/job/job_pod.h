@@ -1,0 +1,24 @@
+// The pod of a recorded job: what launch stores so that logs, status, stop and rerun reach
+// the same workers the same way from any terminal.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "launcher/job/job_store.h"
+#include "launcher/pod/pod_options.h"
+
+namespace podrun {
+
+// The job record's hosts for `pod`, with the addresses the workers reach each other at.
+std::vector<JobHost> JobHostsOf(const Pod& pod, const std::vector<std::string>& addresses);
+
+// The connection settings of `pod` (SSH options, fan-out, --local root), as JSON for the store.
+std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_root);
+
+// Rebuilds the pod of a recorded job (all workers selected) and its --local root.
+// Throws Error(kUsage) if the record cannot be read.
+Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root);
+
+}  // namespace podrun

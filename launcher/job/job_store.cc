@@ -1,0 +1,563 @@
+// The job store on SQLite: RAII owners for the connection and statements, versioned schema
+// migrations (PRAGMA user_version), and the queries behind status, logs, ls and rerun.
+#include "launcher/job/job_store.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <chrono>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "launcher/error.h"
+#include "launcher/job/podrun_home.h"
+
+namespace podrun {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kBusyTimeoutMs = 10000;
+
+// Schema migrations: kMigrations[i] moves a database from user_version i to i + 1. Append new
+// steps; never edit a released one.
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  pod TEXT NOT NULL,
+  spec_text TEXT NOT NULL,
+  spec_path TEXT NOT NULL,
+  hosts_json TEXT NOT NULL,          -- [{index, user, host, port, address}, ...]
+  created_ns INTEGER NOT NULL,
+  env_overrides_json TEXT NOT NULL,  -- {"KEY": "value"} from -e; never a secret
+  secret_names_json TEXT NOT NULL,   -- ["NAME", ...]; values are never stored
+  options_json TEXT NOT NULL
+);
+CREATE INDEX jobs_by_name ON jobs(name, created_ns);
+CREATE INDEX jobs_by_created ON jobs(created_ns);
+CREATE TABLE attempts (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  number INTEGER NOT NULL,
+  started_ns INTEGER NOT NULL,
+  ended_ns INTEGER,
+  state TEXT NOT NULL,
+  workers_json TEXT NOT NULL,        -- selected worker indexes
+  exit_code INTEGER,
+  PRIMARY KEY (job_id, number)
+);
+CREATE TABLE workers (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  state TEXT NOT NULL,
+  exit_code INTEGER,
+  signal INTEGER,
+  start_ns INTEGER,
+  end_ns INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, attempt, idx),
+  FOREIGN KEY (job_id, attempt) REFERENCES attempts(job_id, number) ON DELETE CASCADE
+);
+)sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+[[noreturn]] void Fail(sqlite3* db, const std::filesystem::path& path, const std::string& what) {
+  throw Error(ExitCode::kFailed,
+              path.string() + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+// A prepared statement, finalized when it goes out of scope. Bind indexes are 1-based, column
+// indexes 0-based, as in SQLite.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::filesystem::path& path, const char* sql)
+      : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) Fail(db, path, "prepare");
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+
+  Statement& Bind(int i, const std::string& value) {
+    return Check(sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()),
+                                   SQLITE_TRANSIENT));
+  }
+  Statement& Bind(int i, int64_t value) { return Check(sqlite3_bind_int64(stmt_, i, value)); }
+  Statement& Bind(int i, int value) { return Check(sqlite3_bind_int64(stmt_, i, value)); }
+  template <typename T>
+  Statement& Bind(int i, const std::optional<T>& value) {
+    if (value) return Bind(i, *value);
+    return Check(sqlite3_bind_null(stmt_, i));
+  }
+
+  // Makes the statement ready to run again, with no bindings.
+  Statement& Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return *this;
+  }
+
+  // Steps once: true when a row is available.
+  bool Step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    Fail(db_, path_, std::string("query '") + sqlite3_sql(stmt_) + "'");
+  }
+  // Runs a statement that returns no rows.
+  void Run() {
+    while (Step()) {
+    }
+  }
+
+  std::string Text(int col) {
+    const unsigned char* text = sqlite3_column_text(stmt_, col);
+    return text ? std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col))
+                : std::string();
+  }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  std::optional<int64_t> OptionalInt(int col) {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return Int(col);
+  }
+  std::optional<int> OptionalInt32(int col) {
+    std::optional<int64_t> v = OptionalInt(col);
+    return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+  }
+
+ private:
+  Statement& Check(int rc) {
+    if (rc != SQLITE_OK) Fail(db_, path_, "bind");
+    return *this;
+  }
+
+  sqlite3* db_;
+  const std::filesystem::path& path_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void Exec(sqlite3* db, const std::filesystem::path& path, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string detail = message ? message : sqlite3_errmsg(db);
+    sqlite3_free(message);
+    throw Error(ExitCode::kFailed, path.string() + ": " + detail);
+  }
+}
+
+// BEGIN IMMEDIATE (takes the write lock now, waiting up to the busy timeout); rolls back unless
+// Commit() was called.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::filesystem::path& path) : db_(db), path_(path) {
+    Exec(db_, path_, "BEGIN IMMEDIATE");
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void Commit() {
+    Exec(db_, path_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::filesystem::path& path_;
+  bool done_ = false;
+};
+
+std::string NewJobId(int64_t now_ns) {
+  std::time_t seconds = static_cast<std::time_t>(now_ns / 1000000000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+  static thread_local std::mt19937 random{std::random_device{}()};
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", static_cast<unsigned>(random() & 0xffff));
+  return std::string(stamp) + "-" + suffix;
+}
+
+json HostsToJson(const std::vector<JobHost>& hosts) {
+  json out = json::array();
+  for (const JobHost& h : hosts) {
+    out.push_back({{"index", h.index},
+                   {"user", h.user},
+                   {"host", h.host},
+                   {"port", h.port},
+                   {"address", h.address}});
+  }
+  return out;
+}
+
+std::vector<JobHost> HostsFromJson(const std::string& text) {
+  std::vector<JobHost> hosts;
+  for (const json& h : json::parse(text)) {
+    hosts.push_back({h.at("index").get<int>(), h.at("user").get<std::string>(),
+                     h.at("host").get<std::string>(), h.at("port").get<int>(),
+                     h.at("address").get<std::string>()});
+  }
+  return hosts;
+}
+
+constexpr const char* kJobColumns =
+    "id, name, pod, spec_text, spec_path, hosts_json, created_ns, env_overrides_json, "
+    "secret_names_json, options_json";
+
+JobRecord ReadJob(Statement& s) {
+  JobRecord job;
+  job.id = s.Text(0);
+  job.name = s.Text(1);
+  job.pod = s.Text(2);
+  job.spec_text = s.Text(3);
+  job.spec_path = s.Text(4);
+  job.hosts = HostsFromJson(s.Text(5));
+  job.created_ns = s.Int(6);
+  job.env_overrides = json::parse(s.Text(7)).get<std::map<std::string, std::string>>();
+  job.secret_names = json::parse(s.Text(8)).get<std::vector<std::string>>();
+  job.options_json = s.Text(9);
+  return job;
+}
+
+constexpr const char* kAttemptColumns =
+    "job_id, number, started_ns, ended_ns, state, workers_json, exit_code";
+
+AttemptRecord ReadAttempt(Statement& s, const std::filesystem::path& path) {
+  AttemptRecord a;
+  a.job_id = s.Text(0);
+  a.number = static_cast<int>(s.Int(1));
+  a.started_ns = s.Int(2);
+  a.ended_ns = s.OptionalInt(3);
+  std::string state = s.Text(4);
+  std::optional<AttemptState> parsed = ParseAttemptState(state);
+  if (!parsed)
+    throw Error(ExitCode::kFailed, path.string() + ": bad attempt state '" + state + "'");
+  a.state = *parsed;
+  a.workers = json::parse(s.Text(5)).get<std::vector<int>>();
+  a.exit_code = s.OptionalInt32(6);
+  return a;
+}
+
+std::string JoinIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const std::string& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
+}
+
+}  // namespace
+
+int64_t NowUnixNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void JobStore::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+JobStore::JobStore(const std::filesystem::path& db_path) : path_(db_path) {
+  sqlite3* raw = nullptr;
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  db_.reset(raw);  // owned even when opening failed
+  if (rc != SQLITE_OK) Fail(raw, path_, "open");
+  sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
+  sqlite3_extended_result_codes(db_.get(), 1);
+  Statement wal(db_.get(), path_, "PRAGMA journal_mode=WAL");
+  wal.Run();
+  Exec(db_.get(), path_, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL");
+  Migrate();
+}
+
+JobStore JobStore::OpenDefault(const EnvLookup& lookup) {
+  return JobStore(PodrunHome(lookup) / "podrun.db");
+}
+
+JobStore::JobStore(JobStore&&) noexcept = default;
+JobStore& JobStore::operator=(JobStore&&) noexcept = default;
+JobStore::~JobStore() = default;
+
+void JobStore::Migrate() {
+  Transaction tx(db_.get(), path_);
+  Statement get(db_.get(), path_, "PRAGMA user_version");
+  int version = get.Step() ? static_cast<int>(get.Int(0)) : 0;
+  if (version > kSchemaVersion) {
+    throw Error(ExitCode::kFailed, path_.string() + ": made by a newer podrun (schema " +
+                                       std::to_string(version) + ", this podrun knows " +
+                                       std::to_string(kSchemaVersion) + ")");
+  }
+  if (version == kSchemaVersion) return;  // the transaction rolls back: nothing to do
+  for (int v = version; v < kSchemaVersion; ++v) Exec(db_.get(), path_, kMigrations[v]);
+  Exec(db_.get(), path_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+  tx.Commit();
+}
+
+JobRecord JobStore::CreateJob(JobRecord job) {
+  for (const std::string& name : job.secret_names) {
+    if (job.env_overrides.count(name)) {
+      throw UsageError("-e " + name + ": " + name + " is a secret; its value is never stored");
+    }
+  }
+  job.created_ns = NowUnixNs();
+  for (int tries = 0;; ++tries) {
+    job.id = NewJobId(job.created_ns);
+    Statement s(db_.get(), path_,
+                "INSERT OR IGNORE INTO jobs (id, name, pod, spec_text, spec_path, hosts_json, "
+                "created_ns, env_overrides_json, secret_names_json, options_json) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    s.Bind(1, job.id)
+        .Bind(2, job.name)
+        .Bind(3, job.pod)
+        .Bind(4, job.spec_text)
+        .Bind(5, job.spec_path)
+        .Bind(6, HostsToJson(job.hosts).dump())
+        .Bind(7, job.created_ns)
+        .Bind(8, json(job.env_overrides).dump())
+        .Bind(9, json(job.secret_names).dump())
+        .Bind(10, job.options_json);
+    s.Run();
+    if (sqlite3_changes(db_.get()) == 1) return job;
+    if (tries == 100) Fail(db_.get(), path_, "cannot find a free job id");
+  }
+}
+
+void JobStore::SetJobHosts(const std::string& job_id, const std::vector<JobHost>& hosts) {
+  Statement s(db_.get(), path_, "UPDATE jobs SET hosts_json = ?2 WHERE id = ?1");
+  s.Bind(1, job_id).Bind(2, HostsToJson(hosts).dump()).Run();
+  if (sqlite3_changes(db_.get()) == 0) throw UsageError("no job '" + job_id + "'");
+}
+
+int JobStore::AddAttempt(const std::string& job_id, const std::vector<int>& workers,
+                         int64_t started_ns) {
+  Transaction tx(db_.get(), path_);
+  JobRecord job = GetJob(job_id);
+  std::map<int, std::string> host_of;
+  for (const JobHost& h : job.hosts) host_of[h.index] = h.host;
+  std::set<int> seen;
+  for (int index : workers) {
+    if (!seen.insert(index).second) {
+      throw UsageError("job " + job_id + ": worker " + std::to_string(index) + " given twice");
+    }
+    if (!job.hosts.empty() && !host_of.count(index)) {
+      throw UsageError("job " + job_id + ": no worker " + std::to_string(index) + " in its pod (" +
+                       std::to_string(job.hosts.size()) + " workers)");
+    }
+  }
+  Statement next(db_.get(), path_,
+                 "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE job_id = ?1");
+  next.Bind(1, job_id).Step();
+  int number = static_cast<int>(next.Int(0));
+  Statement insert(db_.get(), path_,
+                   "INSERT INTO attempts (job_id, number, started_ns, state, workers_json) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5)");
+  insert.Bind(1, job_id)
+      .Bind(2, number)
+      .Bind(3, started_ns)
+      .Bind(4, std::string(AttemptStateName(AttemptState::kStarting)))
+      .Bind(5, json(workers).dump())
+      .Run();
+  Statement worker(db_.get(), path_,
+                   "INSERT INTO workers (job_id, attempt, idx, host, state) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (int index : workers) {
+    worker.Reset()
+        .Bind(1, job_id)
+        .Bind(2, number)
+        .Bind(3, index)
+        .Bind(4, host_of[index])
+        .Bind(5, std::string(WorkerStateName(WorkerState::kPending)))
+        .Run();
+  }
+  tx.Commit();
+  return number;
+}
+
+void JobStore::SetAttemptState(const std::string& job_id, int attempt, AttemptState state,
+                               std::optional<int> exit_code, std::optional<int64_t> ended_ns) {
+  Statement s(db_.get(), path_,
+              "UPDATE attempts SET state = ?3, exit_code = COALESCE(?4, exit_code), "
+              "ended_ns = COALESCE(?5, ended_ns) WHERE job_id = ?1 AND number = ?2");
+  s.Bind(1, job_id)
+      .Bind(2, attempt)
+      .Bind(3, std::string(AttemptStateName(state)))
+      .Bind(4, exit_code)
+      .Bind(5, ended_ns)
+      .Run();
+  if (sqlite3_changes(db_.get()) == 0) {
+    throw UsageError("job " + job_id + " has no attempt " + std::to_string(attempt));
+  }
+}
+
+void JobStore::UpdateWorker(const std::string& job_id, int attempt, int index,
+                            const WorkerUpdate& u) {
+  Statement s(db_.get(), path_,
+              "UPDATE workers SET state = COALESCE(?4, state), "
+              "exit_code = COALESCE(?5, exit_code), signal = COALESCE(?6, signal), "
+              "start_ns = COALESCE(?7, start_ns), end_ns = COALESCE(?8, end_ns), "
+              "error = COALESCE(?9, error), last_seq = COALESCE(?10, last_seq) "
+              "WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
+  std::optional<std::string> state;
+  if (u.state) state = WorkerStateName(*u.state);
+  std::optional<int64_t> last_seq;
+  if (u.last_seq) last_seq = static_cast<int64_t>(*u.last_seq);
+  s.Bind(1, job_id)
+      .Bind(2, attempt)
+      .Bind(3, index)
+      .Bind(4, state)
+      .Bind(5, u.exit_code)
+      .Bind(6, u.signal)
+      .Bind(7, u.start_ns)
+      .Bind(8, u.end_ns)
+      .Bind(9, u.error)
+      .Bind(10, last_seq)
+      .Run();
+  if (sqlite3_changes(db_.get()) == 0) {
+    throw UsageError("job " + job_id + " attempt " + std::to_string(attempt) + " has no worker " +
+                     std::to_string(index));
+  }
+}
+
+JobRecord JobStore::GetJob(const std::string& id) {
+  Statement s(db_.get(), path_,
+              (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?1").c_str());
+  s.Bind(1, id);
+  if (!s.Step()) throw UsageError("no job '" + id + "'");
+  return ReadJob(s);
+}
+
+JobRecord JobStore::ResolveJob(const std::string& ref) {
+  if (ref.empty()) throw UsageError("no job given");
+  {
+    Statement s(db_.get(), path_,
+                (std::string("SELECT ") + kJobColumns +
+                 " FROM jobs WHERE id = ?1 OR name = ?1 "
+                 "ORDER BY id = ?1 DESC, created_ns DESC, id DESC LIMIT 1")
+                    .c_str());
+    s.Bind(1, ref);
+    if (s.Step()) return ReadJob(s);
+  }
+  std::vector<std::string> matches;
+  {
+    Statement s(db_.get(), path_,
+                "SELECT id FROM jobs WHERE substr(id, 1, length(?1)) = ?1 "
+                "ORDER BY created_ns DESC, id DESC");
+    s.Bind(1, ref);
+    while (s.Step()) matches.push_back(s.Text(0));
+  }
+  if (matches.size() == 1) return GetJob(matches[0]);
+  if (matches.size() > 1) {
+    throw UsageError("job '" + ref + "' is ambiguous: it could be " + JoinIds(matches));
+  }
+  std::vector<std::string> recent;
+  for (const JobSummary& job : ListJobs(5)) recent.push_back(job.id + " (" + job.name + ")");
+  throw UsageError(
+      "no job '" + ref + "'" +
+      (recent.empty() ? std::string(" (no jobs yet)") : "; latest jobs: " + JoinIds(recent)));
+}
+
+std::optional<JobRecord> JobStore::LatestJob() {
+  Statement s(db_.get(), path_,
+              (std::string("SELECT ") + kJobColumns +
+               " FROM jobs ORDER BY created_ns DESC, id DESC LIMIT 1")
+                  .c_str());
+  if (!s.Step()) return std::nullopt;
+  return ReadJob(s);
+}
+
+std::vector<AttemptRecord> JobStore::Attempts(const std::string& job_id) {
+  Statement s(db_.get(), path_,
+              (std::string("SELECT ") + kAttemptColumns +
+               " FROM attempts WHERE job_id = ?1 ORDER BY number")
+                  .c_str());
+  s.Bind(1, job_id);
+  std::vector<AttemptRecord> out;
+  while (s.Step()) out.push_back(ReadAttempt(s, path_));
+  return out;
+}
+
+AttemptRecord JobStore::GetAttempt(const std::string& job_id, int attempt) {
+  Statement s(db_.get(), path_,
+              (std::string("SELECT ") + kAttemptColumns +
+               " FROM attempts WHERE job_id = ?1 AND number = ?2")
+                  .c_str());
+  s.Bind(1, job_id).Bind(2, attempt);
+  if (!s.Step()) {
+    throw UsageError("job " + job_id + " has no attempt " + std::to_string(attempt));
+  }
+  return ReadAttempt(s, path_);
+}
+
+std::optional<AttemptRecord> JobStore::LatestAttempt(const std::string& job_id) {
+  Statement s(db_.get(), path_,
+              (std::string("SELECT ") + kAttemptColumns +
+               " FROM attempts WHERE job_id = ?1 ORDER BY number DESC LIMIT 1")
+                  .c_str());
+  s.Bind(1, job_id);
+  if (!s.Step()) return std::nullopt;
+  return ReadAttempt(s, path_);
+}
+
+std::vector<WorkerRecord> JobStore::Workers(const std::string& job_id, int attempt) {
+  Statement s(db_.get(), path_,
+              "SELECT idx, host, state, exit_code, signal, start_ns, end_ns, error, last_seq "
+              "FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
+  s.Bind(1, job_id).Bind(2, attempt);
+  std::vector<WorkerRecord> out;
+  while (s.Step()) {
+    WorkerRecord w;
+    w.index = static_cast<int>(s.Int(0));
+    w.host = s.Text(1);
+    std::string state = s.Text(2);
+    std::optional<WorkerState> parsed = ParseWorkerState(state);
+    if (!parsed) {
+      throw Error(ExitCode::kFailed, path_.string() + ": bad worker state '" + state + "'");
+    }
+    w.state = *parsed;
+    w.exit_code = s.OptionalInt32(3);
+    w.signal = s.OptionalInt32(4);
+    w.start_ns = s.OptionalInt(5);
+    w.end_ns = s.OptionalInt(6);
+    w.error = s.Text(7);
+    w.last_seq = static_cast<uint64_t>(s.Int(8));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::vector<JobSummary> JobStore::ListJobs(int limit) {
+  Statement s(db_.get(), path_,
+              "SELECT j.id, j.name, j.pod, j.created_ns, "
+              "  (SELECT COUNT(*) FROM attempts c WHERE c.job_id = j.id), "
+              "  a.state, a.started_ns, a.ended_ns "
+              "FROM jobs j LEFT JOIN attempts a ON a.job_id = j.id AND a.number = "
+              "  (SELECT MAX(number) FROM attempts m WHERE m.job_id = j.id) "
+              "ORDER BY j.created_ns DESC, j.id DESC LIMIT ?1");
+  s.Bind(1, limit > 0 ? limit : -1);
+  std::vector<JobSummary> out;
+  while (s.Step()) {
+    JobSummary job;
+    job.id = s.Text(0);
+    job.name = s.Text(1);
+    job.pod = s.Text(2);
+    job.created_ns = s.Int(3);
+    job.attempts = static_cast<int>(s.Int(4));
+    if (s.OptionalInt(6)) {
+      job.state = ParseAttemptState(s.Text(5));
+      job.started_ns = s.OptionalInt(6);
+      job.ended_ns = s.OptionalInt(7);
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+}  // namespace podrun

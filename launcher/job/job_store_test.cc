@@ -1,0 +1,313 @@
+// Tests of the job store on a real SQLite file: round trips, JOB resolution, two stores on one
+// file, and that no secret's value ever reaches the database.
+#include "launcher/job/job_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "launcher/error.h"
+#include "launcher/job/job_env.h"
+
+namespace podrun {
+namespace {
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("podrun-store-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = dir_ / "podrun.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static JobRecord SampleJob(const std::string& name) {
+    JobRecord job;
+    job.name = name;
+    job.pod = "hosts:2";
+    job.spec_text = "run: python3 train.py\n";
+    job.spec_path = "/home/u/" + name + ".yaml";
+    job.hosts = {{0, "matt", "10.0.0.2", 22, "10.0.0.2"}, {1, "matt", "w1", 2222, "10.0.0.3"}};
+    job.env_overrides = {{"EPOCHS", "3"}};
+    job.secret_names = {"WANDB_API_KEY"};
+    job.options_json = R"({"identity":"/k"})";
+    return job;
+  }
+
+  // The message of the podrun::Error `f` throws.
+  template <typename F>
+  static std::string ErrorOf(F f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+  }
+
+  // Every byte of the database's files (main file, WAL), for searching.
+  std::string AllBytes() {
+    std::string all;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream s;
+      s << in.rdbuf();
+      all += s.str();
+    }
+    return all;
+  }
+
+  std::filesystem::path dir_;
+  std::filesystem::path db_;
+};
+
+TEST_F(JobStoreTest, JobRoundTrip) {
+  JobStore store(db_);
+  JobRecord created = store.CreateJob(SampleJob("bert"));
+  EXPECT_TRUE(std::regex_match(created.id, std::regex(R"(\d{8}-\d{6}-[0-9a-f]{4})"))) << created.id;
+  EXPECT_GT(created.created_ns, 0);
+
+  JobRecord got = store.GetJob(created.id);
+  EXPECT_EQ(created.id, got.id);
+  EXPECT_EQ("bert", got.name);
+  EXPECT_EQ("hosts:2", got.pod);
+  EXPECT_EQ("run: python3 train.py\n", got.spec_text);
+  EXPECT_EQ("/home/u/bert.yaml", got.spec_path);
+  EXPECT_EQ(created.hosts, got.hosts);
+  EXPECT_EQ(created.created_ns, got.created_ns);
+  EXPECT_EQ(created.env_overrides, got.env_overrides);
+  EXPECT_EQ(created.secret_names, got.secret_names);
+  EXPECT_EQ(R"({"identity":"/k"})", got.options_json);
+
+  std::vector<JobHost> hosts = {{0, "", "localhost", 0, "127.0.0.1"}};
+  store.SetJobHosts(created.id, hosts);
+  EXPECT_EQ(hosts, store.GetJob(created.id).hosts);
+  EXPECT_EQ(created.id, store.LatestJob()->id);
+}
+
+TEST_F(JobStoreTest, AttemptsAndWorkers) {
+  JobStore store(db_);
+  std::string id = store.CreateJob(SampleJob("bert")).id;
+  EXPECT_FALSE(store.LatestAttempt(id));
+  EXPECT_EQ(1, store.AddAttempt(id, {0, 1}, 1000));
+
+  std::vector<WorkerRecord> workers = store.Workers(id, 1);
+  ASSERT_EQ(2u, workers.size());
+  EXPECT_EQ(0, workers[0].index);
+  EXPECT_EQ("10.0.0.2", workers[0].host);
+  EXPECT_EQ("w1", workers[1].host);
+  EXPECT_EQ(WorkerState::kPending, workers[1].state);
+  EXPECT_FALSE(workers[1].exit_code || workers[1].signal || workers[1].start_ns ||
+               workers[1].end_ns);
+  EXPECT_EQ(0u, workers[1].last_seq);
+
+  store.SetAttemptState(id, 1, AttemptState::kRunning);
+  store.UpdateWorker(id, 1, 0, {.state = WorkerState::kRunning, .start_ns = 1100});
+  store.UpdateWorker(id, 1, 1, {.state = WorkerState::kRunning, .start_ns = 1101});
+  store.UpdateWorker(
+      id, 1, 0, {.state = WorkerState::kExited, .exit_code = 0, .end_ns = 2000, .last_seq = 42});
+  store.UpdateWorker(
+      id, 1, 1, {.state = WorkerState::kFailed, .exit_code = 3, .end_ns = 1500, .error = "exit 3"});
+  store.SetAttemptState(id, 1, AttemptState::kFailed, 1, 2100);
+
+  workers = store.Workers(id, 1);
+  EXPECT_EQ(WorkerState::kExited, workers[0].state);
+  EXPECT_EQ(0, workers[0].exit_code);
+  EXPECT_EQ(1100, workers[0].start_ns);  // unchanged by the later update
+  EXPECT_EQ(2000, workers[0].end_ns);
+  EXPECT_EQ(42u, workers[0].last_seq);
+  EXPECT_EQ(WorkerState::kFailed, workers[1].state);
+  EXPECT_EQ(3, workers[1].exit_code);
+  EXPECT_EQ("exit 3", workers[1].error);
+
+  AttemptRecord first = store.GetAttempt(id, 1);
+  EXPECT_EQ(AttemptState::kFailed, first.state);
+  EXPECT_EQ(1, first.exit_code);
+  EXPECT_EQ(1000, first.started_ns);
+  EXPECT_EQ(2100, first.ended_ns);
+  EXPECT_EQ((std::vector<int>{0, 1}), first.workers);
+
+  // rerun --failed: only worker 1, a new attempt of the same job.
+  EXPECT_EQ(2, store.AddAttempt(id, {1}, 3000));
+  EXPECT_EQ(2, store.LatestAttempt(id)->number);
+  EXPECT_EQ(AttemptState::kStarting, store.LatestAttempt(id)->state);
+  EXPECT_EQ(1u, store.Workers(id, 2).size());
+  EXPECT_EQ(2u, store.Attempts(id).size());
+
+  EXPECT_THROW(store.UpdateWorker(id, 2, 0, {.state = WorkerState::kLost}), Error);
+  EXPECT_THROW(store.SetAttemptState(id, 9, AttemptState::kFailed), Error);
+  EXPECT_THROW(store.GetAttempt(id, 9), Error);
+  EXPECT_THROW(store.AddAttempt(id, {5}), Error);     // not in the pod
+  EXPECT_THROW(store.AddAttempt(id, {1, 1}), Error);  // twice
+  EXPECT_THROW(store.AddAttempt("nope", {0}), Error);
+}
+
+TEST_F(JobStoreTest, StateNames) {
+  for (auto s :
+       {WorkerState::kPending, WorkerState::kConnecting, WorkerState::kSetup, WorkerState::kRunning,
+        WorkerState::kExited, WorkerState::kFailed, WorkerState::kLost, WorkerState::kStopped}) {
+    EXPECT_EQ(s, ParseWorkerState(WorkerStateName(s)));
+  }
+  EXPECT_STREQ("connecting", WorkerStateName(WorkerState::kConnecting));
+  EXPECT_FALSE(ParseWorkerState("bogus"));
+  EXPECT_STREQ("start_failed", AttemptStateName(AttemptState::kStartFailed));
+  EXPECT_EQ(AttemptState::kSucceeded, ParseAttemptState("succeeded"));
+}
+
+TEST_F(JobStoreTest, ResolveByIdPrefixAndName) {
+  JobStore store(db_);
+  std::string a = store.CreateJob(SampleJob("train")).id;
+  std::string b = store.CreateJob(SampleJob("train")).id;
+  std::string c = store.CreateJob(SampleJob("eval")).id;
+
+  EXPECT_EQ(a, store.ResolveJob(a).id);
+  EXPECT_EQ(b, store.ResolveJob("train").id);  // the latest job of that name
+  EXPECT_EQ(c, store.ResolveJob("eval").id);
+  EXPECT_EQ(c, store.LatestJob()->id);
+  // A unique prefix: the whole id minus its last character is unique unless two random suffixes
+  // share 3 digits, so use the shortest prefix that only `a` has.
+  for (size_t n = 1; n <= a.size(); ++n) {
+    std::string prefix = a.substr(0, n);
+    bool unique = b.rfind(prefix, 0) != 0 && c.rfind(prefix, 0) != 0;
+    if (unique) {
+      EXPECT_EQ(a, store.ResolveJob(prefix).id);
+      break;
+    }
+  }
+  // The date part is shared by all three: ambiguous, and every candidate is listed.
+  std::string message = ErrorOf([&] { store.ResolveJob(a.substr(0, 8)); });
+  EXPECT_NE(std::string::npos, message.find("ambiguous")) << message;
+  for (const std::string& id : {a, b, c}) EXPECT_NE(std::string::npos, message.find(id));
+
+  message = ErrorOf([&] { store.ResolveJob("nosuch"); });
+  EXPECT_NE(std::string::npos, message.find("no job 'nosuch'; latest jobs: " + c + " (eval)"))
+      << message;
+  try {
+    store.ResolveJob("nosuch");
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kUsage, e.code());
+  }
+  EXPECT_THROW(store.GetJob("nosuch"), Error);
+}
+
+TEST_F(JobStoreTest, EmptyStore) {
+  JobStore store(db_);
+  EXPECT_FALSE(store.LatestJob());
+  EXPECT_TRUE(store.ListJobs().empty());
+  EXPECT_NE(std::string::npos,
+            ErrorOf([&] { store.ResolveJob("x"); }).find("no job 'x' (no jobs yet)"));
+}
+
+TEST_F(JobStoreTest, ListNewestFirst) {
+  JobStore store(db_);
+  std::string a = store.CreateJob(SampleJob("one")).id;
+  std::string b = store.CreateJob(SampleJob("two")).id;
+  store.AddAttempt(a, {0, 1}, 100);
+  store.SetAttemptState(a, 1, AttemptState::kFailed, 1, 200);
+  store.AddAttempt(a, {1}, 300);
+  store.SetAttemptState(a, 2, AttemptState::kSucceeded, 0, 450);
+
+  std::vector<JobSummary> jobs = store.ListJobs();
+  ASSERT_EQ(2u, jobs.size());
+  EXPECT_EQ(b, jobs[0].id);
+  EXPECT_EQ(0, jobs[0].attempts);
+  EXPECT_FALSE(jobs[0].state);
+  EXPECT_EQ(a, jobs[1].id);
+  EXPECT_EQ("one", jobs[1].name);
+  EXPECT_EQ("hosts:2", jobs[1].pod);
+  EXPECT_EQ(2, jobs[1].attempts);
+  EXPECT_EQ(AttemptState::kSucceeded, jobs[1].state);
+  EXPECT_EQ(300, jobs[1].started_ns);
+  EXPECT_EQ(450, jobs[1].ended_ns);
+  EXPECT_EQ(1u, store.ListJobs(1).size());
+}
+
+TEST_F(JobStoreTest, TwoStoresOnOneFile) {
+  JobStore launcher(db_);
+  JobStore other(db_);  // e.g. `podrun status` in another terminal
+  std::string id = launcher.CreateJob(SampleJob("bert")).id;
+  EXPECT_EQ(id, other.ResolveJob("bert").id);
+  int attempt = other.AddAttempt(id, {0, 1});
+  launcher.UpdateWorker(id, attempt, 1, {.state = WorkerState::kRunning});
+  EXPECT_EQ(WorkerState::kRunning, other.Workers(id, attempt)[1].state);
+  EXPECT_EQ(2, launcher.AddAttempt(id, {0}));  // numbers never collide
+  JobStore moved = std::move(other);
+  EXPECT_EQ(2u, moved.Attempts(id).size());
+}
+
+TEST_F(JobStoreTest, SchemaVersionAndWal) {
+  { JobStore store(db_); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_open(db_.c_str(), &db));
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
+  ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
+  EXPECT_EQ(1, sqlite3_column_int(st, 0));
+  sqlite3_finalize(st);
+  ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
+  ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
+  EXPECT_STREQ("wal", reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+  sqlite3_finalize(st);
+  // A database from a newer podrun is refused, naming the file.
+  ASSERT_EQ(SQLITE_OK, sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr));
+  sqlite3_close(db);
+  std::string message = ErrorOf([&] { JobStore store(db_); });
+  EXPECT_NE(std::string::npos, message.find(db_.string())) << message;
+  EXPECT_NE(std::string::npos, message.find("newer podrun")) << message;
+}
+
+TEST_F(JobStoreTest, ErrorsNameTheDatabase) {
+  std::string message = ErrorOf([&] { JobStore store(dir_ / "missing-dir" / "podrun.db"); });
+  EXPECT_NE(std::string::npos, message.find((dir_ / "missing-dir" / "podrun.db").string()))
+      << message;
+}
+
+TEST_F(JobStoreTest, NoSecretValueIsStored) {
+  const std::string secret = "hunter2-very-secret-value";
+  JobEnvParams params;
+  params.job_id = "x";
+  params.worker_addresses = {"10.0.0.2"};
+  params.spec_env = {{"PROJECT", "bert"}};
+  params.secrets = ReadSecrets(
+      {"WANDB_API_KEY"}, [&](const std::string&) { return std::optional<std::string>(secret); });
+  params.overrides = ParseEnvAssignments({"EPOCHS=3"});
+  JobEnv env = BuildJobEnv(params);
+  ASSERT_EQ(secret, env.vars["WANDB_API_KEY"]);
+
+  {
+    JobStore store(db_);
+    JobRecord job = SampleJob("bert");
+    job.env_overrides = params.overrides;
+    job.secret_names = {"WANDB_API_KEY"};
+    std::string id = store.CreateJob(job).id;
+    store.AddAttempt(id, {0, 1});
+    JobRecord bad = job;
+    bad.env_overrides["WANDB_API_KEY"] = secret;  // a caller's mistake is refused
+    EXPECT_THROW(store.CreateJob(bad), Error);
+    EXPECT_EQ(std::vector<std::string>{"WANDB_API_KEY"}, store.GetJob(id).secret_names);
+  }
+  std::string bytes = AllBytes();
+  EXPECT_NE(std::string::npos, bytes.find("WANDB_API_KEY"));
+  EXPECT_EQ(std::string::npos, bytes.find(secret));
+}
+
+TEST_F(JobStoreTest, OpenDefaultUsesPodrunHome) {
+  JobStore store =
+      JobStore::OpenDefault([&](const std::string& name) -> std::optional<std::string> {
+        if (name == "PODRUN_HOME") return (dir_ / "home").string();
+        return std::nullopt;
+      });
+  EXPECT_EQ(dir_ / "home" / "podrun.db", store.path());
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "home" / "podrun.db"));
+}
+
+}  // namespace
+}  // namespace podrun

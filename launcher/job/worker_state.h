@@ -1,0 +1,34 @@
+// The states of a job's workers and attempts, as the store records them and status shows them.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace podrun {
+
+// A worker's state (CONTRACT.md, `podrun status`).
+enum class WorkerState {
+  kPending,
+  kConnecting,
+  kSetup,
+  kRunning,
+  kExited,
+  kFailed,
+  kLost,
+  kStopped
+};
+
+// "pending", "connecting", "setup", "running", "exited", "failed", "lost", "stopped".
+const char* WorkerStateName(WorkerState state);
+// The state of a name WorkerStateName returns; nullopt for any other string.
+std::optional<WorkerState> ParseWorkerState(std::string_view name);
+
+// An attempt's outcome so far. kStartFailed: a worker could not be reached or set up, so
+// nothing ran (exit 3).
+enum class AttemptState { kStarting, kRunning, kSucceeded, kFailed, kStopped, kStartFailed };
+
+// "starting", "running", "succeeded", "failed", "stopped", "start_failed".
+const char* AttemptStateName(AttemptState state);
+std::optional<AttemptState> ParseAttemptState(std::string_view name);
+
+}  // namespace podrun

@@ -1,0 +1,182 @@
+// POD OPTIONS: command-line registration, merging with a spec's pod section, resolution.
+#include "launcher/pod/pod_options.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "launcher/error.h"
+#include "launcher/pod/worker_range.h"
+
+namespace podrun {
+namespace {
+
+std::string HomeDir() {
+  const char* home = std::getenv("HOME");
+  return home ? home : "/";
+}
+
+std::string ExpandTilde(const std::string& path) {
+  if (path == "~" || path.rfind("~/", 0) == 0) return HomeDir() + path.substr(1);
+  return path;
+}
+
+}  // namespace
+
+void AddPodOptions(CLI::App& app, PodSettings& pod) {
+  app.add_option_function<std::string>(
+         "--hosts",
+         [&pod](const std::string& value) { pod.hosts = std::vector<std::string>{value}; },
+         "Workers in rank order: H1,H2,... each [user@]host[:port], or @FILE (one per line)")
+      ->group("Pod");
+  app.add_option_function<std::string>(
+         "--tpu", [&pod](const std::string& v) { pod.tpu = v; },
+         "Discover the workers of this Cloud TPU VM pod")
+      ->group("Pod");
+  app.add_option_function<std::string>(
+         "--zone", [&pod](const std::string& v) { pod.zone = v; }, "Zone of --tpu")
+      ->group("Pod");
+  app.add_option_function<std::string>(
+         "--project", [&pod](const std::string& v) { pod.project = v; }, "Project of --tpu")
+      ->group("Pod");
+  app.add_flag_function(
+         "--internal-ip", [&pod](std::int64_t) { pod.internal_ip = true; },
+         "With --tpu: connect to the workers' internal addresses")
+      ->group("Pod");
+  app.add_option_function<int>(
+         "--local", [&pod](int n) { pod.local = n; },
+         "N workers on this machine, no SSH (each with its own home)")
+      ->group("Pod")
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<std::string>(
+         "-w,--workers", [&pod](const std::string& v) { pod.workers = v; },
+         "Only these worker indexes, e.g. 0,2-3 (indexes keep their pod-wide meaning)")
+      ->group("Pod");
+  app.add_option_function<std::string>(
+         "-l,--user", [&pod](const std::string& v) { pod.user = v; },
+         "User for hosts that don't name one")
+      ->group("SSH");
+  app.add_option_function<int>(
+         "-p,--port", [&pod](int v) { pod.port = v; }, "Port for hosts that don't name one")
+      ->group("SSH")
+      ->check(CLI::Range(1, 65535));
+  app.add_option_function<std::string>(
+         "-i,--identity", [&pod](const std::string& v) { pod.identity = v; },
+         "Private key (default: ssh-agent, then the default key files)")
+      ->group("SSH");
+  app.add_option_function<std::string>(
+         "-F,--ssh-config", [&pod](const std::string& v) { pod.ssh_config = v; },
+         "ssh_config to read (default ~/.ssh/config)")
+      ->group("SSH");
+  app.add_option_function<std::string>(
+         "--known-hosts", [&pod](const std::string& v) { pod.known_hosts = v; },
+         "known_hosts file (default ~/.ssh/known_hosts)")
+      ->group("SSH");
+  app.add_flag_function(
+         "--strict-host-keys", [&pod](std::int64_t) { pod.strict_host_keys = true; },
+         "Refuse hosts whose key is not known yet (default: record new keys)")
+      ->group("SSH");
+  app.add_option_function<int>(
+         "--fanout", [&pod](int v) { pod.fanout = v; },
+         "At most N SSH connections being set up at once (default 64)")
+      ->group("SSH")
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<int>(
+         "--connect-timeout", [&pod](int v) { pod.connect_timeout = v; },
+         "Seconds per worker to connect and authenticate (default 10)")
+      ->group("SSH")
+      ->check(CLI::PositiveNumber);
+}
+
+PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
+  PodSettings out = spec;
+  // A pod chosen on the command line replaces the spec's choice of pod as a whole.
+  if (cli.hosts || cli.tpu || cli.local) {
+    out.hosts = cli.hosts;
+    out.tpu = cli.tpu;
+    out.local = cli.local;
+    out.zone = cli.zone;
+    out.project = cli.project;
+  }
+  auto pick = [](auto& into, const auto& from) {
+    if (from) into = from;
+  };
+  pick(out.zone, cli.zone);
+  pick(out.project, cli.project);
+  pick(out.internal_ip, cli.internal_ip);
+  pick(out.workers, cli.workers);
+  pick(out.user, cli.user);
+  pick(out.port, cli.port);
+  pick(out.identity, cli.identity);
+  pick(out.ssh_config, cli.ssh_config);
+  pick(out.known_hosts, cli.known_hosts);
+  pick(out.strict_host_keys, cli.strict_host_keys);
+  pick(out.fanout, cli.fanout);
+  pick(out.connect_timeout, cli.connect_timeout);
+  return out;
+}
+
+Pod ResolvePod(const PodSettings& s) {
+  int choices = (s.hosts ? 1 : 0) + (s.tpu ? 1 : 0) + (s.local ? 1 : 0);
+  if (choices == 0) {
+    throw UsageError(
+        "no pod selected: give --hosts H1,H2,..., --hosts @FILE, --tpu NAME "
+        "--zone ZONE, or --local N");
+  }
+  if (choices > 1) throw UsageError("choose one of --hosts, --tpu and --local");
+  Pod pod;
+  if (s.tpu) {
+    throw UsageError(
+        "--tpu discovery is not available in this version yet; list the workers "
+        "with --hosts");
+  }
+  if (s.local) {
+    pod.local = *s.local;
+    for (int i = 0; i < pod.local; ++i) pod.workers.push_back({i, HostSpec{{}, "localhost", {}}});
+    pod.description = fmt::format("local:{}", pod.local);
+  } else {
+    std::vector<HostSpec> hosts;
+    for (const std::string& entry : *s.hosts) {
+      for (HostSpec& h : ParseHostList(entry)) hosts.push_back(std::move(h));
+    }
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      pod.workers.push_back({static_cast<int>(i), hosts[i]});
+    }
+    pod.description = fmt::format("hosts:{}", hosts.size());
+  }
+  int n = static_cast<int>(pod.workers.size());
+  if (s.workers) {
+    pod.selected = ParseWorkerRange(*s.workers, n);
+  } else {
+    for (int i = 0; i < n; ++i) pod.selected.push_back(i);
+  }
+  pod.ssh.default_user = s.user;
+  pod.ssh.default_port = s.port;
+  if (s.identity) {
+    pod.ssh.identity = ExpandTilde(*s.identity);
+    if (!std::filesystem::exists(*pod.ssh.identity)) {
+      throw UsageError(fmt::format("identity file {} does not exist", *pod.ssh.identity));
+    }
+  }
+  if (s.ssh_config) {
+    pod.ssh.ssh_config = ExpandTilde(*s.ssh_config);
+    if (!std::filesystem::exists(*pod.ssh.ssh_config)) {
+      throw UsageError(fmt::format("ssh_config {} does not exist", *pod.ssh.ssh_config));
+    }
+  }
+  pod.ssh.known_hosts = ExpandTilde(s.known_hosts.value_or("~/.ssh/known_hosts"));
+  pod.ssh.strict_host_keys = s.strict_host_keys.value_or(false);
+  pod.ssh.connect_timeout = std::chrono::seconds(s.connect_timeout.value_or(10));
+  pod.fanout = s.fanout.value_or(64);
+  // A tuning knob, not a contract option: how often to probe a quiet connection (a connection
+  // silent for 3 intervals is declared lost).
+  if (const char* keepalive = std::getenv("PODRUN_SSH_KEEPALIVE_SECONDS")) {
+    if (int seconds = std::atoi(keepalive); seconds > 0) {
+      pod.ssh.keepalive_interval = std::chrono::seconds(seconds);
+    }
+  }
+  return pod;
+}
+
+}  // namespace podrun

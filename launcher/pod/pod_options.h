@@ -1,0 +1,41 @@
+// The POD OPTIONS shared by every command that talks to workers (CONTRACT.md, "Selecting the
+// pod"), and their resolution into the list of workers and SSH settings.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/job/spec.h"
+#include "launcher/pod/host_list.h"
+#include "launcher/ssh/ssh_session.h"
+
+namespace podrun {
+
+// Registers --hosts, --tpu, --zone, --project, --internal-ip, --local, -w, -l, -p, -i, -F,
+// --known-hosts, --strict-host-keys, --fanout, --connect-timeout on `app`, filling `pod`.
+void AddPodOptions(CLI::App& app, PodSettings& pod);
+
+// Field by field: what `cli` sets, else what `spec` sets (the command line wins).
+PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec);
+
+struct PodWorker {
+  int index = 0;  // pod-wide rank
+  HostSpec host;  // as written (an ssh_config alias is resolved when connecting)
+};
+
+struct Pod {
+  std::vector<PodWorker> workers;  // the whole pod, rank order
+  std::vector<int> selected;       // indexes chosen with -w (all when not given)
+  int local = 0;                   // > 0: --local N, no SSH
+  SshOptions ssh;
+  int fanout = 64;
+  std::string description;  // "hosts:8", "local:4"
+};
+
+// Resolves the pod: reads a host file, checks -w against the pod size, fills SSH defaults
+// (known_hosts ~/.ssh/known_hosts). Throws Error(kUsage) for missing or contradictory options.
+Pod ResolvePod(const PodSettings& settings);
+
+}  // namespace podrun

@@ -1,0 +1,31 @@
+#include "launcher/ssh/host_key_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace podrun {
+namespace {
+
+TEST(HostKeyPolicy, Decisions) {
+  EXPECT_EQ(HostKeyAction::kAccept, DecideHostKey(SSH_KNOWN_HOSTS_OK, false));
+  EXPECT_EQ(HostKeyAction::kAccept, DecideHostKey(SSH_KNOWN_HOSTS_OK, true));
+  EXPECT_EQ(HostKeyAction::kRecord, DecideHostKey(SSH_KNOWN_HOSTS_UNKNOWN, false));
+  EXPECT_EQ(HostKeyAction::kRecord, DecideHostKey(SSH_KNOWN_HOSTS_NOT_FOUND, false));
+  EXPECT_EQ(HostKeyAction::kRefuseUnknown, DecideHostKey(SSH_KNOWN_HOSTS_UNKNOWN, true));
+  EXPECT_EQ(HostKeyAction::kRefuseUnknown, DecideHostKey(SSH_KNOWN_HOSTS_NOT_FOUND, true));
+  // A changed key is refused whatever the strictness.
+  EXPECT_EQ(HostKeyAction::kRefuseChanged, DecideHostKey(SSH_KNOWN_HOSTS_CHANGED, false));
+  EXPECT_EQ(HostKeyAction::kRefuseChanged, DecideHostKey(SSH_KNOWN_HOSTS_OTHER, false));
+  EXPECT_EQ(HostKeyAction::kError, DecideHostKey(SSH_KNOWN_HOSTS_ERROR, false));
+}
+
+TEST(HostKeyPolicy, RefusalNamesHostTypeAndFingerprint) {
+  std::string m = HostKeyRefusal(HostKeyAction::kRefuseChanged, "10.0.0.5", "ssh-ed25519",
+                                 "SHA256:abc", "/root/.ssh/known_hosts");
+  EXPECT_NE(std::string::npos, m.find("10.0.0.5"));
+  EXPECT_NE(std::string::npos, m.find("ssh-ed25519"));
+  EXPECT_NE(std::string::npos, m.find("SHA256:abc"));
+  EXPECT_NE(std::string::npos, m.find("ssh-keygen -R"));
+}
+
+}  // namespace
+}  // namespace podrun

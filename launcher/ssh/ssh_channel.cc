@@ -1,0 +1,162 @@
+// Exec and stream-local channels over an SshSession.
+#include "launcher/ssh/ssh_channel.h"
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+
+namespace podrun {
+namespace {
+
+constexpr size_t kReadChunkBytes = size_t{64} * 1024;
+
+void OnExitStatus(ssh_session, ssh_channel, int exit_status, void* userdata);
+void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*, const char*,
+                  void* userdata);
+
+}  // namespace
+
+std::string ShellQuote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+void SshChannel::Deleter::operator()(ssh_channel c) const {
+  if (c == nullptr) return;
+  ssh_channel_free(c);  // no blocking close here: the session is non-blocking
+}
+
+SshChannel::SshChannel(SshSession& session, ssh_channel channel)
+    : session_(session), channel_(channel) {
+  ssh_callbacks_init(&callbacks_);
+  callbacks_.userdata = &status_;
+  callbacks_.channel_exit_status_function = OnExitStatus;
+  callbacks_.channel_exit_signal_function = OnExitSignal;
+  ssh_set_channel_callbacks(channel_.get(), &callbacks_);
+}
+
+SshChannel::~SshChannel() {
+  if (channel_) ssh_remove_channel_callbacks(channel_.get(), &callbacks_);
+}
+
+namespace {
+
+void OnExitStatus(ssh_session, ssh_channel, int exit_status, void* userdata) {
+  auto* status = static_cast<ExitStatus*>(userdata);
+  status->exit_code = exit_status;
+}
+
+void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*, const char*,
+                  void* userdata) {
+  auto* status = static_cast<ExitStatus*>(userdata);
+  status->signal = signal ? signal : "?";
+}
+
+}  // namespace
+
+asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::Exec(SshSession& session,
+                                                              const std::string& command) {
+  ssh_channel raw = ssh_channel_new(session.raw());
+  if (raw == nullptr) {
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a channel: {}",
+                                                    session.description(), session.LastError()));
+  }
+  std::unique_ptr<SshChannel> channel(new SshChannel(session, raw));
+  int rc = co_await session.Retry([raw] { return ssh_channel_open_session(raw); });
+  if (rc != SSH_OK) {
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a session channel: {}",
+                                                    session.description(), session.LastError()));
+  }
+  rc = co_await session.Retry([&] { return ssh_channel_request_exec(raw, command.c_str()); });
+  if (rc != SSH_OK) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: exec refused: {}", session.description(), session.LastError()));
+  }
+  co_return channel;
+}
+
+asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenUnixSocket(
+    SshSession& session, const std::string& socket_path) {
+  ssh_channel raw = ssh_channel_new(session.raw());
+  if (raw == nullptr) {
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a channel: {}",
+                                                    session.description(), session.LastError()));
+  }
+  std::unique_ptr<SshChannel> channel(new SshChannel(session, raw));
+  int rc = co_await session.Retry(
+      [&] { return ssh_channel_open_forward_unix(raw, socket_path.c_str(), "127.0.0.1", 0); });
+  if (rc != SSH_OK) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: stream-local forwarding to {} refused: {}", session.description(),
+                            socket_path, session.LastError()));
+  }
+  co_return channel;
+}
+
+int SshChannel::ReadAvailable(char* buffer, size_t size) {
+  ssh_channel c = channel_.get();
+  int n = ssh_channel_read_nonblocking(c, buffer, static_cast<uint32_t>(size), 0);
+  if (n == SSH_ERROR) return -2;
+  if (n == 0 && ssh_channel_is_eof(c)) return -1;
+  return n;
+}
+
+asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
+  ssh_channel c = channel_.get();
+  std::string buffer(kReadChunkBytes, '\0');
+  for (;;) {
+    bool progress = false;
+    for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
+      int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, is_stderr);
+      if (n == SSH_ERROR) {
+        throw Error(
+            ExitCode::kUnreachable,
+            fmt::format("{}: connection lost: {}", session_.description(), session_.LastError()));
+      }
+      if (n > 0) {
+        progress = true;
+        on_data(is_stderr ? Stream::kStderr : Stream::kStdout,
+                std::string_view(buffer.data(), static_cast<size_t>(n)));
+      }
+    }
+    if (progress) continue;
+    if (ssh_channel_is_eof(c) || ssh_channel_is_closed(c)) break;
+    co_await session_.WaitIo();
+  }
+  // The exit status travels just before (or with) EOF/close; wait for it or the close.
+  while (!status_.exit_code && status_.signal.empty() && !ssh_channel_is_closed(c)) {
+    ssh_channel_get_exit_status(c);  // non-blocking here: processes pending packets
+    if (status_.exit_code || !status_.signal.empty() || ssh_channel_is_closed(c)) break;
+    co_await session_.WaitIo();
+  }
+  co_return status_;
+}
+
+asio::awaitable<void> SshChannel::Write(std::string_view data) {
+  ssh_channel c = channel_.get();
+  while (!data.empty()) {
+    int n = ssh_channel_write(c, data.data(), static_cast<uint32_t>(data.size()));
+    if (n == SSH_ERROR) {
+      throw Error(
+          ExitCode::kUnreachable,
+          fmt::format("{}: write failed: {}", session_.description(), session_.LastError()));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    if (n == 0 || !data.empty()) co_await session_.WaitIo();
+  }
+}
+
+asio::awaitable<void> SshChannel::SendEof() {
+  ssh_channel c = channel_.get();
+  co_await session_.Retry([c] { return ssh_channel_send_eof(c); });
+}
+
+}  // namespace podrun

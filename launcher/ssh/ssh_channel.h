@@ -1,0 +1,70 @@
+// A channel of an SshSession: an exec channel with streamed stdout/stderr and exit status, or a
+// direct-streamlocal channel to a unix socket on the worker. Same thread rules as SshSession;
+// the session must outlive its channels.
+#pragma once
+
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+
+#include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "launcher/exit_status.h"
+#include "launcher/ssh/ssh_session.h"
+#include "launcher/stream.h"
+
+namespace podrun {
+
+class SshChannel {
+ public:
+  using OnData = std::function<void(Stream, std::string_view)>;
+
+  // Opens a session channel and runs `command` on it (the server runs it with the user's
+  // shell). Throws Error(kUnreachable) with the session's description.
+  static asio::awaitable<std::unique_ptr<SshChannel>> Exec(SshSession& session,
+                                                           const std::string& command);
+
+  // Opens a direct-streamlocal@openssh.com channel to `socket_path` on the server.
+  // Throws Error(kUnreachable); `refused` is set when the server refused forwarding itself.
+  static asio::awaitable<std::unique_ptr<SshChannel>> OpenUnixSocket(
+      SshSession& session, const std::string& socket_path);
+
+  ~SshChannel();
+  SshChannel(const SshChannel&) = delete;
+  SshChannel& operator=(const SshChannel&) = delete;
+
+  // Delivers output to on_data as it arrives until the remote side sends EOF, then waits for
+  // the exit status. Throws Error(kUnreachable) if the connection breaks.
+  asio::awaitable<ExitStatus> Drain(const OnData& on_data);
+
+  // Writes all of `data` (libssh returns short counts when the window is full).
+  asio::awaitable<void> Write(std::string_view data);
+  // Sends EOF (closes the remote command's stdin).
+  asio::awaitable<void> SendEof();
+
+  // Reads what is available now from stdout (non-blocking); 0 when nothing, -1 at EOF.
+  int ReadAvailable(char* buffer, size_t size);
+
+  ssh_channel raw() const { return channel_.get(); }
+  SshSession& session() const { return session_; }
+
+ private:
+  SshChannel(SshSession& session, ssh_channel channel);
+  struct Deleter {
+    void operator()(ssh_channel c) const;
+  };
+
+  SshSession& session_;
+  std::unique_ptr<ssh_channel_struct, Deleter> channel_;
+  ssh_channel_callbacks_struct callbacks_{};
+  ExitStatus status_;
+};
+
+// Quotes `text` for a POSIX shell as one word.
+std::string ShellQuote(std::string_view text);
+
+}  // namespace podrun

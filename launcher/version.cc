@@ -1,7 +1,0 @@
-#include "launcher/version.h"
-
-namespace podrun {
-
-std::string_view Version() { return PODRUN_VERSION; }
-
-}  // namespace podrun

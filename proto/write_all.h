@@ -1,0 +1,12 @@
+// Writing a whole buffer to a file descriptor: shared by the launcher and the agent.
+#pragma once
+
+#include <string_view>
+
+namespace podrun {
+
+// Writes all of `data` to `fd`, retrying on EINTR and short writes (blocking fds; a
+// non-blocking fd that would block counts as an error). Returns false on error, errno set.
+bool WriteAll(int fd, std::string_view data);
+
+}  // namespace podrun
