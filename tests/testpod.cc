@@ -1,6 +1,8 @@
 // TestPod: a GoogleTest fixture helper owning a simulated pod made by scripts/testpod.
 #include "tests/testpod.h"
 
+#include <cstdlib>
+
 #include <fstream>
 #include <stdexcept>
 
@@ -12,8 +14,21 @@ namespace podrun::testing {
 
 std::string TestPod::Script() { return std::string(PODRUN_SOURCE_DIR) + "/scripts/testpod"; }
 
+namespace {
+
+// $PODRUN_TESTPOD_ID_OFFSET shifts every pod id (mod 100), so that two checkouts can run their
+// integration tests at the same time without sharing a pod.
+int ShiftedId(int id) {
+  const char* offset = std::getenv("PODRUN_TESTPOD_ID_OFFSET");
+  return offset ? (id + std::atoi(offset)) % 100 : id;
+}
+
+}  // namespace
+
 TestPod::TestPod(int workers, int id, const std::vector<std::string>& sshd_options)
-    : workers_(workers), id_(id), dir_("/tmp/podrun-testpod-" + std::to_string(id)) {
+    : workers_(workers),
+      id_(ShiftedId(id)),
+      dir_("/tmp/podrun-testpod-" + std::to_string(id_)) {
   std::string args = std::to_string(workers);
   for (const std::string& option : sshd_options) args += " --sshd-option " + ShellQuote(option);
   CommandResult up = RunScript("up", args);

@@ -13,7 +13,7 @@ namespace podrun::testing {
 // Pods with different ids can exist at the same time. Needs root.
 class TestPod {
  public:
-  // Brings up `workers` workers as pod `id` (0..99); each of `sshd_options` (e.g.
+  // Brings up `workers` workers as pod `id` (0..99, shifted by $PODRUN_TESTPOD_ID_OFFSET); each of `sshd_options` (e.g.
   // "AllowStreamLocalForwarding no") is appended to every worker's sshd_config.
   // Throws std::runtime_error with the script's output if the pod does not come up.
   explicit TestPod(int workers, int id = 0, const std::vector<std::string>& sshd_options = {});
