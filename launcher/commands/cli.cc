@@ -15,6 +15,7 @@
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
+#include "launcher/commands/open_files.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
 #include "launcher/commands/version.h"
@@ -74,6 +75,7 @@ ExitCode ExecMain(int argc, char** argv) {
   if (request.command.empty())
     throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
   request.pod = ResolvePod(settings);
+  EnsureOpenFiles(request.pod.selected.size());
   return RunExec(request);
 }
 

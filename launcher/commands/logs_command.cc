@@ -18,6 +18,7 @@
 #include "launcher/agent/agent_client.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
+#include "launcher/job/log_follower.h"
 #include "launcher/job/podrun_home.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/line_splitter.h"
@@ -27,10 +28,6 @@
 namespace podrun {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-// A broken stream is retried (reconnecting) for this long before the worker counts as lost.
-constexpr auto kGiveUpAfter = std::chrono::seconds(20);
-constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 // Without -f, output is written in chunks of about this size.
 constexpr size_t kFlushBytes = 64 << 10;
 
@@ -138,54 +135,27 @@ struct LogRead {
 LogRead ReadLog(JobAgents& agents, JobAgent& agent, const std::string& job_id, int attempt,
                 bool follow, const AgentClient::OnBatch& on_batch) {
   LogRead result;
-  uint64_t next = 1;
-  std::optional<Clock::time_point> give_up_at;
-  bool checked = false;
-  for (;;) {
-    try {
-      if (!checked) {
-        if (!agent.client->Status(job_id, static_cast<uint32_t>(attempt))) {
-          result.unknown = true;
-          return result;
-        }
-        checked = true;
-      }
-      AgentLogStreamEnd end =
-          agent.client->StreamLogs(job_id, static_cast<uint32_t>(attempt), next, follow,
-                                   [&](std::vector<LogRecord>&& records) {
-                                     if (!records.empty()) next = records.back().seq + 1;
-                                     return on_batch(std::move(records));
-                                   });
-      next = std::max(next, end.next_seq);
-      if (end.cancelled) {
-        result.cancelled = true;
-        return result;
-      }
-      result.end = end.end;
-      if (end.end || !follow) return result;
-      throw Error(ExitCode::kUnreachable, "the log stream ended early");
-    } catch (const std::exception& e) {
-      if (!give_up_at) {
-        give_up_at = Clock::now() + kGiveUpAfter;
-        SayToUser(fmt::format("{}: connection to the agent lost ({}); reconnecting",
-                              agent.description, e.what()));
-      }
-      if (Clock::now() >= *give_up_at) {
-        result.error = fmt::format("no connection to its agent for {} s: {}",
-                                   std::chrono::seconds(kGiveUpAfter).count(), e.what());
-        return result;
-      }
-      std::this_thread::sleep_for(kReconnectPause);
-      try {
-        agents.Reconnect(agent);
-        give_up_at.reset();
-        SayToUser(
-            fmt::format("{}: reconnected; resuming its log at record {}", agent.description, next));
-      } catch (const std::exception&) {
-        // keep trying until give_up_at
-      }
+  try {
+    if (!agent.client->Status(job_id, static_cast<uint32_t>(attempt))) {
+      result.unknown = true;
+      return result;
     }
+  } catch (const Error& e) {
+    result.error = e.what();
+    return result;
   }
+  LogFollowParams params;
+  params.job_id = job_id;
+  params.attempt = static_cast<uint32_t>(attempt);
+  params.follow = follow;
+  params.description = agent.description;
+  LogFollowHooks hooks{[&] { return agent.client; }, [&] { return agents.Reconnect(agent); },
+                       SayToUser};
+  LogFollowResult read = FollowLog(params, hooks, on_batch);
+  result.end = read.end;
+  result.cancelled = read.cancelled;
+  result.error = read.lost;
+  return result;
 }
 
 // The workers to show: -w (pod-wide indexes, each part of the attempt) or all of the attempt.

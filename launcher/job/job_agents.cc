@@ -11,18 +11,11 @@
 
 #include "launcher/error.h"
 #include "launcher/job/job_pod.h"
+#include "launcher/job/parallel_for.h"
 #include "launcher/output/labelled_output.h"
 
 namespace podrun {
 namespace {
-
-// Runs f(i) for i in [0, n) on a thread each; waits for all.
-void ParallelFor(size_t n, const std::function<void(size_t)>& f) {
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
-  for (std::thread& t : threads) t.join();
-}
 
 // The message of `e` without a leading "<description>: " (links add it; we print it apart).
 std::string Reason(const std::exception& e, const std::string& description) {

@@ -66,6 +66,11 @@ CREATE TABLE workers (
   FOREIGN KEY (job_id, attempt) REFERENCES attempts(job_id, number) ON DELETE CASCADE
 );
 )sql",
+    // 2: a stop that could not be delivered (the worker was cut off while its gang was being
+    // stopped) waits here for the next podrun command or attempt that reaches the worker.
+    R"sql(
+ALTER TABLE workers ADD COLUMN stop_pending_grace INTEGER;  -- seconds; NULL: no stop pending
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -403,7 +408,9 @@ void JobStore::UpdateWorker(const std::string& job_id, int attempt, int index,
               "UPDATE workers SET state = COALESCE(?4, state), "
               "exit_code = COALESCE(?5, exit_code), signal = COALESCE(?6, signal), "
               "start_ns = COALESCE(?7, start_ns), end_ns = COALESCE(?8, end_ns), "
-              "error = COALESCE(?9, error), last_seq = COALESCE(?10, last_seq) "
+              "error = COALESCE(?9, error), last_seq = COALESCE(?10, last_seq), "
+              "stop_pending_grace = CASE WHEN ?11 IS NULL THEN stop_pending_grace "
+              "  WHEN ?11 < 0 THEN NULL ELSE ?11 END "
               "WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
   std::optional<std::string> state;
   if (u.state) state = WorkerStateName(*u.state);
@@ -419,6 +426,7 @@ void JobStore::UpdateWorker(const std::string& job_id, int attempt, int index,
       .Bind(8, u.end_ns)
       .Bind(9, u.error)
       .Bind(10, last_seq)
+      .Bind(11, u.stop_pending_grace)
       .Run();
   if (sqlite3_changes(db_.get()) == 0) {
     throw UsageError("job " + job_id + " attempt " + std::to_string(attempt) + " has no worker " +
@@ -508,8 +516,8 @@ std::optional<AttemptRecord> JobStore::LatestAttempt(const std::string& job_id) 
 
 std::vector<WorkerRecord> JobStore::Workers(const std::string& job_id, int attempt) {
   Statement s(db_.get(), path_,
-              "SELECT idx, host, state, exit_code, signal, start_ns, end_ns, error, last_seq "
-              "FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
+              "SELECT idx, host, state, exit_code, signal, start_ns, end_ns, error, last_seq, "
+              "stop_pending_grace FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
   s.Bind(1, job_id).Bind(2, attempt);
   std::vector<WorkerRecord> out;
   while (s.Step()) {
@@ -528,6 +536,7 @@ std::vector<WorkerRecord> JobStore::Workers(const std::string& job_id, int attem
     w.end_ns = s.OptionalInt(6);
     w.error = s.Text(7);
     w.last_seq = static_cast<uint64_t>(s.Int(8));
+    w.stop_pending_grace = s.OptionalInt32(9);
     out.push_back(std::move(w));
   }
   return out;

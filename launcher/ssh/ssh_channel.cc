@@ -3,9 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "launcher/error.h"
 
 namespace podrun {
+namespace {
+
+// The most handed to libssh at once by Write.
+constexpr size_t kWriteChunkBytes = 32 << 10;
+
+}  // namespace
 namespace {
 
 constexpr size_t kReadChunkBytes = size_t{64} * 1024;
@@ -142,8 +150,24 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
 
 asio::awaitable<void> SshChannel::Write(std::string_view data) {
   ssh_channel c = channel_.get();
+  ssh_session s = session_.raw();
   while (!data.empty()) {
-    int n = ssh_channel_write(c, data.data(), static_cast<uint32_t>(data.size()));
+    // libssh copies what it is given (up to the peer's whole window, 2 MB for OpenSSH) into
+    // its output buffer: hand it a small chunk only once it has sent the previous one, so that
+    // what a worker costs here stays one chunk, whatever is uploaded to how many workers.
+    if (ssh_get_poll_flags(s) & SSH_WRITE_PENDING) {
+      if (ssh_blocking_flush(s, 0) == SSH_ERROR) {
+        throw Error(
+            ExitCode::kUnreachable,
+            fmt::format("{}: write failed: {}", session_.description(), session_.LastError()));
+      }
+      if (ssh_get_poll_flags(s) & SSH_WRITE_PENDING) {
+        co_await session_.WaitIo();
+        continue;
+      }
+    }
+    int n = ssh_channel_write(c, data.data(),
+                              static_cast<uint32_t>(std::min(data.size(), kWriteChunkBytes)));
     if (n == SSH_ERROR) {
       throw Error(
           ExitCode::kUnreachable,

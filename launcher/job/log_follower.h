@@ -1,0 +1,51 @@
+// FollowLog: reads one worker's log of a job attempt from its agent, from a sequence number on,
+// for `launch` and `logs` alike. A broken stream is resumed exactly (at the next sequence number)
+// after reconnecting; a worker whose agent gives no progress for `lost_after` is given up, so a
+// reconnect that succeeds but whose stream keeps ending at once can never loop without end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "launcher/agent/agent_client.h"
+
+namespace podrun {
+
+struct LogFollowParams {
+  std::string job_id;
+  uint32_t attempt = 1;
+  uint64_t from_seq = 1;
+  bool follow = true;       // until the process has ended; else to the log's current end
+  std::string description;  // "w3 (root@10.0.0.5:22)", for messages
+  // How long the agent may give no progress (no record, no stream that stays up) before the
+  // worker is given up.
+  std::chrono::milliseconds lost_after = std::chrono::seconds(20);
+  std::chrono::milliseconds reconnect_pause = std::chrono::milliseconds(500);
+  // A stream that stayed open this long was healthy: the give-up clock starts again after it.
+  std::chrono::milliseconds healthy_stream = std::chrono::seconds(5);
+};
+
+struct LogFollowResult {
+  std::optional<AgentProcessEnd> end;  // the process has ended and every record was delivered
+  uint64_t next_seq = 1;               // the first record not delivered
+  bool cancelled = false;              // on_batch asked to stop
+  std::string lost;                    // set when given up: why ("no answer from its agent ...")
+};
+
+// The seams FollowLog works through; each may be called only from the calling thread.
+struct LogFollowHooks {
+  std::function<std::shared_ptr<AgentClient>()> client;     // the current client (may be null)
+  std::function<std::shared_ptr<AgentClient>()> reconnect;  // a new one, greeted; throws
+  std::function<void(const std::string&)> say;              // a message for the user
+};
+
+// Blocks until the log is read (see LogFollowParams::follow), on_batch asked to stop, or the
+// worker is given up. Never throws for a broken connection; on_batch's exceptions propagate.
+LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& hooks,
+                          const AgentClient::OnBatch& on_batch);
+
+}  // namespace podrun
