@@ -153,28 +153,20 @@ asio::awaitable<void> SshChannel::Write(std::string_view data) {
   ssh_session s = session_.raw();
   while (!data.empty()) {
     // libssh copies what it is given (up to the peer's whole window, 2 MB for OpenSSH) into
-    // its output buffer: hand it a small chunk only once it has sent the previous one, so that
-    // what a worker costs here stays one chunk, whatever is uploaded to how many workers.
-    if (ssh_get_poll_flags(s) & SSH_WRITE_PENDING) {
-      if (ssh_blocking_flush(s, 0) == SSH_ERROR) {
-        throw Error(
-            ExitCode::kUnreachable,
-            fmt::format("{}: write failed: {}", session_.description(), session_.LastError()));
-      }
-      if (ssh_get_poll_flags(s) & SSH_WRITE_PENDING) {
-        co_await session_.WaitIo();
-        continue;
-      }
-    }
-    int n = ssh_channel_write(c, data.data(),
-                              static_cast<uint32_t>(std::min(data.size(), kWriteChunkBytes)));
+    // its output buffer: hand it one small chunk at a time, and the next only once the socket
+    // takes more (each write first flushes what libssh still holds), so that what a worker
+    // costs here stays about one chunk, whatever is uploaded to how many workers.
+    const int n = ssh_channel_write(c, data.data(),
+                                    static_cast<uint32_t>(std::min(data.size(), kWriteChunkBytes)));
     if (n == SSH_ERROR) {
       throw Error(
           ExitCode::kUnreachable,
           fmt::format("{}: write failed: {}", session_.description(), session_.LastError()));
     }
     data.remove_prefix(static_cast<size_t>(n));
-    if (n == 0 || !data.empty()) co_await session_.WaitIo();
+    // Nothing taken: the window is full (wait for the peer's window adjust); output pending:
+    // wait until the socket is writable again.
+    if (n == 0 || (ssh_get_poll_flags(s) & SSH_WRITE_PENDING)) co_await session_.WaitIo();
   }
 }
 
