@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -137,7 +136,6 @@ class Runner {
   std::map<int, Worker*> by_index_;
 
   std::mutex gang_mutex_;
-  std::condition_variable gang_changed_;
   Gang gang_;
   std::vector<std::thread> stoppers_;  // guarded by gang_mutex_
 
@@ -151,7 +149,6 @@ void Runner::OnInterrupt() {
   if (gang_.interrupted()) return;
   Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
   if (gang_.Interrupt()) StopRunning();
-  gang_changed_.notify_all();
 }
 
 void Runner::JoinStoppers() {
@@ -329,7 +326,6 @@ void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
                          .signal = end.signal,
                          .end_ns = end.end_time_ns,
                          .last_seq = last_seq});
-  gang_changed_.notify_all();
 }
 
 void Runner::OnLost(Worker& w, const std::string& reason) {
@@ -337,7 +333,6 @@ void Runner::OnLost(Worker& w, const std::string& reason) {
   std::lock_guard lock(gang_mutex_);
   if (gang_.Lost(w.index, reason)) StopRunning();
   UpdateWorker(w.index, {.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason});
-  gang_changed_.notify_all();
 }
 
 void Runner::Follow(Worker& w) {

@@ -148,15 +148,12 @@ bool IsFinal(WorkerState state) {
 }
 
 std::optional<AttemptState> SettledAttemptState(const std::vector<WorkerRecord>& workers) {
-  bool failed = false, stopped = false;
+  std::vector<WorkerState> states;
   for (const WorkerRecord& w : workers) {
     if (!IsFinal(w.state)) return std::nullopt;
-    failed = failed || w.state == WorkerState::kFailed;
-    stopped = stopped || w.state == WorkerState::kStopped;
+    states.push_back(w.state);
   }
-  if (failed) return AttemptState::kFailed;
-  if (stopped) return AttemptState::kStopped;
-  return AttemptState::kSucceeded;
+  return EndedAttemptState(states);
 }
 
 bool SettleAttemptIfDone(JobStore& store, const std::string& job_id, int attempt) {
