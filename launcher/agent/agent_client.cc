@@ -64,12 +64,29 @@ std::string CodeName(grpc::StatusCode code) {
   }
 }
 
+// True for the codes of an agent that answered and said no: another connection cannot help.
+bool IsRefusal(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The one place gRPC statuses become podrun errors.
 void Check(const grpc::Status& status, const char* rpc) {
   if (status.ok()) return;
-  throw Error(ExitCode::kUnreachable, std::string("agent ") + rpc + ": " +
-                                          CodeName(status.error_code()) + ": " +
-                                          status.error_message());
+  const std::string message = std::string("agent ") + rpc + ": " + CodeName(status.error_code()) +
+                              ": " + status.error_message();
+  if (IsRefusal(status.error_code())) throw AgentRefusal(message);
+  throw Error(ExitCode::kUnreachable, message);
 }
 
 template <typename Duration>

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/error.h"
 #include "proto/log_record.h"
 
 namespace podrun {
@@ -82,10 +83,19 @@ struct AgentLogStreamEnd {
   bool cancelled = false;              // stopped by the caller (on_batch or the stop token)
 };
 
+// An agent that answered and refused the request (a bad argument, an unknown job, a workdir it
+// cannot use): trying again through a new connection cannot help. Still exit code 3 (the worker
+// could not be set up), but never taken for a lost connection.
+class AgentRefusal : public Error {
+ public:
+  explicit AgentRefusal(const std::string& message) : Error(ExitCode::kUnreachable, message) {}
+};
+
 // One agent behind one channel. Every method blocks; each may be called from any thread,
 // concurrently. Errors throw podrun::Error with ExitCode::kUnreachable and the message
-// "agent <Rpc>: <gRPC code>: <detail>" (transport failures and agent refusals alike: either
-// way the worker cannot go on). Timeouts per call are the k*Timeout constants in the .cc.
+// "agent <Rpc>: <gRPC code>: <detail>": AgentRefusal when the agent refused, a plain Error when
+// the transport failed (no answer, deadline, broken connection). Timeouts per call are the
+// k*Timeout constants in the .cc.
 class AgentClient {
  public:
   explicit AgentClient(std::shared_ptr<grpc::Channel> channel);

@@ -40,6 +40,10 @@ LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& h
       result.end = end.end;
       if (end.end || !params.follow) return result;
       throw Error(ExitCode::kUnreachable, "the log stream ended before the process did");
+    } catch (const AgentRefusal& e) {
+      // The agent answered and said no (e.g. it has no such job): no reconnect can help.
+      result.lost = fmt::format("its agent refused to stream the log: {}", e.what());
+      return result;
     } catch (const Error& e) {
       last_error = e.what();
     } catch (const std::system_error& e) {

@@ -1,7 +1,8 @@
 // FollowLog: reads one worker's log of a job attempt from its agent, from a sequence number on,
 // for `launch` and `logs` alike. A broken stream is resumed exactly (at the next sequence number)
 // after reconnecting; a worker whose agent gives no progress for `lost_after` is given up, so a
-// reconnect that succeeds but whose stream keeps ending at once can never loop without end.
+// reconnect that succeeds but whose stream keeps ending at once can never loop without end, and
+// an agent that refuses the stream (AgentRefusal) is given up at once.
 #pragma once
 
 #include <chrono>
