@@ -115,7 +115,7 @@ class Runner {
   void ConnectAll();
   void PrepareAll();
   void StartAll();
-  void Follow(Worker& w);
+  void FollowAll(const std::vector<Worker*>& workers);  // until every log is done
   void OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq);
   void OnLost(Worker& w, const std::string& reason);
   void StopRunning();          // caller holds gang_mutex_
@@ -335,23 +335,30 @@ void Runner::OnLost(Worker& w, const std::string& reason) {
   UpdateWorker(w.index, {.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason});
 }
 
-void Runner::Follow(Worker& w) {
-  LogFollowParams params;
-  params.job_id = plan_.job.id;
-  params.attempt = static_cast<uint32_t>(plan_.attempt);
-  params.description = w.link->description();
-  params.lost_after = kLostAfter;
-  params.reconnect_pause = kReconnectPause;
-  LogFollowHooks hooks{[&] { return Client(w); }, [&] { return Reconnect(w); }, Say};
-  LogFollowResult result = FollowLog(params, hooks, [&](std::vector<LogRecord>&& records) {
-    if (!records.empty()) merger_->Add(w.index, records);
-    return true;
-  });
-  if (result.end) {
-    OnEnded(w, *result.end, result.next_seq - 1);
-  } else {
-    OnLost(w, result.lost);
+void Runner::FollowAll(const std::vector<Worker*>& workers) {
+  std::vector<LogFollowJob> jobs;
+  for (Worker* w : workers) {
+    LogFollowJob job;
+    job.params.job_id = plan_.job.id;
+    job.params.attempt = static_cast<uint32_t>(plan_.attempt);
+    job.params.description = w->link->description();
+    job.params.lost_after = kLostAfter;
+    job.params.reconnect_pause = kReconnectPause;
+    job.hooks = {[this, w] { return Client(*w); }, [this, w] { return Reconnect(*w); }, Say};
+    const int index = w->index;
+    job.on_batch = [this, index](std::vector<LogRecord>&& records) {
+      if (!records.empty()) merger_->Add(index, records);
+      return true;
+    };
+    jobs.push_back(std::move(job));
   }
+  FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
+    if (result.end) {
+      OnEnded(*workers[i], *result.end, result.next_seq - 1);
+    } else {
+      OnLost(*workers[i], result.lost);
+    }
+  });
 }
 
 ExitCode Runner::Report() {
@@ -484,8 +491,8 @@ ExitCode Runner::Run() {
   for (auto& w : workers_) {
     if (w->error.empty()) following.push_back(w.get());
   }
-  // One thread per worker: each blocks in its stream for the job's whole life.
-  ForEachParallel(following, [this](Worker& w) { Follow(w); });
+  // No thread per worker: the streams run on gRPC's threads (see FollowLogs).
+  FollowAll(following);
   interrupts.Stop();
   JoinStoppers();
   return Report();

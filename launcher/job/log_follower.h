@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/agent/agent_client.h"
 
@@ -44,8 +45,27 @@ struct LogFollowHooks {
   std::function<void(const std::string&)> say;              // a message for the user
 };
 
-// Blocks until the log is read (see LogFollowParams::follow), on_batch asked to stop, or the
-// worker is given up. Never throws for a broken connection; on_batch's exceptions propagate.
+// One log to follow among many.
+struct LogFollowJob {
+  LogFollowParams params;
+  LogFollowHooks hooks;
+  // Runs on one of gRPC's threads, one call at a time per log, different logs' calls
+  // concurrently; return false to stop following that log. Must not throw.
+  AgentClient::OnBatch on_batch;
+};
+
+// Follows every job's log at once, without a thread per log: the streams run on gRPC's
+// callback threads, and a reconnect (blocking: SSH) gets a thread of its own only while it
+// lasts. Blocks until every log is done (see LogFollowParams::follow: read, cancelled by its
+// on_batch, or given up); calls on_finished(index into jobs, result) on the calling thread as
+// each one is, and returns the results in the order of `jobs`. Hooks run on the calling
+// thread (client, say) or on that log's reconnect thread (reconnect), never two at once for
+// one log.
+std::vector<LogFollowResult> FollowLogs(
+    std::vector<LogFollowJob> jobs,
+    const std::function<void(size_t, const LogFollowResult&)>& on_finished = {});
+
+// FollowLogs for one log.
 LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& hooks,
                           const AgentClient::OnBatch& on_batch);
 
