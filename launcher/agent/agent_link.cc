@@ -75,6 +75,9 @@ class SshAgentLink : public AgentLink {
     try {
       channel = co_await SshChannel::OpenUnixSocket(*session_, announcement.socket_path);
     } catch (const Error&) {
+      // The server answered the channel open with a refusal only if the connection is still
+      // up; a broken connection is that, not a server policy, and goes up as it is.
+      if (!ssh_is_connected(session_->raw())) throw;
       forwarding_refused = true;
     }
     dial_stdio_ = forwarding_refused;
