@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "launcher/error.h"
+#include "launcher/exit_status.h"
 #include "launcher/job/job_pod.h"
 #include "launcher/job/parallel_for.h"
 #include "launcher/output/labelled_output.h"
@@ -95,16 +96,7 @@ void JobAgents::ForEachReachable(const std::function<void(JobAgent&)>& f) {
 
 std::string DescribeProcessEnd(const AgentProcessEnd& end) {
   if (end.never_started) return "never started";
-  std::string how;
-  if (end.exit_code) {
-    how = fmt::format("exit code {}", *end.exit_code);
-  } else if (end.signal) {
-    const char* name = ::sigabbrev_np(*end.signal);
-    how = fmt::format("killed by signal {}{}", *end.signal,
-                      name ? fmt::format(" (SIG{})", name) : "");
-  } else {
-    how = "ended without status";
-  }
+  const std::string how = DescribeExit(end.exit_code, end.signal);
   return end.stopped_by_request ? "stopped (" + how + ")" : how;
 }
 
