@@ -174,9 +174,16 @@ std::vector<int> SelectWorkers(const LogsRequest& request, const JobRecord& job,
   return selected;
 }
 
-// Prints every worker's records merged in time order (stable per worker).
+// Prints every worker's records merged in time order (stable per worker), each worker's
+// timestamps corrected by its clock offset.
 void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
-                 const std::map<int, std::vector<LogRecord>>& logs) {
+                 const std::map<int, std::vector<LogRecord>>& logs,
+                 const std::map<int, int64_t>& clock_offsets) {
+  // Each worker's timestamps in the launcher's clock (workers' clocks need not agree).
+  auto at = [&](int w, const LogRecord& r) {
+    auto it = clock_offsets.find(w);
+    return r.time_ns - (it == clock_offsets.end() ? 0 : it->second);
+  };
   // (time_ns, worker, position in its log), smallest first.
   using Head = std::tuple<int64_t, int, size_t>;
   std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
@@ -185,7 +192,7 @@ void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
     if (it == logs.end() || it->second.empty()) {
       printer.Finish(w);
     } else {
-      heads.emplace(it->second[0].time_ns, w, 0);
+      heads.emplace(at(w, it->second[0]), w, 0);
     }
   }
   while (!heads.empty()) {
@@ -194,7 +201,7 @@ void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
     const std::vector<LogRecord>& log = logs.at(w);
     printer.Add(w, log[i]);
     if (i + 1 < log.size()) {
-      heads.emplace(log[i + 1].time_ns, w, i + 1);
+      heads.emplace(at(w, log[i + 1]), w, i + 1);
     } else {
       printer.Finish(w);
     }
@@ -247,7 +254,11 @@ ExitCode RunLogs(const LogsRequest& request) {
     std::lock_guard lock(mutex);
     reads[agent.index] = std::move(read);
   });
-  if (!request.follow) PrintMerged(printer, reachable, logs);
+  if (!request.follow) {
+    std::map<int, int64_t> offsets;
+    for (const JobAgent& agent : agents.agents()) offsets[agent.index] = agent.clock_offset_ns;
+    PrintMerged(printer, reachable, logs, offsets);
+  }
   if (printer.broken()) return ExitCode::kOk;  // the reader went away (e.g. `| head`)
 
   bool failed = false;
