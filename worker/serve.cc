@@ -17,6 +17,7 @@
 #include "worker/agent_service.h"
 #include "worker/daemon.h"
 #include "worker/job_runner.h"
+#include "worker/private_state.h"
 
 namespace podrun::agent {
 namespace {
@@ -31,12 +32,16 @@ constexpr auto kShutdownGrace = std::chrono::seconds(2);
 // Launchers send keepalive pings through the tunnel; accept them this often, without strikes.
 constexpr int kMinPingIntervalMs = 1000;
 
+// Creates the agent's directory (0700) or checks that an existing one is private, and refuses
+// symbolic links where its state goes (private_state.h).
 void PrepareDirectories(const std::filesystem::path& home) {
   namespace fs = std::filesystem;
   if (!fs::exists(home)) {
     fs::create_directories(home);
     fs::permissions(home, fs::perms::owner_all);
   }
+  CheckPrivateDirectory(home);
+  for (const char* entry : {"run", "jobs", "agent.log"}) RefuseSymlink(home / entry);
   fs::create_directories(home / "run");
   fs::permissions(home / "run", fs::perms::owner_all);  // even if it existed
 }

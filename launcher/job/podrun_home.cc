@@ -1,6 +1,7 @@
-// Resolves and creates the launcher's state directory and its per-job directories.
+// Resolves, creates and checks the launcher's state directory and its per-job directories.
 #include "launcher/job/podrun_home.h"
 
+#include <fmt/format.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,13 +15,19 @@
 namespace podrun {
 namespace {
 
+constexpr mode_t kPrivateUmask = 077;
+
+// Set once by RestrictUmask, before any thread exists.
+bool g_umask_restricted = false;
+mode_t g_inherited_umask = 0;
+
 std::optional<std::string> NonEmpty(const EnvLookup& lookup, const std::string& name) {
   std::optional<std::string> value = lookup(name);
   if (value && value->empty()) return std::nullopt;
   return value;
 }
 
-// Creates `dir` and its missing parents; `dir` itself gets mode 0700.
+// Creates `dir` (mode 0700) and its missing parents; an existing `dir` is left as it is.
 void MakeDirectory(const std::filesystem::path& dir) {
   std::error_code ec;
   if (std::filesystem::is_directory(dir, ec)) return;
@@ -36,7 +43,67 @@ void MakeDirectory(const std::filesystem::path& dir) {
   }
 }
 
+// Creates `dir` (0700) inside a private directory unless it exists; refuses a symbolic link or
+// anything but a directory in its place.
+void MakePrivateSubdirectory(const std::filesystem::path& dir) {
+  RefuseSymlink(dir);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw UsageError(dir.string() + ": cannot create: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    throw UsageError(dir.string() + ": " + std::strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode)) RefuseSymlink(dir);
+  if (!S_ISDIR(st.st_mode)) throw UsageError(dir.string() + ": exists and is not a directory");
+}
+
 }  // namespace
+
+void RestrictUmask() {
+  g_inherited_umask = ::umask(kPrivateUmask);
+  g_umask_restricted = true;
+}
+
+mode_t InheritedUmask() {
+  if (g_umask_restricted) return g_inherited_umask;
+  mode_t current = ::umask(kPrivateUmask);
+  ::umask(current);
+  return current;
+}
+
+void CheckPrivateDirectory(const std::filesystem::path& dir, const std::string& what) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    throw UsageError(fmt::format("{} {}: {}", what, dir.string(), std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw UsageError(fmt::format("{} {} is not a directory", what, dir.string()));
+  }
+  if (st.st_uid != ::geteuid()) {
+    const passwd* owner = ::getpwuid(st.st_uid);
+    throw UsageError(fmt::format(
+        "{} {} belongs to {} (uid {}), not to you (uid {}): refusing to keep podrun's state "
+        "there; point {} at a directory of your own",
+        what, dir.string(), owner != nullptr ? owner->pw_name : "another user", st.st_uid,
+        ::geteuid(), what));
+  }
+  if ((st.st_mode & 077) != 0) {
+    throw UsageError(fmt::format(
+        "{} {} is open to other users (mode {:04o}): refusing to keep podrun's state there; "
+        "make it private with: chmod 700 {}",
+        what, dir.string(), st.st_mode & 07777, dir.string()));
+  }
+}
+
+void RefuseSymlink(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    throw UsageError(fmt::format(
+        "{} is a symbolic link: podrun never follows links in its state directory (remove it)",
+        path.string()));
+  }
+}
 
 std::filesystem::path PodrunHome(const EnvLookup& lookup) {
   std::filesystem::path home;
@@ -55,6 +122,11 @@ std::filesystem::path PodrunHome(const EnvLookup& lookup) {
     home = std::filesystem::path(*user_home) / ".local" / "state" / "podrun";
   }
   MakeDirectory(home);
+  CheckPrivateDirectory(home, "PODRUN_HOME");
+  for (const char* entry :
+       {"podrun.db", "podrun.db-wal", "podrun.db-shm", "podrun.db-journal", "jobs", "local"}) {
+    RefuseSymlink(home / entry);
+  }
   return home;
 }
 
@@ -62,8 +134,9 @@ std::filesystem::path JobDir(const std::filesystem::path& home, const std::strin
   if (job_id.empty() || job_id.find('/') != std::string::npos || job_id[0] == '.') {
     throw UsageError("bad job id '" + job_id + "'");
   }
+  MakePrivateSubdirectory(home / "jobs");
   std::filesystem::path dir = home / "jobs" / job_id;
-  MakeDirectory(dir);
+  MakePrivateSubdirectory(dir);
   return dir;
 }
 

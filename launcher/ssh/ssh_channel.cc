@@ -109,14 +109,6 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenUnixSocket(
   co_return channel;
 }
 
-int SshChannel::ReadAvailable(char* buffer, size_t size) {
-  ssh_channel c = channel_.get();
-  int n = ssh_channel_read_nonblocking(c, buffer, static_cast<uint32_t>(size), 0);
-  if (n == SSH_ERROR) return -2;
-  if (n == 0 && ssh_channel_is_eof(c)) return -1;
-  return n;
-}
-
 asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
   ssh_channel c = channel_.get();
   std::string buffer(kReadChunkBytes, '\0');
