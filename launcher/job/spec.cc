@@ -295,6 +295,10 @@ class Parser : private YamlReader {
                     std::vector<std::string>* secrets) const {
     for (auto& [name, mark] : List(key, value, true)) {
       if (!IsValidEnvName(name)) Fail(mark, "bad environment variable name '" + name + "'");
+      if (name.rfind("PODRUN_", 0) == 0) {
+        Fail(mark,
+             "'" + name + "': PODRUN_ variables are set by podrun (name the secret otherwise)");
+      }
       if (std::find(secrets->begin(), secrets->end(), name) != secrets->end()) {
         Fail(mark, "'" + name + "' is listed twice");
       }
