@@ -307,16 +307,16 @@ TEST(LaunchLocal, RunProcessGetsTheContractEnvAndSecretsAreNeverStored) {
   std::string spec = WriteSpec("envjob", R"(name: envjob
 workdir: ~/wd
 env: {FROM_SPEC: spec-value}
-secret_env: [PODRUN_TEST_SECRET]
+secret_env: [LAUNCH_TEST_SECRET]
 coordinator_port: 9123
 run: |
   echo "ids $PODRUN_WORKER_ID/$PODRUN_NUM_WORKERS rank $RANK/$WORLD_SIZE jax $JAX_PROCESS_ID/$JAX_NUM_PROCESSES"
   echo "coord $PODRUN_COORDINATOR master $MASTER_ADDR:$MASTER_PORT attempt $PODRUN_ATTEMPT"
   echo "spec $FROM_SPEC cli $FROM_CLI pwd $PWD"
-  [ "${#PODRUN_TEST_SECRET}" = 15 ] && [ "${PODRUN_TEST_SECRET%-42}" != "$PODRUN_TEST_SECRET" ] && echo secret-ok
+  [ "${#LAUNCH_TEST_SECRET}" = 15 ] && [ "${LAUNCH_TEST_SECRET%-42}" != "$LAUNCH_TEST_SECRET" ] && echo secret-ok
 )");
   CommandResult r =
-      RunCommand("env PODRUN_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home + " " +
+      RunCommand("env LAUNCH_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home + " " +
                      PODRUN_BINARY + " launch " + spec + " --local 2 -e FROM_CLI=cli-value",
                  /*merge_stderr=*/false);
   KillLocalAgents(home);
