@@ -325,6 +325,17 @@ TEST_F(SshTest, LocalWorkersDoNotInheritTheLaunchersEnvironment) {
   EXPECT_EQ(std::string::npos, r.output.find("hunter2")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w1] HOME=" + home + "/local/w1")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w0] PATH=")) << r.output;
+
+  // launch --local: neither the local agents nor their jobs see it; the job's own env arrives.
+  std::string spec = ::testing::TempDir() + "/ssh-test-local-env.yaml";
+  std::ofstream(spec) << "name: localenv\nenv: {FROM_SPEC: yes-spec}\nrun: env\n";
+  CommandResult launch = RunCommand("env PODRUN_SSH_TEST_SECRET=hunter2 PODRUN_HOME=" + home + " " +
+                                    PODRUN_BINARY + " launch " + spec + " --local 2");
+  KillLocalAgents(home);
+  EXPECT_EQ(0, launch.exit_code) << launch.output;
+  EXPECT_EQ(std::string::npos, launch.output.find("hunter2")) << launch.output;
+  EXPECT_NE(std::string::npos, launch.output.find("[w1] FROM_SPEC=yes-spec")) << launch.output;
+  EXPECT_EQ("", RunCommand("grep -rl hunter2 " + home + " || true").output);
 }
 
 }  // namespace
