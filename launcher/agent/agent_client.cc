@@ -334,9 +334,9 @@ class LogStreamReactor final : public grpc::ClientReadReactor<v1::LogBatch>, pub
       }
     }
     AgentClient::OnStreamDone on_done = std::move(on_done_);
-    AgentLogStreamEnd result = std::move(result_);
+    AgentLogStreamEnd result = result_;
     std::shared_ptr<LogStreamReactor> self = std::move(self_);  // may end this object's life
-    on_done(std::move(result), error);
+    on_done(result, error);
   }
 
  private:

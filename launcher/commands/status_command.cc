@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "launcher/exit_status.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
@@ -94,14 +95,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   return notes;
 }
 
-std::string ExitText(const WorkerRecord& w) {
-  if (w.exit_code) return std::to_string(*w.exit_code);
-  if (w.signal) {
-    const char* name = ::sigabbrev_np(*w.signal);
-    return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", *w.signal);
-  }
-  return "-";
-}
+std::string ExitText(const WorkerRecord& w) { return ShortExit(w.exit_code, w.signal); }
 
 std::string NoteOf(const WorkerRecord& w, const Notes& notes) {
   auto it = notes.find(w.index);

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "launcher/exit_status.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
@@ -80,12 +81,7 @@ ExitCode RunStop(const StopRequest& request) {
   for (const WorkerRecord& w : store.Workers(job.id, number)) {
     if (IsFinal(w.state) && !w.stop_pending_grace) {
       std::string how;
-      if (w.exit_code) {
-        how = fmt::format(" (exit code {})", *w.exit_code);
-      } else if (w.signal) {
-        const char* name = ::sigabbrev_np(*w.signal);
-        how = name ? fmt::format(" (SIG{})", name) : fmt::format(" (signal {})", *w.signal);
-      }
+      if (w.exit_code || w.signal) how = " (" + DescribeExit(w.exit_code, w.signal) + ")";
       SayToUser(
           fmt::format("w{} ({}): already {}{}", w.index, w.host, WorkerStateName(w.state), how));
     } else {

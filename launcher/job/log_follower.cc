@@ -138,7 +138,7 @@ class Followers {
           return on_batch(std::move(records));
         },
         [this, i](AgentLogStreamEnd end, std::exception_ptr error) {
-          Post({Event::kStreamDone, i, std::move(end), std::move(error), {}});
+          Post({Event::kStreamDone, i, end, std::move(error), {}});
         });
   }
 
