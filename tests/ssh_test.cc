@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "launcher/agent/agent_tunnel.h"
 #include "launcher/error.h"
@@ -89,6 +90,7 @@ class SshTest : public ::testing::Test {
 };
 
 std::unique_ptr<TestPod> SshTest::pod_;
+int round_robin = 0;
 
 struct ExecResult {
   std::string out, err;
@@ -205,6 +207,30 @@ TEST_F(SshTest, AgentTunnelCarriesGrpcToTheAgentsUnixSocket) {
     session.reset();
     co_return;
   }());
+}
+
+TEST_F(SshTest, KeepaliveDueWhileTheSessionIsDestroyedTouchesNothing) {
+  // The keepalive timer fires in the same turn of the loop as the wait that destroys the
+  // session, and is queued after it: its handler runs once the session is gone (it must find
+  // nothing to touch: ssh_session.h). Repeated, since each round is one chance of a crash.
+  EventLoop loop;
+  for (int round = 0; round < 5; ++round) {
+    loop.Run([]() -> asio::awaitable<void> {
+      SshOptions options = PodSsh();
+      options.keepalive_interval = std::chrono::milliseconds(20);
+      auto session = co_await SshSession::Connect(Worker(round_robin++ % kWorkers), options);
+      session->StartKeepalive();
+      asio::steady_timer earlier(co_await asio::this_coro::executor, std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));  // both timers are now due
+      co_await earlier.async_wait(asio::use_awaitable);
+      session.reset();  // the keepalive's completion is already queued behind this one
+      asio::steady_timer after(co_await asio::this_coro::executor, std::chrono::milliseconds(30));
+      co_await after.async_wait(asio::use_awaitable);  // let it run
+    }());
+  }
+  // The loop survived; a new session on it still works.
+  ExecResult r = loop.Run(ConnectAndExec(Worker(0), PodSsh(), "echo alive"));
+  EXPECT_EQ("alive\n", r.out);
 }
 
 TEST_F(SshTest, ChangedHostKeyIsRefusedWhateverSshConfigSaysExec) {
