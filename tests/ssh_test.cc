@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "launcher/agent/agent_tunnel.h"
 #include "launcher/error.h"
@@ -89,6 +90,7 @@ class SshTest : public ::testing::Test {
 };
 
 std::unique_ptr<TestPod> SshTest::pod_;
+int round_robin = 0;
 
 struct ExecResult {
   std::string out, err;
@@ -205,6 +207,30 @@ TEST_F(SshTest, AgentTunnelCarriesGrpcToTheAgentsUnixSocket) {
     session.reset();
     co_return;
   }());
+}
+
+TEST_F(SshTest, KeepaliveDueWhileTheSessionIsDestroyedTouchesNothing) {
+  // The keepalive timer fires in the same turn of the loop as the wait that destroys the
+  // session, and is queued after it: its handler runs once the session is gone (it must find
+  // nothing to touch: ssh_session.h). Repeated, since each round is one chance of a crash.
+  EventLoop loop;
+  for (int round = 0; round < 5; ++round) {
+    loop.Run([]() -> asio::awaitable<void> {
+      SshOptions options = PodSsh();
+      options.keepalive_interval = std::chrono::milliseconds(20);
+      auto session = co_await SshSession::Connect(Worker(round_robin++ % kWorkers), options);
+      session->StartKeepalive();
+      asio::steady_timer earlier(co_await asio::this_coro::executor, std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));  // both timers are now due
+      co_await earlier.async_wait(asio::use_awaitable);
+      session.reset();  // the keepalive's completion is already queued behind this one
+      asio::steady_timer after(co_await asio::this_coro::executor, std::chrono::milliseconds(30));
+      co_await after.async_wait(asio::use_awaitable);  // let it run
+    }());
+  }
+  // The loop survived; a new session on it still works.
+  ExecResult r = loop.Run(ConnectAndExec(Worker(0), PodSsh(), "echo alive"));
+  EXPECT_EQ("alive\n", r.out);
 }
 
 TEST_F(SshTest, ChangedHostKeyIsRefusedWhateverSshConfigSaysExec) {
@@ -325,6 +351,17 @@ TEST_F(SshTest, LocalWorkersDoNotInheritTheLaunchersEnvironment) {
   EXPECT_EQ(std::string::npos, r.output.find("hunter2")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w1] HOME=" + home + "/local/w1")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w0] PATH=")) << r.output;
+
+  // launch --local: neither the local agents nor their jobs see it; the job's own env arrives.
+  std::string spec = ::testing::TempDir() + "/ssh-test-local-env.yaml";
+  std::ofstream(spec) << "name: localenv\nenv: {FROM_SPEC: yes-spec}\nrun: env\n";
+  CommandResult launch = RunCommand("env PODRUN_SSH_TEST_SECRET=hunter2 PODRUN_HOME=" + home + " " +
+                                    PODRUN_BINARY + " launch " + spec + " --local 2");
+  KillLocalAgents(home);
+  EXPECT_EQ(0, launch.exit_code) << launch.output;
+  EXPECT_EQ(std::string::npos, launch.output.find("hunter2")) << launch.output;
+  EXPECT_NE(std::string::npos, launch.output.find("[w1] FROM_SPEC=yes-spec")) << launch.output;
+  EXPECT_EQ("", RunCommand("grep -rl hunter2 " + home + " || true").output);
 }
 
 }  // namespace

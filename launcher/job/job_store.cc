@@ -115,7 +115,8 @@ void JobStore::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 JobStore::JobStore(const std::filesystem::path& db_path) : path_(db_path) {
   sqlite3* raw = nullptr;
   int rc =
-      sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+      sqlite3_open_v2(path_.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
   db_.reset(raw);  // owned even when opening failed
   if (rc != SQLITE_OK) Fail(raw, path_, "open");
   sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
