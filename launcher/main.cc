@@ -1,6 +1,6 @@
 // podrun: runs one job on every worker of a multi-host accelerator pod.
 #include "launcher/commands/cli.h"
-#include "launcher/job/podrun_home.h"
+#include "proto/private_state.h"
 
 int main(int argc, char** argv) {
   podrun::RestrictUmask();  // DESIGN.md decision 14: what podrun creates is its user's alone

@@ -41,6 +41,8 @@ class SshTest : public ::testing::Test {
     o.known_hosts = pod_->known_hosts();
     o.ssh_config = EmptyConfig();
     o.connect_timeout = std::chrono::seconds(20);
+    // Sessions that start keepalives fail within 3 intervals on a stalled link, not hang.
+    o.keepalive_interval = std::chrono::seconds(3);
     return o;
   }
   static std::string EmptyConfig() {
@@ -102,6 +104,7 @@ struct ExecResult {
 asio::awaitable<ExecResult> ConnectAndExec(HostSpec target, SshOptions options, std::string command,
                                            std::string input = "") {
   auto session = co_await SshSession::Connect(target, options);
+  session->StartKeepalive();
   auto channel = co_await SshChannel::Exec(*session, command);
   if (!input.empty()) co_await channel->Write(input);
   co_await channel->SendEof();
@@ -140,6 +143,7 @@ TEST_F(SshTest, ChannelClosedByTheServerEndsTheDrain) {
   EventLoop loop;
   auto flow = []() -> asio::awaitable<std::pair<ExitStatus, std::string>> {
     auto session = co_await SshSession::Connect(Worker(2), PodSsh());
+    session->StartKeepalive();
     auto first = co_await SshChannel::Exec(*session, "echo early; exec >&- 2>&-; sleep 1; exit 4");
     ExitStatus status = co_await first->Drain([](Stream, std::string_view) {});
     auto second = co_await SshChannel::Exec(*session, "echo again");
@@ -156,6 +160,7 @@ TEST_F(SshTest, UnixSocketChannelToAMissingSocketFailsAndTheSessionLivesOn) {
   EventLoop loop;
   auto flow = []() -> asio::awaitable<std::pair<std::string, bool>> {
     auto session = co_await SshSession::Connect(Worker(0), PodSsh());
+    session->StartKeepalive();
     std::string error;
     try {
       co_await SshChannel::OpenUnixSocket(*session, "/tmp/no-such-socket");

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "proto/edit_distance.h"
+#include "proto/private_state.h"
 #include "proto/protocol_version.h"
 #include "worker/dial_stdio.h"
-#include "worker/private_state.h"
 #include "worker/serve.h"
 
 namespace podrun::agent {

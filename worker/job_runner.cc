@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "proto/log_record.h"
+#include "proto/private_state.h"
 #include "worker/agent_error.h"
-#include "worker/private_state.h"
 
 extern char** environ;
 
@@ -178,7 +178,7 @@ void CloseFdsExcept(int keep) {
   }
   if (got != 1) ::_exit(0);  // stopped, replaced or the agent is gone: run nothing
   if (::chdir(plan.workdir) != 0) ChildFailed(plan.sock, kChdir);
-  ::umask(JobUmask());  // the agent runs with 077; the job with its login umask
+  ::umask(InheritedUmask());  // the agent runs with 077; the job with its login umask
   ::execve(kShell, plan.argv, plan.envp);
   ChildFailed(plan.sock, kExec);
 }

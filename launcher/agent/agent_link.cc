@@ -18,8 +18,8 @@
 #include "launcher/agent/agent_tunnel.h"
 #include "launcher/agent/local_process.h"
 #include "launcher/error.h"
-#include "launcher/job/podrun_home.h"
 #include "launcher/ssh/ssh_session.h"
+#include "proto/private_state.h"
 
 namespace podrun {
 namespace {

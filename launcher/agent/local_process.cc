@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "launcher/error.h"
-#include "launcher/job/podrun_home.h"
+#include "proto/private_state.h"
 
 extern char** environ;
 

@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "launcher/error.h"
-#include "launcher/job/podrun_home.h"
+#include "proto/private_state.h"
 
 namespace podrun {
 namespace {

@@ -11,15 +11,10 @@
 #include <optional>
 
 #include "launcher/error.h"
+#include "proto/private_state.h"
 
 namespace podrun {
 namespace {
-
-constexpr mode_t kPrivateUmask = 077;
-
-// Set once by RestrictUmask, before any thread exists.
-bool g_umask_restricted = false;
-mode_t g_inherited_umask = 0;
 
 std::optional<std::string> NonEmpty(const EnvLookup& lookup, const std::string& name) {
   std::optional<std::string> value = lookup(name);
@@ -60,49 +55,15 @@ void MakePrivateSubdirectory(const std::filesystem::path& dir) {
 
 }  // namespace
 
-void RestrictUmask() {
-  g_inherited_umask = ::umask(kPrivateUmask);
-  g_umask_restricted = true;
-}
-
-mode_t InheritedUmask() {
-  if (g_umask_restricted) return g_inherited_umask;
-  mode_t current = ::umask(kPrivateUmask);
-  ::umask(current);
-  return current;
-}
-
 void CheckPrivateDirectory(const std::filesystem::path& dir, const std::string& what) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) {
-    throw UsageError(fmt::format("{} {}: {}", what, dir.string(), std::strerror(errno)));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    throw UsageError(fmt::format("{} {} is not a directory", what, dir.string()));
-  }
-  if (st.st_uid != ::geteuid()) {
-    const passwd* owner = ::getpwuid(st.st_uid);
-    throw UsageError(fmt::format(
-        "{} {} belongs to {} (uid {}), not to you (uid {}): refusing to keep podrun's state "
-        "there; point {} at a directory of your own",
-        what, dir.string(), owner != nullptr ? owner->pw_name : "another user", st.st_uid,
-        ::geteuid(), what));
-  }
-  if ((st.st_mode & 077) != 0) {
-    throw UsageError(fmt::format(
-        "{} {} is open to other users (mode {:04o}): refusing to keep podrun's state there; "
-        "make it private with: chmod 700 {}",
-        what, dir.string(), st.st_mode & 07777, dir.string()));
+  if (auto problem = PrivateDirectoryProblem(dir)) {
+    throw UsageError(fmt::format("refusing to keep podrun's state in {} ({}): {}", dir.string(),
+                                 what, *problem));
   }
 }
 
 void RefuseSymlink(const std::filesystem::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    throw UsageError(fmt::format(
-        "{} is a symbolic link: podrun never follows links in its state directory (remove it)",
-        path.string()));
-  }
+  if (auto problem = SymlinkProblem(path)) throw UsageError(*problem);
 }
 
 std::filesystem::path PodrunHome(const EnvLookup& lookup) {

@@ -1,9 +1,8 @@
 // Where the launcher keeps its state (CONTRACT.md, "Where state lives"): $PODRUN_HOME, holding
 // podrun.db and jobs/<id>/. The state is private (DESIGN.md decision 14): the launcher runs
-// with umask 077, the directory is its user's alone, and nothing in it is a symbolic link.
+// with umask 077 (RestrictUmask, proto/private_state.h), the directory is its user's alone,
+// and nothing in it is a symbolic link.
 #pragma once
-
-#include <sys/types.h>
 
 #include <filesystem>
 #include <string>
@@ -11,14 +10,6 @@
 #include "launcher/job/job_env.h"
 
 namespace podrun {
-
-// Sets the process umask to 077, so that every file and directory podrun creates is its user's
-// alone, and remembers the umask it replaced (InheritedUmask). Call once, first thing in main.
-void RestrictUmask();
-
-// The umask podrun was started with (the user's), for the processes it starts on this machine
-// for a --local worker. Before RestrictUmask: the current umask.
-mode_t InheritedUmask();
 
 // The state directory: $PODRUN_HOME, else $XDG_STATE_HOME/podrun (when absolute), else
 // ~/.local/state/podrun ($HOME, else the passwd entry). Creates it (0700, parents as needed)

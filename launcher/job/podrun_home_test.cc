@@ -9,6 +9,7 @@
 #include <map>
 
 #include "launcher/error.h"
+#include "proto/private_state.h"
 
 namespace podrun {
 namespace {
@@ -142,15 +143,6 @@ TEST_F(PodrunHomeTest, JobDir) {
   std::filesystem::create_directories(root_ / "elsewhere");
   std::filesystem::create_symlink(root_ / "elsewhere", root_ / "jobs" / "linked");
   EXPECT_THROW(JobDir(root_, "linked"), Error);
-}
-
-TEST(Umask, RestrictedAndInheritedRemembered) {
-  mode_t before = ::umask(022);
-  RestrictUmask();
-  mode_t now = ::umask(077);
-  EXPECT_EQ(077u, now);
-  EXPECT_EQ(022u, InheritedUmask());
-  ::umask(before);
 }
 
 }  // namespace
