@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -141,6 +142,7 @@ void ExpectEveryByteBounded(const StreamCheck& check) {
     EXPECT_EQ(kLineBytes, check.bytes.count(w) ? check.bytes.at(w) : 0) << "w" << w;
   }
   EXPECT_GT(check.max_rss_kb, 0);
+  std::cout << "podrun's peak resident memory: " << check.max_rss_kb / 1024 << " MiB\n";
   EXPECT_LT(check.max_rss_kb, kMaxLauncherRssKb) << "podrun's peak memory in KiB";
 }
 
