@@ -19,9 +19,12 @@
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/log_folder.h"
+#include "launcher/output/log_merge_queue.h"
+#include "launcher/output/ticker_thread.h"
 #include "launcher/pod/worker_range.h"
 
 namespace podrun {
@@ -33,12 +36,23 @@ constexpr auto kGiveUpAfter = std::chrono::seconds(20);
 constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 // Without -f, output is written in chunks of about this size.
 constexpr size_t kFlushBytes = 64 << 10;
+// How often progress states that fell due between batches are printed (with -f).
+constexpr auto kTickPeriod = std::chrono::milliseconds(100);
 
-// Prints workers' records as whole labelled lines, directly or folded. Thread-safe.
+// Prints workers' records as whole labelled lines (cut at 64 KiB), directly or folded;
+// '\r' progress states unfolded and rate-limited; control sequences escaped on a terminal.
+// Thread-safe.
 class LogPrinter {
  public:
   LogPrinter(const std::vector<int>& workers, bool fold, bool prefix, bool color)
       : labels_(STDOUT_FILENO, STDERR_FILENO, color, prefix), prefix_(prefix), color_(color) {
+    for (int s = 0; s < 2; ++s) {
+      terminal_[s] = ::isatty(s == 0 ? STDOUT_FILENO : STDERR_FILENO) == 1;
+      progress_[s].emplace(terminal_[s]
+                               ? std::chrono::steady_clock::duration(kTerminalProgressInterval)
+                               : kFileProgressInterval,
+                           nullptr);
+    }
     if (fold) {
       folder_.emplace(workers, [this](const std::vector<int>& ws, Stream stream,
                                       std::string_view text) { Emit(ws, stream, text); });
@@ -70,6 +84,16 @@ class LogPrinter {
     FlushLocked(Stream::kStderr);
     return !broken_;
   }
+  // Prints the progress states whose rate limit has passed.
+  void Tick() {
+    std::lock_guard lock(mutex_);
+    for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+      progress_[static_cast<int>(stream)]->TakeDue(
+          [&](int worker, std::string_view state) { Emit({worker}, stream, state); });
+    }
+    FlushLocked(Stream::kStdout);
+    FlushLocked(Stream::kStderr);
+  }
   bool broken() const {
     std::lock_guard lock(mutex_);
     return broken_;
@@ -79,10 +103,16 @@ class LogPrinter {
   void AddLocked(int worker, const LogRecord& r) {
     Stream stream = r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout;
     splitters_[static_cast<int>(stream)][worker].Feed(
-        r.data, [&](std::string_view line) { Line(worker, stream, line); });
+        r.data, [&](std::string_view line) { Line(worker, stream, line); },
+        [&](std::string_view state) {  // progress is never folded
+          if (progress_[static_cast<int>(stream)]->Offer(worker, state)) {
+            Emit({worker}, stream, state);
+          }
+        });
   }
 
   void Line(int worker, Stream stream, std::string_view text) {
+    progress_[static_cast<int>(stream)]->Drop(worker);
     if (folder_) {
       folder_->AddLine(worker, stream, text);
     } else {
@@ -101,7 +131,7 @@ class LogPrinter {
       std::string label = "[w" + FormatWorkerRange(workers) + "]";
       out += color_ ? "\x1b[1m" + label + "\x1b[0m " : label + " ";
     }
-    out.append(text);
+    out.append(terminal_[s] ? EscapeControls(text, scratch_) : text);
     out += '\n';
     if (out.size() >= kFlushBytes) FlushLocked(stream);
   }
@@ -121,6 +151,9 @@ class LogPrinter {
   bool color_;
   std::optional<LogFolder> folder_;
   std::map<int, LineSplitter> splitters_[2];
+  bool terminal_[2];  // escape control sequences, progress every 250 ms
+  std::optional<ProgressThrottle> progress_[2];
+  std::string scratch_;
   std::string out_[2];
   bool broken_ = false;
 };
@@ -204,34 +237,6 @@ std::vector<int> SelectWorkers(const LogsRequest& request, const JobRecord& job,
   return selected;
 }
 
-// Prints every worker's records merged in time order (stable per worker).
-void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
-                 const std::map<int, std::vector<LogRecord>>& logs) {
-  // (time_ns, worker, position in its log), smallest first.
-  using Head = std::tuple<int64_t, int, size_t>;
-  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
-  for (int w : workers) {
-    auto it = logs.find(w);
-    if (it == logs.end() || it->second.empty()) {
-      printer.Finish(w);
-    } else {
-      heads.emplace(it->second[0].time_ns, w, 0);
-    }
-  }
-  while (!heads.empty()) {
-    auto [time, w, i] = heads.top();
-    heads.pop();
-    const std::vector<LogRecord>& log = logs.at(w);
-    printer.Add(w, log[i]);
-    if (i + 1 < log.size()) {
-      heads.emplace(log[i + 1].time_ns, w, i + 1);
-    } else {
-      printer.Finish(w);
-    }
-  }
-  printer.Flush();
-}
-
 }  // namespace
 
 ExitCode RunLogs(const LogsRequest& request) {
@@ -250,34 +255,46 @@ ExitCode RunLogs(const LogsRequest& request) {
   LogPrinter printer(reachable, request.fold, request.prefix,
                      LabelledOutput::ShouldColor(STDOUT_FILENO));
 
-  std::mutex mutex;  // guards logs, reads
-  std::map<int, std::vector<LogRecord>> logs;
+  std::mutex mutex;  // guards reads
   std::map<int, LogRead> reads;
-  agents.ForEachReachable([&](JobAgent& agent) {
-    LogRead read;
-    if (request.follow) {
-      read = ReadLog(agents, agent, job.id, attempt->number, true,
-                     [&](std::vector<LogRecord>&& records) {
-                       printer.Add(agent.index, records);
-                       return printer.Flush();
-                     });
-      printer.Finish(agent.index);
-      printer.Flush();
-    } else {
-      std::vector<LogRecord> log;
-      read = ReadLog(agents, agent, job.id, attempt->number, false,
-                     [&](std::vector<LogRecord>&& records) {
-                       log.insert(log.end(), std::make_move_iterator(records.begin()),
-                                  std::make_move_iterator(records.end()));
-                       return true;
-                     });
+  // Without -f, the logs are merged in time order in bounded batches: each reader thread
+  // blocks while its worker has batches waiting, this thread prints.
+  LogMergeQueue merge(reachable);
+  std::optional<TickerThread> ticker;
+  if (request.follow) ticker.emplace(kTickPeriod, [&] { printer.Tick(); });
+  std::thread readers([&] {
+    agents.ForEachReachable([&](JobAgent& agent) {
+      LogRead read;
+      if (request.follow) {
+        read = ReadLog(agents, agent, job.id, attempt->number, true,
+                       [&](std::vector<LogRecord>&& records) {
+                         printer.Add(agent.index, records);
+                         return printer.Flush();
+                       });
+        printer.Finish(agent.index);
+        printer.Flush();
+      } else {
+        read = ReadLog(agents, agent, job.id, attempt->number, false,
+                       [&](std::vector<LogRecord>&& records) {
+                         return merge.Push(agent.index, std::move(records));
+                       });
+        merge.End(agent.index);
+      }
       std::lock_guard lock(mutex);
-      logs[agent.index] = std::move(log);
-    }
-    std::lock_guard lock(mutex);
-    reads[agent.index] = std::move(read);
+      reads[agent.index] = std::move(read);
+    });
   });
-  if (!request.follow) PrintMerged(printer, reachable, logs);
+  if (!request.follow) {
+    merge.Drain(
+        [&](int worker, const LogRecord& record) {
+          printer.Add(worker, record);
+          if (printer.broken()) merge.Cancel();
+        },
+        [&](int worker) { printer.Finish(worker); });
+    printer.Flush();
+  }
+  readers.join();
+  ticker.reset();
   if (printer.broken()) return ExitCode::kOk;  // the reader went away (e.g. `| head`)
 
   bool failed = false;
