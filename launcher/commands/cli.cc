@@ -67,7 +67,10 @@ ExitCode ExecMain(int argc, char** argv) {
   PodSettings settings;
   AddPodOptions(app, settings);
   ExecRequest request;
-  app.add_flag("--json", request.json, "One JSON object per worker at the end");
+  app.add_flag("--json", request.json,
+               "One JSON object per worker at the end. Of a stream past 2 MiB it keeps the first "
+               "and the last MiB: \"truncated\": true and \"stdout_dropped_bytes\"/"
+               "\"stderr_dropped_bytes\" count what was left out between them");
   app.add_option("command", request.command,
                  "The command (after --). Its words are joined with spaces, as ssh does, and\n"
                  "the worker's login shell runs the result: -- echo 'a  b' prints 'a b'.\n"

@@ -7,11 +7,15 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
 #include "launcher/agent/local_process.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/output/bounded_capture.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/ssh/fan_out.h"
 #include "launcher/ssh/ssh_channel.h"
@@ -20,7 +24,11 @@
 namespace podrun {
 namespace {
 
-// Receives each worker's output: printed as it comes, or kept for --json.
+// How often progress states that fell due between chunks of output are printed.
+constexpr auto kTickPeriod = std::chrono::milliseconds(100);
+
+// Receives each worker's output: printed as it comes, or kept for --json (bounded: the first
+// and the last kJsonHeadBytes/kJsonTailBytes of each stream). Event loop only.
 class ExecSink {
  public:
   explicit ExecSink(bool json)
@@ -28,7 +36,7 @@ class ExecSink {
 
   void Write(WorkerOutcome& outcome, Stream stream, std::string_view data) {
     if (json_) {
-      (stream == Stream::kStdout ? stdout_[outcome.worker] : stderr_[outcome.worker]).append(data);
+      captured(stream, outcome.worker).Append(data);
     } else {
       printer_.Write(outcome.worker, stream, data);
     }
@@ -36,15 +44,28 @@ class ExecSink {
   void Finish(int worker) {
     if (!json_) printer_.Finish(worker);
   }
-  std::string& captured(Stream stream, int worker) {
+  void Tick() {
+    if (!json_) printer_.Tick();
+  }
+  BoundedCapture& captured(Stream stream, int worker) {
     return stream == Stream::kStdout ? stdout_[worker] : stderr_[worker];
   }
 
  private:
   bool json_;
   LabelledOutput printer_;
-  std::map<int, std::string> stdout_, stderr_;
+  std::map<int, BoundedCapture> stdout_, stderr_;
 };
+
+// Ticks `sink` until `finished`; the timer is cancelled when it is set.
+asio::awaitable<void> TickOutput(asio::steady_timer& timer, const bool& finished, ExecSink& sink) {
+  while (!finished) {
+    timer.expires_after(kTickPeriod);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    sink.Tick();
+  }
+}
 
 void PrintError(const std::string& message) {
   WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
@@ -104,8 +125,14 @@ void PrintJson(const std::vector<WorkerOutcome>& outcomes, ExecSink& sink) {
     j["host"] = o.host;
     j["exit_code"] = o.status.exit_code ? nlohmann::json(*o.status.exit_code) : nlohmann::json();
     if (!o.status.signal.empty()) j["signal"] = o.status.signal;
-    j["stdout"] = sink.captured(Stream::kStdout, o.worker);
-    j["stderr"] = sink.captured(Stream::kStderr, o.worker);
+    const BoundedCapture& out = sink.captured(Stream::kStdout, o.worker);
+    const BoundedCapture& err = sink.captured(Stream::kStderr, o.worker);
+    j["stdout"] = out.text();
+    j["stderr"] = err.text();
+    // Past 2 MiB a stream keeps its first and last MiB: the count of bytes left out between.
+    j["truncated"] = out.dropped_bytes() > 0 || err.dropped_bytes() > 0;
+    j["stdout_dropped_bytes"] = out.dropped_bytes();
+    j["stderr_dropped_bytes"] = err.dropped_bytes();
     j["error"] = o.error.empty() ? nlohmann::json() : nlohmann::json(o.error);
     WriteAll(STDOUT_FILENO,
              j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -143,12 +170,19 @@ ExitCode RunExec(const ExecRequest& request) {
     context.stop();
   });
   size_t remaining = outcomes.size();
+  bool finished = remaining == 0;
+  asio::steady_timer ticker(context);
+  asio::co_spawn(context, TickOutput(ticker, finished, sink), asio::detached);
   std::filesystem::path local_root;
   if (request.pod.local > 0) local_root = PodrunHome() / "local";
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const PodWorker& worker = request.pod.workers[outcomes[i].worker];
     auto done = [&](const std::exception_ptr&) {
-      if (--remaining == 0) signals.cancel();
+      if (--remaining == 0) {
+        signals.cancel();
+        finished = true;
+        ticker.cancel();
+      }
     };
     if (request.pod.local > 0) {
       outcomes[i].host = "local";

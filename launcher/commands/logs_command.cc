@@ -19,10 +19,14 @@
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/log_follower.h"
+#include "launcher/job/parallel_for.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/log_folder.h"
+#include "launcher/output/log_merge_queue.h"
+#include "launcher/output/ticker_thread.h"
 #include "launcher/pod/worker_range.h"
 
 namespace podrun {
@@ -30,12 +34,23 @@ namespace {
 
 // Without -f, output is written in chunks of about this size.
 constexpr size_t kFlushBytes = 64 << 10;
+// How often progress states that fell due between batches are printed (with -f).
+constexpr auto kTickPeriod = std::chrono::milliseconds(100);
 
-// Prints workers' records as whole labelled lines, directly or folded. Thread-safe.
+// Prints workers' records as whole labelled lines (cut at 64 KiB), directly or folded;
+// '\r' progress states unfolded and rate-limited; control sequences escaped on a terminal.
+// Thread-safe.
 class LogPrinter {
  public:
   LogPrinter(const std::vector<int>& workers, bool fold, bool prefix, bool color)
       : labels_(STDOUT_FILENO, STDERR_FILENO, color, prefix), prefix_(prefix), color_(color) {
+    for (int s = 0; s < 2; ++s) {
+      terminal_[s] = ::isatty(s == 0 ? STDOUT_FILENO : STDERR_FILENO) == 1;
+      progress_[s].emplace(terminal_[s]
+                               ? std::chrono::steady_clock::duration(kTerminalProgressInterval)
+                               : kFileProgressInterval,
+                           nullptr);
+    }
     if (fold) {
       folder_.emplace(workers, [this](const std::vector<int>& ws, Stream stream,
                                       std::string_view text) { Emit(ws, stream, text); });
@@ -67,6 +82,16 @@ class LogPrinter {
     FlushLocked(Stream::kStderr);
     return !broken_;
   }
+  // Prints the progress states whose rate limit has passed.
+  void Tick() {
+    std::lock_guard lock(mutex_);
+    for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+      progress_[static_cast<int>(stream)]->TakeDue(
+          [&](int worker, std::string_view state) { Emit({worker}, stream, state); });
+    }
+    FlushLocked(Stream::kStdout);
+    FlushLocked(Stream::kStderr);
+  }
   bool broken() const {
     std::lock_guard lock(mutex_);
     return broken_;
@@ -76,10 +101,16 @@ class LogPrinter {
   void AddLocked(int worker, const LogRecord& r) {
     Stream stream = r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout;
     splitters_[static_cast<int>(stream)][worker].Feed(
-        r.data, [&](std::string_view line) { Line(worker, stream, line); });
+        r.data, [&](std::string_view line) { Line(worker, stream, line); },
+        [&](std::string_view state) {  // progress is never folded
+          if (progress_[static_cast<int>(stream)]->Offer(worker, state)) {
+            Emit({worker}, stream, state);
+          }
+        });
   }
 
   void Line(int worker, Stream stream, std::string_view text) {
+    progress_[static_cast<int>(stream)]->Drop(worker);
     if (folder_) {
       folder_->AddLine(worker, stream, text);
     } else {
@@ -98,7 +129,7 @@ class LogPrinter {
       std::string label = "[w" + FormatWorkerRange(workers) + "]";
       out += color_ ? "\x1b[1m" + label + "\x1b[0m " : label + " ";
     }
-    out.append(text);
+    out.append(terminal_[s] ? EscapeControls(text, scratch_) : text);
     out += '\n';
     if (out.size() >= kFlushBytes) FlushLocked(stream);
   }
@@ -118,6 +149,9 @@ class LogPrinter {
   bool color_;
   std::optional<LogFolder> folder_;
   std::map<int, LineSplitter> splitters_[2];
+  bool terminal_[2];  // escape control sequences, progress every 250 ms
+  std::optional<ProgressThrottle> progress_[2];
+  std::string scratch_;
   std::string out_[2];
   bool broken_ = false;
 };
@@ -144,41 +178,6 @@ std::vector<int> SelectWorkers(const LogsRequest& request, const JobRecord& job,
     }
   }
   return selected;
-}
-
-// Prints every worker's records merged in time order (stable per worker), each worker's
-// timestamps corrected by its clock offset.
-void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
-                 const std::map<int, std::vector<LogRecord>>& logs,
-                 const std::map<int, int64_t>& clock_offsets) {
-  // Each worker's timestamps in the launcher's clock (workers' clocks need not agree).
-  auto at = [&](int w, const LogRecord& r) {
-    auto it = clock_offsets.find(w);
-    return r.time_ns - (it == clock_offsets.end() ? 0 : it->second);
-  };
-  // (time_ns, worker, position in its log), smallest first.
-  using Head = std::tuple<int64_t, int, size_t>;
-  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
-  for (int w : workers) {
-    auto it = logs.find(w);
-    if (it == logs.end() || it->second.empty()) {
-      printer.Finish(w);
-    } else {
-      heads.emplace(at(w, it->second[0]), w, 0);
-    }
-  }
-  while (!heads.empty()) {
-    auto [time, w, i] = heads.top();
-    heads.pop();
-    const std::vector<LogRecord>& log = logs.at(w);
-    printer.Add(w, log[i]);
-    if (i + 1 < log.size()) {
-      heads.emplace(at(w, log[i + 1]), w, i + 1);
-    } else {
-      printer.Finish(w);
-    }
-  }
-  printer.Flush();
 }
 
 }  // namespace
@@ -212,55 +211,80 @@ ExitCode RunLogs(const LogsRequest& request) {
     std::lock_guard lock(mutex);
     reads[agent.index] = std::move(read);
   });
-
-  // Every known log at once, without a thread per worker (FollowLogs).
-  std::map<int, std::vector<LogRecord>> logs;  // without -f: each worker's whole log
   std::vector<JobAgent*> known;
   for (JobAgent& agent : agents.agents()) {
     auto it = reads.find(agent.index);
-    if (it == reads.end() || it->second.unknown || !it->second.error.empty()) continue;
-    known.push_back(&agent);
-    logs[agent.index];  // made here: the streams' threads only fill their own
-  }
-  std::vector<LogFollowJob> jobs;
-  for (JobAgent* agent : known) {
-    LogFollowJob follow;
-    follow.params.job_id = job.id;
-    follow.params.attempt = static_cast<uint32_t>(attempt->number);
-    follow.params.follow = request.follow;
-    follow.params.description = agent->description;
-    follow.hooks = {[agent] { return agent->client; },
-                    [&agents, agent] { return agents.Reconnect(*agent); }, SayToUser};
-    std::vector<LogRecord>* log = &logs[agent->index];
-    const int index = agent->index;
-    if (request.follow) {
-      follow.on_batch = [&printer, index](std::vector<LogRecord>&& records) {
-        printer.Add(index, records);
-        return printer.Flush();
-      };
-    } else {
-      follow.on_batch = [log](std::vector<LogRecord>&& records) {
-        log->insert(log->end(), std::make_move_iterator(records.begin()),
-                    std::make_move_iterator(records.end()));
-        return true;
-      };
+    if (it != reads.end() && !it->second.unknown && it->second.error.empty()) {
+      known.push_back(&agent);
+    } else if (agent.client) {
+      printer.Finish(agent.index);  // no log there: --fold must not wait for it
     }
-    jobs.push_back(std::move(follow));
   }
-  FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
-    LogRead& read = reads[known[i]->index];
+  auto params = [&](const JobAgent& agent) {
+    LogFollowParams p;
+    p.job_id = job.id;
+    p.attempt = static_cast<uint32_t>(attempt->number);
+    p.follow = request.follow;
+    p.description = agent.description;
+    return p;
+  };
+  auto hooks = [&agents](JobAgent* agent) {
+    return LogFollowHooks{[agent] { return agent->client; },
+                          [&agents, agent] { return agents.Reconnect(*agent); }, SayToUser};
+  };
+  auto record = [&](const JobAgent& agent, const LogFollowResult& result) {
+    std::lock_guard lock(mutex);
+    LogRead& read = reads[agent.index];
     read.end = result.end;
     read.cancelled = result.cancelled;
     read.error = result.lost;
-    if (request.follow) {
+  };
+
+  if (request.follow) {
+    // Every log at once, as it comes, without a thread per worker (FollowLogs).
+    TickerThread ticker(kTickPeriod, [&] { printer.Tick(); });
+    std::vector<LogFollowJob> jobs;
+    for (JobAgent* agent : known) {
+      const int index = agent->index;
+      jobs.push_back({params(*agent), hooks(agent), [&printer, index](std::vector<LogRecord>&& r) {
+                        printer.Add(index, r);
+                        return printer.Flush();
+                      }});
+    }
+    FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
+      record(*known[i], result);
       printer.Finish(known[i]->index);
       printer.Flush();
-    }
-  });
-  if (!request.follow) {
+    });
+  } else {
+    // Merged in time order (each worker's clock corrected by its offset) in bounded batches:
+    // each reader thread blocks while its worker has batches waiting; this thread prints.
+    std::vector<int> known_indexes;
     std::map<int, int64_t> offsets;
-    for (const JobAgent& agent : agents.agents()) offsets[agent.index] = agent.clock_offset_ns;
-    PrintMerged(printer, reachable, logs, offsets);
+    for (JobAgent* agent : known) {
+      known_indexes.push_back(agent->index);
+      offsets[agent->index] = agent->clock_offset_ns;
+    }
+    LogMergeQueue merge(known_indexes, offsets);
+    std::thread readers([&] {
+      ParallelFor(known.size(), [&](size_t i) {
+        JobAgent* agent = known[i];
+        LogFollowResult result =
+            FollowLog(params(*agent), hooks(agent), [&](std::vector<LogRecord>&& records) {
+              return merge.Push(agent->index, std::move(records));
+            });
+        merge.End(agent->index);
+        record(*agent, result);
+      });
+    });
+    merge.Drain(
+        [&](int worker, const LogRecord& r) {
+          printer.Add(worker, r);
+          if (printer.broken()) merge.Cancel();
+        },
+        [&](int worker) { printer.Finish(worker); });
+    printer.Flush();
+    readers.join();
   }
   if (printer.broken()) return ExitCode::kOk;  // the reader went away (e.g. `| head`)
 

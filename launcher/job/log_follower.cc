@@ -38,12 +38,96 @@ bool IsRefusal(const std::exception_ptr& error) {
   }
 }
 
+// What happens to one log after each stream: done, or reconnect until when (the rules of
+// log_follower.h). Shared by FollowLog (one log, a blocking stream) and FollowLogs (many,
+// streams on gRPC's threads). Not thread-safe: its owner serializes the calls.
+class FollowPolicy {
+ public:
+  FollowPolicy(const LogFollowParams& params, const LogFollowHooks& hooks)
+      : params_(params), hooks_(hooks) {
+    result.next_seq = params.from_seq;
+  }
+
+  // A stream is being opened.
+  void Opened() {
+    opened_ = Clock::now();
+    progressed = std::make_shared<std::atomic<bool>>(false);
+  }
+
+  // A stream ended, with `end` or `error`. Returns nullopt when the log is done (see result),
+  // else the instant until which reconnecting is worth it (`last_error` says why).
+  std::optional<Clock::time_point> OnStreamDone(const AgentLogStreamEnd& end,
+                                                const std::exception_ptr& error) {
+    result.next_seq = std::max(result.next_seq, end.next_seq);
+    std::string failure;
+    if (!error) {
+      if (end.cancelled) {
+        result.cancelled = true;
+        return std::nullopt;
+      }
+      result.end = end.end;
+      if (end.end || !params_.follow) return std::nullopt;
+      failure = "the log stream ended before the process did";
+    } else if (IsRefusal(error)) {
+      // The agent answered and said no (e.g. it has no such job): no reconnect can help.
+      result.lost = "its agent refused to stream the log: " + Describe(error);
+      return std::nullopt;
+    } else {
+      failure = Describe(error);
+    }
+    last_error = failure;
+    if (progressed->load() || Clock::now() - opened_ >= params_.healthy_stream) {
+      give_up_at_.reset();
+    }
+    if (!give_up_at_) {
+      give_up_at_ = Clock::now() + params_.lost_after;
+      hooks_.say(fmt::format("{}: connection to the agent lost ({}); reconnecting",
+                             params_.description, failure));
+    }
+    return give_up_at_;
+  }
+
+  // Reconnects until it works (true) or `give_up_at` passes (false, result.lost set). Blocks.
+  // Touches only what its arguments and the hooks hold, so that it may run on a thread of its own.
+  static bool Reconnect(const LogFollowParams& params, const LogFollowHooks& hooks,
+                        Clock::time_point give_up_at, std::string last_error, std::string* lost) {
+    for (;;) {
+      if (Clock::now() >= give_up_at) {
+        *lost =
+            fmt::format("its agent gave no progress for {} s: {}",
+                        std::chrono::duration_cast<std::chrono::seconds>(params.lost_after).count(),
+                        last_error);
+        return false;
+      }
+      std::this_thread::sleep_for(params.reconnect_pause);
+      try {
+        hooks.reconnect();
+        return true;
+      } catch (const std::exception& e) {
+        last_error = e.what();  // keep trying until give_up_at
+      }
+    }
+  }
+
+  LogFollowResult result;
+  std::string last_error;
+  // Set by the stream's on_batch when records arrive (from whichever thread runs it).
+  std::shared_ptr<std::atomic<bool>> progressed = std::make_shared<std::atomic<bool>>(false);
+
+ private:
+  const LogFollowParams& params_;
+  const LogFollowHooks& hooks_;
+  Clock::time_point opened_;
+  std::optional<Clock::time_point> give_up_at_;  // set while the agent makes no progress
+};
+
 class Followers {
  public:
   Followers(std::vector<LogFollowJob> jobs,
             const std::function<void(size_t, const LogFollowResult&)>& on_finished)
-      : jobs_(std::move(jobs)), on_finished_(on_finished), logs_(jobs_.size()) {
-    for (size_t i = 0; i < jobs_.size(); ++i) logs_[i].result.next_seq = jobs_[i].params.from_seq;
+      : jobs_(std::move(jobs)), on_finished_(on_finished) {
+    logs_.reserve(jobs_.size());
+    for (const LogFollowJob& job : jobs_) logs_.emplace_back(job.params, job.hooks);
   }
 
   std::vector<LogFollowResult> Run() {
@@ -52,30 +136,35 @@ class Followers {
     while (remaining > 0) {
       Event e = Next();
       Log& log = logs_[e.index];
+      bool finished = false;
       switch (e.kind) {
         case Event::kStreamDone:
           log.stream.reset();
-          if (OnStreamDone(e.index, e.end, e.error)) {
-            --remaining;
-            if (on_finished_) on_finished_(e.index, log.result);
+          if (auto give_up_at = log.policy.OnStreamDone(e.end, e.error)) {
+            StartReconnect(e.index, *give_up_at, log.policy.last_error);
+          } else {
+            finished = true;
           }
           break;
         case Event::kReconnected:
           jobs_[e.index].hooks.say(fmt::format("{}: reconnected; resuming its log at record {}",
                                                jobs_[e.index].params.description,
-                                               log.result.next_seq));
+                                               log.policy.result.next_seq));
           Open(e.index);
           break;
         case Event::kGaveUp:
-          log.result.lost = e.message;
-          --remaining;
-          if (on_finished_) on_finished_(e.index, log.result);
+          log.policy.result.lost = e.message;
+          finished = true;
           break;
+      }
+      if (finished) {
+        --remaining;
+        if (on_finished_) on_finished_(e.index, log.policy.result);
       }
     }
     for (std::thread& t : reconnectors_) t.join();
     std::vector<LogFollowResult> results;
-    for (Log& log : logs_) results.push_back(std::move(log.result));
+    for (Log& log : logs_) results.push_back(std::move(log.policy.result));
     return results;
   }
 
@@ -88,11 +177,9 @@ class Followers {
     std::string message;
   };
   struct Log {
-    LogFollowResult result;
+    Log(const LogFollowParams& params, const LogFollowHooks& hooks) : policy(params, hooks) {}
+    FollowPolicy policy;
     std::shared_ptr<AgentLogStream> stream;
-    Clock::time_point opened;
-    std::optional<Clock::time_point> give_up_at;  // set while the agent makes no progress
-    std::shared_ptr<std::atomic<bool>> progressed = std::make_shared<std::atomic<bool>>(false);
   };
 
   void Post(Event e) {
@@ -115,8 +202,7 @@ class Followers {
   void Open(size_t i) {
     const LogFollowJob& job = jobs_[i];
     Log& log = logs_[i];
-    log.opened = Clock::now();
-    log.progressed->store(false);
+    log.policy.Opened();
     std::shared_ptr<AgentClient> client;
     try {
       client = job.hooks.client();
@@ -124,15 +210,15 @@ class Followers {
     }
     if (!client) {
       Event e{Event::kStreamDone, i, {}, {}, {}};
-      e.end.next_seq = log.result.next_seq;
+      e.end.next_seq = log.policy.result.next_seq;
       e.error = std::make_exception_ptr(Error(ExitCode::kUnreachable, "not connected"));
       Post(std::move(e));
       return;
     }
-    auto progressed = log.progressed;
+    auto progressed = log.policy.progressed;
     AgentClient::OnBatch on_batch = job.on_batch;
     log.stream = client->StartStreamLogs(
-        job.params.job_id, job.params.attempt, log.result.next_seq, job.params.follow,
+        job.params.job_id, job.params.attempt, log.policy.result.next_seq, job.params.follow,
         [progressed, on_batch](std::vector<LogRecord>&& records) {
           if (!records.empty()) progressed->store(true);
           return on_batch(std::move(records));
@@ -142,63 +228,15 @@ class Followers {
         });
   }
 
-  // Returns true when log i is done; else a reconnect has been started.
-  bool OnStreamDone(size_t i, const AgentLogStreamEnd& end, const std::exception_ptr& error) {
-    const LogFollowJob& job = jobs_[i];
-    Log& log = logs_[i];
-    log.result.next_seq = std::max(log.result.next_seq, end.next_seq);
-    std::string failure;
-    if (!error) {
-      if (end.cancelled) {
-        log.result.cancelled = true;
-        return true;
-      }
-      log.result.end = end.end;
-      if (end.end || !job.params.follow) return true;
-      failure = "the log stream ended before the process did";
-    } else if (IsRefusal(error)) {
-      // The agent answered and said no (e.g. it has no such job): no reconnect can help.
-      log.result.lost = "its agent refused to stream the log: " + Describe(error);
-      return true;
-    } else {
-      failure = Describe(error);
-    }
-    if (log.progressed->load() || Clock::now() - log.opened >= job.params.healthy_stream) {
-      log.give_up_at.reset();
-    }
-    if (!log.give_up_at) {
-      log.give_up_at = Clock::now() + job.params.lost_after;
-      job.hooks.say(fmt::format("{}: connection to the agent lost ({}); reconnecting",
-                                job.params.description, failure));
-    }
-    StartReconnect(i, *log.give_up_at, failure);
-    return false;
-  }
-
   // A thread that reconnects log i's agent until it succeeds or give_up_at passes.
-  void StartReconnect(size_t i, Clock::time_point give_up_at, std::string last_error) {
+  void StartReconnect(size_t i, Clock::time_point give_up_at, const std::string& last_error) {
     const LogFollowJob& job = jobs_[i];
-    auto reconnect = [this, i, give_up_at, last_error, &job]() mutable {
-      for (;;) {
-        if (Clock::now() >= give_up_at) {
-          Post({Event::kGaveUp,
-                i,
-                {},
-                {},
-                fmt::format(
-                    "its agent gave no progress for {} s: {}",
-                    std::chrono::duration_cast<std::chrono::seconds>(job.params.lost_after).count(),
-                    last_error)});
-          return;
-        }
-        std::this_thread::sleep_for(job.params.reconnect_pause);
-        try {
-          job.hooks.reconnect();
-          Post({Event::kReconnected, i, {}, {}, {}});
-          return;
-        } catch (const std::exception& e) {
-          last_error = e.what();  // keep trying until give_up_at
-        }
+    auto reconnect = [this, i, give_up_at, last_error, &job] {
+      std::string lost;
+      if (FollowPolicy::Reconnect(job.params, job.hooks, give_up_at, last_error, &lost)) {
+        Post({Event::kReconnected, i, {}, {}, {}});
+      } else {
+        Post({Event::kGaveUp, i, {}, {}, lost});
       }
     };
     try {
@@ -228,7 +266,38 @@ std::vector<LogFollowResult> FollowLogs(
 
 LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& hooks,
                           const AgentClient::OnBatch& on_batch) {
-  return FollowLogs({{params, hooks, on_batch}})[0];
+  FollowPolicy policy(params, hooks);
+  for (;;) {
+    policy.Opened();
+    AgentLogStreamEnd end;
+    end.next_seq = policy.result.next_seq;
+    std::exception_ptr error;
+    try {
+      std::shared_ptr<AgentClient> client = hooks.client();
+      if (!client) throw Error(ExitCode::kUnreachable, "not connected");
+      auto progressed = policy.progressed;
+      end = client->StreamLogs(params.job_id, params.attempt, policy.result.next_seq, params.follow,
+                               [&](std::vector<LogRecord>&& records) {
+                                 if (!records.empty()) {
+                                   progressed->store(true);
+                                   policy.result.next_seq = records.back().seq + 1;
+                                 }
+                                 return on_batch(std::move(records));
+                               });
+    } catch (const Error&) {
+      error = std::current_exception();
+      end.next_seq = policy.result.next_seq;
+    }
+    std::optional<Clock::time_point> give_up_at = policy.OnStreamDone(end, error);
+    if (!give_up_at) return policy.result;
+    std::string lost;
+    if (!FollowPolicy::Reconnect(params, hooks, *give_up_at, policy.last_error, &lost)) {
+      policy.result.lost = lost;
+      return policy.result;
+    }
+    hooks.say(fmt::format("{}: reconnected; resuming its log at record {}", params.description,
+                          policy.result.next_seq));
+  }
 }
 
 }  // namespace podrun

@@ -65,7 +65,9 @@ std::vector<LogFollowResult> FollowLogs(
     std::vector<LogFollowJob> jobs,
     const std::function<void(size_t, const LogFollowResult&)>& on_finished = {});
 
-// FollowLogs for one log.
+// One log, on the calling thread with a blocking stream: on_batch runs on the calling thread
+// and may block (e.g. to bound what is queued), which FollowLogs' on_batch must not. The same
+// rules as FollowLogs.
 LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& hooks,
                           const AgentClient::OnBatch& on_batch);
 

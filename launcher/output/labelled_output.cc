@@ -6,10 +6,21 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "launcher/output/control_escape.h"
+
 namespace podrun {
 
-LabelledOutput::LabelledOutput(int out_fd, int err_fd, bool color, bool prefix)
-    : fds_{out_fd, err_fd}, color_(color), prefix_(prefix) {}
+LabelledOutput::LabelledOutput(int out_fd, int err_fd, LabelledOutputOptions options)
+    : fds_{out_fd, err_fd}, color_(options.color), prefix_(options.prefix) {
+  for (int s = 0; s < 2; ++s) {
+    terminal_[s] = options.terminal ? *options.terminal : ::isatty(fds_[s]) == 1;
+    screen_progress_[s].emplace(terminal_[s]
+                                    ? std::chrono::steady_clock::duration(kTerminalProgressInterval)
+                                    : kFileProgressInterval,
+                                options.clock);
+    tee_progress_[s].emplace(kFileProgressInterval, options.clock);
+  }
+}
 
 bool LabelledOutput::ShouldColor(int fd) {
   const char* no_color = std::getenv("NO_COLOR");
@@ -32,33 +43,66 @@ std::string LabelledOutput::MakeLabel(int worker, bool color) const {
   return "\x1b[" + std::to_string(code) + "m[w" + std::to_string(worker) + "]\x1b[0m ";
 }
 
-void LabelledOutput::Emit(int worker, Stream stream, std::string_view line) {
-  std::string& out = pending_[static_cast<int>(stream)];
+void LabelledOutput::EmitScreen(int worker, Stream stream, std::string_view line) {
+  int s = static_cast<int>(stream);
+  std::string& out = pending_[s];
   out += CachedLabel(worker, color_);
-  out.append(line);
+  out.append(terminal_[s] ? EscapeControls(line, scratch_) : line);
   out += '\n';
-  if (tee_fd_ >= 0 && color_) {
-    tee_pending_ += CachedLabel(worker, false);
-    tee_pending_.append(line);
-    tee_pending_ += '\n';
+}
+
+void LabelledOutput::EmitTee(int worker, std::string_view line) {
+  tee_pending_ += CachedLabel(worker, false);
+  tee_pending_.append(line);
+  tee_pending_ += '\n';
+}
+
+void LabelledOutput::OnLine(int worker, Stream stream, std::string_view line) {
+  int s = static_cast<int>(stream);
+  EmitScreen(worker, stream, line);
+  screen_progress_[s]->Drop(worker);
+  if (tee_fd_ >= 0) {
+    EmitTee(worker, line);
+    tee_progress_[s]->Drop(worker);
   }
 }
 
-void LabelledOutput::Flush(Stream stream) {
-  std::string& out = pending_[static_cast<int>(stream)];
-  if (out.empty()) return;
-  WriteAll(fds_[static_cast<int>(stream)], out);
-  if (tee_fd_ >= 0) {
-    WriteAll(tee_fd_, color_ ? tee_pending_ : out);
+void LabelledOutput::OnProgress(int worker, Stream stream, std::string_view state) {
+  int s = static_cast<int>(stream);
+  if (screen_progress_[s]->Offer(worker, state)) EmitScreen(worker, stream, state);
+  if (tee_fd_ >= 0 && tee_progress_[s]->Offer(worker, state)) EmitTee(worker, state);
+}
+
+void LabelledOutput::Flush() {
+  for (int s = 0; s < 2; ++s) {
+    if (pending_[s].empty()) continue;
+    WriteAll(fds_[s], pending_[s]);
+    pending_[s].clear();
+  }
+  if (!tee_pending_.empty()) {
+    if (!WriteAll(tee_fd_, tee_pending_)) ++tee_failures_;
     tee_pending_.clear();
   }
-  out.clear();
 }
 
 void LabelledOutput::Write(int worker, Stream stream, std::string_view data) {
   splitters_[static_cast<int>(stream)][worker].Feed(
-      data, [&](std::string_view line) { Emit(worker, stream, line); });
-  Flush(stream);
+      data, [&](std::string_view line) { OnLine(worker, stream, line); },
+      [&](std::string_view state) { OnProgress(worker, stream, state); });
+  Flush();
+}
+
+void LabelledOutput::Tick() {
+  for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+    int s = static_cast<int>(stream);
+    screen_progress_[s]->TakeDue(
+        [&](int worker, std::string_view state) { EmitScreen(worker, stream, state); });
+    if (tee_fd_ >= 0) {
+      tee_progress_[s]->TakeDue(
+          [&](int worker, std::string_view state) { EmitTee(worker, state); });
+    }
+  }
+  Flush();
 }
 
 void LabelledOutput::Finish(int worker) {
@@ -66,10 +110,10 @@ void LabelledOutput::Finish(int worker) {
     auto& splitters = splitters_[static_cast<int>(stream)];
     auto it = splitters.find(worker);
     if (it == splitters.end()) continue;
-    it->second.Finish([&](std::string_view line) { Emit(worker, stream, line); });
+    it->second.Finish([&](std::string_view line) { OnLine(worker, stream, line); });
     splitters.erase(it);
-    Flush(stream);
   }
+  Flush();
 }
 
 }  // namespace podrun

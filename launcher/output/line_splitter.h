@@ -1,7 +1,17 @@
-// Splits a byte stream into lines, holding a partial line until its newline arrives.
+// Splits a byte stream into lines and progress states, holding at most 64 KiB of a line
+// (CONTRACT.md, Output; DESIGN.md decision 12).
+//
+// - A line ends with '\n' (a "\r\n" ending counts as '\n').
+// - A line longer than kMaxLineBytes is cut into pieces of at most kMaxLineBytes, each passed
+//   on as a line of its own; nothing is dropped. A cut never splits a UTF-8 sequence when the
+//   bytes are valid UTF-8 (the piece is then up to 3 bytes shorter).
+// - A segment ended by '\r' (not followed by '\n') is a progress state (tqdm, Keras): it is
+//   passed to on_progress, not on_line. When the line finally ends, its final text (what
+//   follows the last '\r', or the last progress state if nothing follows it) is the line.
+// Memory: at most about 2 * kMaxLineBytes per splitter, whatever is fed.
 #pragma once
 
-#include <cstring>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -9,41 +19,124 @@ namespace podrun {
 
 class LineSplitter {
  public:
-  // Calls on_line(std::string_view) for each complete line in `data` (without its '\n'),
-  // prepending whatever partial line was held from earlier calls.
+  static constexpr size_t kMaxLineBytes = 64 << 10;
+
+  // Calls on_line(std::string_view) for each complete line (without its end of line) or
+  // piece of a long line in `data`, and on_progress(std::string_view) for each progress state.
+  template <class OnLine, class OnProgress>
+  void Feed(std::string_view data, OnLine&& on_line, OnProgress&& on_progress);
+  // Feed ignoring progress states (their final text still arrives as a line).
   template <class OnLine>
   void Feed(std::string_view data, OnLine&& on_line) {
-    while (!data.empty()) {
-      const void* nl = std::memchr(data.data(), '\n', data.size());
-      if (nl == nullptr) {
-        partial_.append(data);
-        return;
-      }
-      size_t len = static_cast<const char*>(nl) - data.data();
-      if (partial_.empty()) {
-        on_line(data.substr(0, len));
-      } else {
-        partial_.append(data.substr(0, len));
-        on_line(std::string_view(partial_));
-        partial_.clear();
-      }
-      data.remove_prefix(len + 1);
-    }
+    Feed(data, on_line, [](std::string_view) {});
   }
 
   // Emits a final line that had no newline, if any.
   template <class OnLine>
   void Finish(OnLine&& on_line) {
-    if (!partial_.empty()) {
-      on_line(std::string_view(partial_));
-      partial_.clear();
-    }
+    if (has_partial()) EndLine(on_line);
   }
 
-  bool has_partial() const { return !partial_.empty(); }
+  bool has_partial() const { return !partial_.empty() || had_progress_ || cr_pending_; }
 
  private:
-  std::string partial_;
+  template <class OnLine>
+  void EndLine(OnLine& on_line) {
+    on_line(std::string_view(partial_.empty() && had_progress_ ? last_state_ : partial_));
+    partial_.clear();
+    last_state_.clear();
+    had_progress_ = false;
+    cr_pending_ = false;
+  }
+  template <class OnProgress>
+  void EndProgress(OnProgress& on_progress) {
+    if (partial_.empty()) return;  // "\r\r" or a leading '\r': no new state
+    on_progress(std::string_view(partial_));
+    last_state_.swap(partial_);
+    partial_.clear();
+    had_progress_ = true;
+  }
+  // Where to cut `piece` (kMaxLineBytes + 1 bytes, the last one belonging to the next piece)
+  // so that no UTF-8 sequence is split: kMaxLineBytes, or up to 3 bytes less.
+  static size_t CutPoint(std::string_view piece) {
+    size_t cut = kMaxLineBytes;
+    for (size_t back = 0; back < 3; ++back) {
+      if ((static_cast<unsigned char>(piece[cut - back]) & 0xC0) != 0x80) return cut - back;
+    }
+    return (static_cast<unsigned char>(piece[cut - 3]) & 0xC0) != 0x80 ? cut - 3 : cut;
+  }
+  static size_t FindEol(std::string_view data) {
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data[i] == '\n' || data[i] == '\r') return i;
+    }
+    return std::string_view::npos;
+  }
+
+  std::string partial_;     // the current segment: at most kMaxLineBytes (+1 while cutting)
+  std::string last_state_;  // the latest progress state of the current line
+  bool had_progress_ = false;
+  bool cr_pending_ = false;  // partial_ ended with '\r' at the end of the last Feed
 };
+
+template <class OnLine, class OnProgress>
+void LineSplitter::Feed(std::string_view data, OnLine&& on_line, OnProgress&& on_progress) {
+  while (!data.empty()) {
+    if (cr_pending_) {  // is it "\r\n" (a line end) or a progress state?
+      cr_pending_ = false;
+      if (data[0] == '\n') {
+        data.remove_prefix(1);
+        EndLine(on_line);
+        continue;
+      }
+      EndProgress(on_progress);
+    }
+    size_t eol = FindEol(data);
+    size_t run = eol == std::string_view::npos ? data.size() : eol;
+    // Cut pieces while more than kMaxLineBytes of the segment are known.
+    while (partial_.size() + run > kMaxLineBytes) {
+      size_t taken;
+      if (partial_.empty()) {
+        taken = CutPoint(data.substr(0, kMaxLineBytes + 1));
+        on_line(data.substr(0, taken));
+      } else {
+        taken = kMaxLineBytes + 1 - partial_.size();
+        partial_.append(data.substr(0, taken));
+        size_t cut = CutPoint(partial_);
+        on_line(std::string_view(partial_).substr(0, cut));
+        partial_.erase(0, cut);
+      }
+      data.remove_prefix(taken);
+      run -= taken;
+      if (eol != std::string_view::npos) eol -= taken;
+    }
+    if (eol == std::string_view::npos) {
+      partial_.append(data);
+      return;
+    }
+    if (data[eol] == '\n') {
+      if (partial_.empty() && !had_progress_) {
+        on_line(data.substr(0, eol));  // the common case: no copy
+      } else {
+        partial_.append(data.substr(0, eol));
+        EndLine(on_line);
+      }
+      data.remove_prefix(eol + 1);
+      continue;
+    }
+    // '\r'
+    partial_.append(data.substr(0, eol));
+    if (eol + 1 == data.size()) {
+      cr_pending_ = true;
+      return;
+    }
+    if (data[eol + 1] == '\n') {
+      EndLine(on_line);
+      data.remove_prefix(eol + 2);
+    } else {
+      EndProgress(on_progress);
+      data.remove_prefix(eol + 1);
+    }
+  }
+}
 
 }  // namespace podrun

@@ -6,10 +6,12 @@
 
 namespace podrun {
 
-LogFolder::LogFolder(std::vector<int> workers, Emit emit)
-    : workers_(std::move(workers)), emit_(std::move(emit)) {
+LogFolder::LogFolder(std::vector<int> workers, Emit emit, size_t max_held_bytes)
+    : workers_(std::move(workers)), emit_(std::move(emit)), max_held_bytes_(max_held_bytes) {
   std::sort(workers_.begin(), workers_.end());
   workers_.erase(std::unique(workers_.begin(), workers_.end()), workers_.end());
+  if (max_held_bytes_ == 0)
+    max_held_bytes_ = kHeldBytesPerWorker * std::max<size_t>(1, workers_.size());
   for (Pending& pending : pending_) {
     for (int w : workers_) pending[w];
   }
@@ -24,8 +26,40 @@ void LogFolder::AddLine(int worker, Stream stream, std::string_view text) {
   if (ended_.count(worker)) {
     throw std::invalid_argument("LogFolder: w" + std::to_string(worker) + " has ended");
   }
+  size_t& owed = owed_[static_cast<int>(stream)][worker];
+  if (owed > 0) {  // the others' lines of this index were printed already
+    --owed;
+    emit_({worker}, stream, text);
+    return;
+  }
   it->second.emplace_back(text);
+  held_bytes_[static_cast<int>(stream)] += Cost(text);
   Drain(stream);
+  while (held_bytes_[static_cast<int>(stream)] > max_held_bytes_) ForceOldest(stream);
+}
+
+void LogFolder::ForceOldest(Stream stream) {
+  int s = static_cast<int>(stream);
+  Pending& pending = pending_[s];
+  // Groups of workers with identical lines at the oldest index, in worker order of first use.
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (int w : workers_) {
+    std::deque<std::string>& lines = pending[w];
+    if (lines.empty()) {
+      if (!ended_.count(w)) ++owed_[s][w];
+      continue;
+    }
+    held_bytes_[s] -= Cost(lines.front());
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& g) { return g.first == lines.front(); });
+    if (group == groups.end()) {
+      groups.emplace_back(std::move(lines.front()), std::vector<int>{w});
+    } else {
+      group->second.push_back(w);
+    }
+    lines.pop_front();
+  }
+  for (const auto& [text, ws] : groups) emit_(ws, stream, text);
 }
 
 void LogFolder::End(int worker) {
@@ -72,7 +106,9 @@ void LogFolder::Drain(Stream stream) {
       }
     }
     for (int w : workers_) {
-      if (!pending[w].empty()) pending[w].pop_front();
+      if (pending[w].empty()) continue;
+      held_bytes_[static_cast<int>(stream)] -= Cost(pending[w].front());
+      pending[w].pop_front();
     }
   }
 }

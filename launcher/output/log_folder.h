@@ -3,6 +3,11 @@
 // with the whole worker set, when every selected worker printed the same line N; otherwise it
 // prints each worker's line N with its own label. Line N is emitted once every selected worker
 // has reached it or ended, so the folder works while following a running job.
+//
+// Bounded (DESIGN.md decision 12): when the lines held for slower workers pass max_held_bytes
+// on a stream, the oldest line index is emitted as far as it is known (identical lines of the
+// workers that reached it folded together), and each worker that had not reached it prints its
+// line of that index unfolded when it comes.
 #pragma once
 
 #include <deque>
@@ -25,7 +30,10 @@ class LogFolder {
 
   // `workers`: the selected workers; `emit` is called in line order on each stream, from the
   // thread that fed the line that completed it. Not thread-safe: callers serialize.
-  LogFolder(std::vector<int> workers, Emit emit);
+  // `max_held_bytes`: 0 for kHeldBytesPerWorker per selected worker.
+  LogFolder(std::vector<int> workers, Emit emit, size_t max_held_bytes = 0);
+
+  static constexpr size_t kHeldBytesPerWorker = 1 << 20;
 
   // One complete line of `worker` on `stream`. Throws std::invalid_argument for a worker that
   // was not selected, or one that has ended.
@@ -41,11 +49,19 @@ class LogFolder {
   using Pending = std::map<int, std::deque<std::string>>;
 
   void Drain(Stream stream);
+  // Emits the oldest held line index of `stream` as far as it is known.
+  void ForceOldest(Stream stream);
+  static size_t Cost(std::string_view text) { return text.size() + kLineOverheadBytes; }
+
+  static constexpr size_t kLineOverheadBytes = 64;  // bookkeeping counted per held line
 
   std::vector<int> workers_;
   Emit emit_;
   std::set<int> ended_;
   Pending pending_[2];
+  size_t held_bytes_[2] = {0, 0};
+  size_t max_held_bytes_;
+  std::map<int, size_t> owed_[2];  // per worker: line indexes already emitted without it
 };
 
 }  // namespace podrun

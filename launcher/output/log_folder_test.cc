@@ -14,12 +14,14 @@ namespace {
 // Collects the folded output as "[w0-3] text" lines, stderr ones marked with "E".
 class FolderTest : public ::testing::Test {
  protected:
-  LogFolder Make(std::vector<int> workers) {
-    return LogFolder(std::move(workers),
-                     [this](const std::vector<int>& ws, Stream stream, std::string_view text) {
-                       out_.push_back((stream == Stream::kStderr ? "E[w" : "[w") +
-                                      FormatWorkerRange(ws) + "] " + std::string(text));
-                     });
+  LogFolder Make(std::vector<int> workers, size_t max_held_bytes = 0) {
+    return LogFolder(
+        std::move(workers),
+        [this](const std::vector<int>& ws, Stream stream, std::string_view text) {
+          out_.push_back((stream == Stream::kStderr ? "E[w" : "[w") + FormatWorkerRange(ws) + "] " +
+                         std::string(text));
+        },
+        max_held_bytes);
   }
   std::vector<std::string> out_;
 };
@@ -101,6 +103,35 @@ TEST_F(FolderTest, AllEndedWithNothingPrintsNothing) {
   folder.End(0);
   folder.End(1);
   EXPECT_TRUE(out_.empty());
+}
+
+TEST_F(FolderTest, BacklogIsBoundedPastItTheLaggardPrintsUnfolded) {
+  // Room for about 3 held lines of 10 bytes (each costs its text and 64 bytes of bookkeeping).
+  LogFolder folder = Make({0, 1, 2}, 3 * 74);
+  for (int i = 1; i <= 5; ++i) {
+    folder.AddLine(0, Stream::kStdout, "line " + std::to_string(i) + "____");
+    folder.AddLine(1, Stream::kStdout, "line " + std::to_string(i) + "____");
+  }
+  // w2 prints nothing: past the bound, the oldest lines go out folded over w0-1.
+  EXPECT_LE(folder.held_lines(), 3u);
+  ASSERT_GE(out_.size(), 3u);
+  EXPECT_EQ("[w0-1] line 1____", out_[0]);
+  size_t printed = out_.size();
+  folder.AddLine(2, Stream::kStdout, "line 1____");  // its partners were printed: unfolded
+  ASSERT_EQ(printed + 1, out_.size());
+  EXPECT_EQ("[w2] line 1____", out_.back());
+  for (int i = 2; i <= 5; ++i)
+    folder.AddLine(2, Stream::kStdout, "line " + std::to_string(i) + "____");
+  folder.End(0);
+  folder.End(1);
+  folder.End(2);
+  EXPECT_EQ(0u, folder.held_lines());
+  // Every worker's 5 lines came out exactly once, folded or not.
+  size_t total = 0;
+  for (const std::string& l : out_)
+    total += l.rfind("[w0-2]", 0) == 0 ? 3 : l.rfind("[w0-1]", 0) == 0 ? 2 : 1;
+  EXPECT_EQ(15u, total);
+  EXPECT_EQ("[w0-2] line 5____", out_.back());
 }
 
 }  // namespace

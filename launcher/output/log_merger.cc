@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 namespace podrun {
 
 LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
@@ -11,9 +14,27 @@ LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
   if (dir_.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  merged_fd_.reset(::open((dir_ / "merged.log").c_str(),
-                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (merged_fd_.get() >= 0) screen_.Tee(merged_fd_.get());
+  merged_fd_.reset(
+      ::open((dir_ / "merged.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (merged_fd_.get() >= 0) {
+    screen_.Tee(merged_fd_.get());
+  } else {
+    WarnCopyFailed("merged.log");
+  }
+  ticker_.emplace(kTickPeriod, [this] {
+    std::lock_guard lock(mutex_);
+    screen_.Tick();
+  });
+}
+
+LogMerger::~LogMerger() { ticker_.reset(); }
+
+void LogMerger::WarnCopyFailed(const std::string& what) {
+  if (warned_) return;
+  warned_ = true;
+  WriteAll(STDERR_FILENO, "podrun: warning: the launcher's copy of the log (" +
+                              (dir_ / what).string() + ") is incomplete: " + std::strerror(errno) +
+                              "\n");
 }
 
 void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
@@ -27,11 +48,15 @@ void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
     }
     worker_fd = fd.get();
   }
+  if (worker_fd < 0 && !dir_.empty()) WarnCopyFailed("w" + std::to_string(worker) + ".log");
+  size_t tee_failures = screen_.tee_failures();
   std::string& tail = tails_[worker];
   for (const LogRecord& r : records) {
     screen_.Write(worker, r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout,
                   r.data);
-    if (worker_fd >= 0) WriteAll(worker_fd, r.data);
+    if (worker_fd >= 0 && !WriteAll(worker_fd, r.data)) {
+      WarnCopyFailed("w" + std::to_string(worker) + ".log");
+    }
     // Keep only the end: the failure report needs the last lines, not the whole log.
     if (r.data.size() >= kTailBytes) {
       tail.assign(r.data, r.data.size() - kTailBytes, kTailBytes);
@@ -40,6 +65,7 @@ void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
       if (tail.size() > 2 * kTailBytes) tail.erase(0, tail.size() - kTailBytes);
     }
   }
+  if (screen_.tee_failures() != tee_failures) WarnCopyFailed("merged.log");
 }
 
 void LogMerger::Finish(int worker) {

@@ -2,16 +2,20 @@
 // labelled lines (each line whole, stdout to stdout, stderr to stderr), keeps the launcher's
 // copies under $PODRUN_HOME/jobs/<id>/<attempt>/ (merged.log: the labelled lines; wK.log: what
 // worker K printed, as plain text), and remembers each worker's last lines for the failure
-// report. Thread-safe.
+// report. Thread-safe: Add and Finish are called from the follow threads (one per worker);
+// a ticker thread of its own prints progress states that fell due between batches.
+// Memory: bounded per worker (LabelledOutput's 64 KiB lines, a tail of at most 16 KiB).
 #pragma once
 
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/output/labelled_output.h"
+#include "launcher/output/ticker_thread.h"
 #include "proto/log_record.h"
 #include "proto/unique_fd.h"
 
@@ -21,6 +25,8 @@ class LogMerger {
  public:
   // `dir`: where the launcher's copies go (created); empty: keep no copies.
   LogMerger(const std::filesystem::path& dir, bool color, bool prefix = true);
+  // Stops the ticker; held partial lines are not printed (call Finish for each worker).
+  ~LogMerger();
 
   // Prints and stores a batch of `worker`'s records (in sequence order).
   void Add(int worker, const std::vector<LogRecord>& records);
@@ -32,6 +38,10 @@ class LogMerger {
  private:
   static constexpr size_t kTailLines = 10;
   static constexpr size_t kTailBytes = 8192;
+  static constexpr auto kTickPeriod = std::chrono::milliseconds(100);
+
+  // Says once on stderr that a copy under dir_ could not be written.
+  void WarnCopyFailed(const std::string& what);
 
   mutable std::mutex mutex_;
   std::filesystem::path dir_;
@@ -39,6 +49,8 @@ class LogMerger {
   UniqueFd merged_fd_;
   std::map<int, UniqueFd> worker_fds_;
   std::map<int, std::string> tails_;  // the last kTailBytes..2*kTailBytes bytes per worker
+  bool warned_ = false;
+  std::optional<TickerThread> ticker_;  // last: stopped first
 };
 
 }  // namespace podrun
