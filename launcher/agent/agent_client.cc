@@ -103,7 +103,13 @@ AgentProcessEnd FromProto(const v1::ProcessEnd& end) {
   out.end_time_ns = end.end_time_ns();
   out.stopped_by_request = end.stopped_by_request();
   out.never_started = end.never_started();
+  out.lost = end.lost();
   return out;
+}
+
+std::optional<AgentLogGap> GapFromProto(bool has, const v1::LogGap& gap) {
+  if (!has || (gap.bytes() == 0 && gap.chunks() == 0)) return std::nullopt;
+  return AgentLogGap{gap.from_seq(), gap.bytes(), gap.chunks(), gap.cause()};
 }
 
 AgentJobState FromProto(v1::StatusReply::State state) {
@@ -116,6 +122,8 @@ AgentJobState FromProto(v1::StatusReply::State state) {
       return AgentJobState::kExited;
     case v1::StatusReply::STOPPED:
       return AgentJobState::kStopped;
+    case v1::StatusReply::LOST:
+      return AgentJobState::kLost;
     default:
       return AgentJobState::kUnknown;
   }
@@ -206,6 +214,7 @@ std::optional<AgentJobStatus> AgentClient::Status(const std::string& job_id, uin
   out.last_seq = reply.last_seq();
   out.worker_id = reply.worker_id();
   if (reply.has_end()) out.end = FromProto(reply.end());
+  out.gap = GapFromProto(reply.has_log_gap(), reply.log_gap());
   return out;
 }
 
@@ -247,6 +256,7 @@ AgentLogStreamEnd AgentClient::StreamLogs(const std::string& job_id, uint32_t at
   v1::LogBatch batch;
   while (reader->Read(&batch)) {
     if (batch.has_end()) result.end = FromProto(batch.end());
+    if (auto gap = GapFromProto(batch.has_log_gap(), batch.log_gap())) result.gap = gap;
     if (batch.records_size() == 0) continue;
     std::vector<LogRecord> records;
     records.reserve(static_cast<size_t>(batch.records_size()));
@@ -309,6 +319,7 @@ class LogStreamReactor final : public grpc::ClientReadReactor<v1::LogBatch>, pub
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the stream has ended: OnDone follows
     if (batch_.has_end()) result_.end = FromProto(batch_.end());
+    if (auto gap = GapFromProto(batch_.has_log_gap(), batch_.log_gap())) result_.gap = gap;
     if (batch_.records_size() > 0) {
       std::vector<LogRecord> records = TakeRecords(batch_);
       result_.next_seq = records.back().seq + 1;

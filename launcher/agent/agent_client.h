@@ -58,9 +58,21 @@ struct AgentProcessEnd {
   int64_t end_time_ns = 0;
   bool stopped_by_request = false;
   bool never_started = false;  // stopped while only prepared
+  // The job's supervisor vanished without recording an outcome (killed, or the machine
+  // rebooted): how the job ended is unknown (neither exit_code nor signal is set).
+  bool lost = false;
 };
 
-enum class AgentJobState { kUnknown, kPrepared, kRunning, kExited, kStopped };
+// Output a worker could not write to its job's log (its disk was full), summed over the
+// attempt; the log holds a marker where each gap is.
+struct AgentLogGap {
+  uint64_t from_seq = 0;  // the first gap's place in the log
+  uint64_t bytes = 0;
+  uint64_t chunks = 0;
+  std::string cause;  // e.g. "No space left on device"
+};
+
+enum class AgentJobState { kUnknown, kPrepared, kRunning, kExited, kStopped, kLost };
 
 struct AgentJobStatus {
   AgentJobState state = AgentJobState::kUnknown;
@@ -69,6 +81,7 @@ struct AgentJobStatus {
   uint64_t last_seq = 0;  // last record in the worker's log
   uint32_t worker_id = 0;
   std::optional<AgentProcessEnd> end;  // set once ended
+  std::optional<AgentLogGap> gap;      // set when output could not be written to disk
 };
 
 struct AgentStopReply {
@@ -82,6 +95,7 @@ struct AgentLogStreamEnd {
   std::optional<AgentProcessEnd> end;  // the process has ended and every record was delivered
   uint64_t next_seq = 0;               // resume from here (last delivered seq + 1, or from_seq)
   bool cancelled = false;              // stopped by the caller (on_batch or the stop token)
+  std::optional<AgentLogGap> gap;      // with `end`: output the worker could not keep on disk
 };
 
 // An agent that answered and refused the request (a bad argument, an unknown job, a workdir it

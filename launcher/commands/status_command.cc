@@ -87,7 +87,9 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
       notes[index] = "prepared; waiting for the start";
     }
     if (std::optional<WorkerUpdate> update = UpdateFromAgentStatus(status)) {
-      update->error = "";  // the agent's answer replaces an earlier "lost" and its reason
+      // The agent's answer replaces an earlier note (a "lost" the launcher guessed, its reason);
+      // a full disk on the worker is worth keeping.
+      if (!update->error) update->error = status->gap ? DescribeLogGap(*status->gap) : "";
       store.UpdateWorker(job.id, attempt, index, *update);
     }
   }

@@ -76,8 +76,9 @@ class Runner {
     std::shared_ptr<AgentClient> client;
     std::string error;
     AgentStartReply start;
-    int64_t clock_offset_ns = 0;  // agent wall clock minus ours
-    int64_t rtt_ns = 0;           // of the Hello that measured the offset
+    int64_t clock_offset_ns = 0;     // agent wall clock minus ours
+    int64_t rtt_ns = 0;              // of the Hello that measured the offset
+    std::optional<AgentLogGap> gap;  // output the worker could not keep on its disk
   };
 
   std::shared_ptr<AgentClient> Client(Worker& w) {
@@ -321,11 +322,13 @@ void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
   if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {
     StopRunning();
   }
-  UpdateWorker(w.index, {.state = gang_.state(w.index),
-                         .exit_code = end.exit_code,
-                         .signal = end.signal,
-                         .end_ns = end.end_time_ns,
-                         .last_seq = last_seq});
+  WorkerUpdate update{.state = gang_.state(w.index),
+                      .exit_code = end.exit_code,
+                      .signal = end.signal,
+                      .end_ns = end.end_time_ns,
+                      .last_seq = last_seq};
+  if (w.gap) update.error = DescribeLogGap(*w.gap);
+  UpdateWorker(w.index, update);
 }
 
 void Runner::OnLost(Worker& w, const std::string& reason) {
@@ -353,7 +356,10 @@ void Runner::FollowAll(const std::vector<Worker*>& workers) {
     jobs.push_back(std::move(job));
   }
   FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
-    if (result.end) {
+    workers[i]->gap = result.gap;
+    if (result.end && result.end->lost) {
+      OnLost(*workers[i], DescribeProcessEnd(*result.end));
+    } else if (result.end) {
       OnEnded(*workers[i], *result.end, result.next_seq - 1);
     } else {
       OnLost(*workers[i], result.lost);
@@ -378,6 +384,11 @@ ExitCode Runner::Report() {
       Say(fmt::format("last lines of w{}:", cause->worker));
       for (const std::string& line : lines) Say("  | " + line);
     }
+  }
+  // A full disk on a worker lost nothing of what the launcher printed, but the worker's own
+  // copy has a gap: say so, naming the worker.
+  for (auto& w : workers_) {
+    if (w->gap) Say(fmt::format("{}: {}", w->link->description(), DescribeLogGap(*w->gap)));
   }
   std::vector<int> stopped = gang_.StoppedByUs();
   if (!stopped.empty() && !gang_.interrupted()) {

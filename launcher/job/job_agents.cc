@@ -108,11 +108,22 @@ void JobAgents::ForEachReachable(const std::function<void(JobAgent&)>& f) {
 
 std::string DescribeProcessEnd(const AgentProcessEnd& end) {
   if (end.never_started) return "never started";
+  if (end.lost) {
+    return "lost: its supervisor vanished without recording how the job ended (killed, or the "
+           "machine rebooted)";
+  }
   const std::string how = DescribeExit(end.exit_code, end.signal);
   return end.stopped_by_request ? "stopped (" + how + ")" : how;
 }
 
+std::string DescribeLogGap(const AgentLogGap& gap) {
+  return fmt::format("log gap: {} bytes ({} chunk{}) of output not written to its disk ({})",
+                     gap.bytes, gap.chunks, gap.chunks == 1 ? "" : "s",
+                     gap.cause.empty() ? "write failed" : gap.cause);
+}
+
 WorkerState StateOfEnd(const AgentProcessEnd& end) {
+  if (end.lost) return WorkerState::kLost;
   if (end.stopped_by_request || end.never_started) return WorkerState::kStopped;
   return end.exit_code && *end.exit_code == 0 ? WorkerState::kExited : WorkerState::kFailed;
 }
@@ -120,6 +131,7 @@ WorkerState StateOfEnd(const AgentProcessEnd& end) {
 WorkerUpdate UpdateFromProcessEnd(const AgentProcessEnd& end) {
   WorkerUpdate update{.state = StateOfEnd(end), .exit_code = end.exit_code, .signal = end.signal};
   if (end.end_time_ns > 0) update.end_ns = end.end_time_ns;
+  if (end.lost) update.error = DescribeProcessEnd(end);
   return update;
 }
 
@@ -132,9 +144,14 @@ std::optional<WorkerUpdate> UpdateFromAgentStatus(const std::optional<AgentJobSt
       return update;
     }
     case AgentJobState::kExited:
-    case AgentJobState::kStopped: {
+    case AgentJobState::kStopped:
+    case AgentJobState::kLost: {
       AgentProcessEnd end = status->end.value_or(AgentProcessEnd{});
       if (status->state == AgentJobState::kStopped) end.stopped_by_request = true;
+      if (status->state == AgentJobState::kLost) {
+        end.lost = true;
+        if (end.end_time_ns == 0) end.end_time_ns = NowUnixNs();
+      }
       WorkerUpdate update = UpdateFromProcessEnd(end);
       if (status->start_time_ns > 0) update.start_ns = status->start_time_ns;
       return update;
@@ -154,7 +171,9 @@ bool IsFinal(WorkerState state) {
 std::optional<AttemptState> SettledAttemptState(const std::vector<WorkerRecord>& workers) {
   std::vector<WorkerState> states;
   for (const WorkerRecord& w : workers) {
-    if (!IsFinal(w.state)) return std::nullopt;
+    // A lost worker has ended once its end is known (its agent confirmed that the job is gone).
+    const bool lost_for_good = w.state == WorkerState::kLost && w.end_ns;
+    if (!IsFinal(w.state) && !lost_for_good) return std::nullopt;
     states.push_back(w.state);
   }
   return EndedAttemptState(states);

@@ -74,8 +74,12 @@ void SayToUser(const std::string& message);
 // "exit code 3", "killed by signal 9 (SIGKILL)", "stopped (exit code 143)", "never started".
 std::string DescribeProcessEnd(const AgentProcessEnd& end);
 
-// The worker state a process end means: stopped (by request or before it started), exited
-// (exit code 0) or failed.
+// "log gap: 123 bytes (4 chunks) not written to disk (No space left on device); the live
+// stream had them", for status, logs and launch's outcome.
+std::string DescribeLogGap(const AgentLogGap& gap);
+
+// The worker state a process end means: lost (its supervisor vanished), stopped (by request or
+// before it started), exited (exit code 0) or failed.
 WorkerState StateOfEnd(const AgentProcessEnd& end);
 
 // The store update for what an agent reported about a worker's process: nullopt when the
@@ -89,8 +93,8 @@ WorkerUpdate UpdateFromProcessEnd(const AgentProcessEnd& end);
 // stopped. (lost is not: the process may still run where the launcher cannot see it.)
 bool IsFinal(WorkerState state);
 
-// The attempt's state once every worker is final: failed if one failed, else stopped if one
-// was stopped, else succeeded; nullopt while a worker is not final.
+// The attempt's state once every worker is final (or lost with a known end): by
+// EndedAttemptState; nullopt while a worker is not.
 std::optional<AttemptState> SettledAttemptState(const std::vector<WorkerRecord>& workers);
 
 // Records the attempt as settled (state, exit code 0/1, end time = latest worker end) when

@@ -66,6 +66,7 @@ class FollowPolicy {
         return std::nullopt;
       }
       result.end = end.end;
+      if (end.gap) result.gap = end.gap;
       if (end.end || !params_.follow) return std::nullopt;
       failure = "the log stream ended before the process did";
     } else if (IsRefusal(error)) {
