@@ -1,89 +1,56 @@
-# Bash completion for podrun: commands, options per command, and job names and ids (from
-# `podrun ls --json`) for logs, status, stop and rerun. Installed as
-# <prefix>/share/bash-completion/completions/podrun; or `source` this file.
+# bash completion for podrun: commands, each command's options (read from its --help, so they
+# never drift from the binary), job ids and names (from `podrun ls --json`) where a JOB goes,
+# spec files for launch, and files after @ or -i/-F/--known-hosts.
+# Installed as share/bash-completion/completions/podrun; or: source scripts/podrun-completion.bash
 
-# Prints the names and ids of the jobs in $PODRUN_HOME, one a line (nothing if podrun or
-# python3 is missing, or there are no jobs).
-_podrun_jobs() {
-  local podrun="${1:-podrun}"
-  "$podrun" ls --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    jobs = json.load(sys.stdin)
-except Exception:
-    sys.exit(0)
-seen = set()
-for job in jobs:
-    for key in ("name", "id"):
-        value = job.get(key)
-        if value and value not in seen:
-            seen.add(value)
-            print(value)
-' 2>/dev/null
+_podrun_commands() {
+  "${1:-podrun}" help 2>/dev/null | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p'
+}
+
+_podrun_options() {  # _podrun_options PODRUN COMMAND
+  "$1" "$2" --help 2>/dev/null | grep -oE '^ +(-[a-zA-Z],)?--[a-z][a-z-]*' |
+    tr ',' '\n' | tr -d ' '
+}
+
+_podrun_jobs() {  # job ids and names, newest first
+  "${1:-podrun}" ls --json 2>/dev/null | grep -oE '"(id|name)":"[^"]*"' | cut -d'"' -f4 | awk '!seen[$0]++'
 }
 
 _podrun() {
-  local cur prev words cword
-  if declare -F _init_completion >/dev/null 2>&1; then
-    _init_completion -n = || return
-  else
-    cur="${COMP_WORDS[COMP_CWORD]}"
-    prev="${COMP_WORDS[COMP_CWORD-1]}"
-    words=("${COMP_WORDS[@]}")
-    cword=$COMP_CWORD
-  fi
-
-  local commands="exec launch logs status stop ls help"
-  local pod="--hosts --tpu --zone --project --internal-ip --local -w --workers -l --user -p --port
-    -i --identity -F --ssh-config --known-hosts --strict-host-keys --fanout --connect-timeout"
-
-  # The command is the first word after podrun that is not an option.
-  local command="" i
-  for ((i = 1; i < cword; i++)); do
-    case "${words[i]}" in
-      -*) ;;
-      *) command="${words[i]}"; break ;;
-    esac
-  done
-
-  if [[ -z "$command" ]]; then
-    COMPREPLY=($(compgen -W "$commands --version --help" -- "$cur"))
+  local cur prev podrun=${COMP_WORDS[0]}
+  cur=${COMP_WORDS[COMP_CWORD]}
+  prev=${COMP_WORDS[COMP_CWORD - 1]}
+  COMPREPLY=()
+  if ((COMP_CWORD == 1)); then
+    mapfile -t COMPREPLY < <(compgen -W "$(_podrun_commands "$podrun") --help --version" -- "$cur")
     return
   fi
-
-  # Arguments of options that take a file.
-  case "$prev" in
-    -i|--identity|-F|--ssh-config|--known-hosts)
-      COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --hosts|--tpu|--zone|--project|--local|-w|--workers|-l|--user|-p|--port|--fanout|\
-    --connect-timeout|-n|--name|-e|--env|--grace|--limit)
-      return ;;
+  local command=${COMP_WORDS[1]}
+  case $prev in
+    -i | --identity | -F | --ssh-config | --known-hosts)
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+      return
+      ;;
   esac
-
-  local options="--help" jobs=false files=false
-  case "$command" in
-    exec) options="--json --help $pod" ;;
-    launch) options="-n --name -d --detach -e --env --force-setup --help $pod"; files=true ;;
-    logs) options="-f --follow -w --workers --fold --no-prefix --help"; jobs=true ;;
-    status) options="--json --help"; jobs=true ;;
-    stop) options="--grace --help"; jobs=true ;;
-    rerun) options="--failed -d --detach --help"; jobs=true ;;
-    ls) options="--json -n --limit --help" ;;
-    help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
-  esac
-
-  # After `exec ... --` everything is the remote command: complete nothing of ours.
-  for ((i = 1; i < cword; i++)); do
-    [[ "${words[i]}" == "--" ]] && return
-  done
-
-  if [[ "$cur" == -* ]]; then
-    COMPREPLY=($(compgen -W "$options" -- "$cur"))
-  elif $jobs; then
-    COMPREPLY=($(compgen -W "$(_podrun_jobs "${words[0]}")" -- "$cur"))
-  elif $files; then
-    COMPREPLY=($(compgen -f -X '!*.y*ml' -- "$cur") $(compgen -d -- "$cur"))
+  if [[ $cur == @* ]]; then
+    mapfile -t COMPREPLY < <(compgen -f -- "${cur#@}" | sed 's/^/@/')
+    return
   fi
+  if [[ $cur == -* ]]; then
+    mapfile -t COMPREPLY < <(compgen -W "$(_podrun_options "$podrun" "$command")" -- "$cur")
+    return
+  fi
+  case $command in
+    logs | status | stop | rerun | top)
+      mapfile -t COMPREPLY < <(compgen -W "$(_podrun_jobs "$podrun")" -- "$cur")
+      ;;
+    launch)
+      mapfile -t COMPREPLY < <(compgen -f -X '!*.@(yaml|yml)' -- "$cur"; compgen -d -- "$cur")
+      ;;
+    help)
+      mapfile -t COMPREPLY < <(compgen -W "$(_podrun_commands "$podrun")" -- "$cur")
+      ;;
+  esac
 }
 
 complete -F _podrun podrun

@@ -101,10 +101,23 @@ TEST_F(CommandsTest, FollowPrintsEveryLineOnceInOrderAndEndsWithTheJob) {
   ASSERT_EQ(static_cast<size_t>(kWorkers), followed.size()) << follow.output;
   for (auto& [w, numbers] : followed) EXPECT_EQ(expected, numbers) << "worker " << w;
 
-  // Afterwards, without -f: the same lines, merged in time order.
+  // Afterwards, without -f: the same lines, merged in time order across the workers. Every
+  // worker printed line i at about the same moment, 40 ms apart: merged by time, no line comes
+  // after a line two numbers further on (a worker's whole log after another's would).
   CommandResult read = RunCommand(Podrun() + " logs " + job, /*merge_stderr=*/false);
   EXPECT_EQ(0, read.exit_code) << read.output;
   EXPECT_EQ(followed, NumberedLines(read.output));
+  std::istringstream merged(read.output);
+  std::regex numbered(R"(\[w\d+\] line (\d+))");
+  int highest = 0, lines = 0;
+  for (std::string line; std::getline(merged, line); ++lines) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, numbered)) << line;
+    const int n = std::stoi(m[1]);
+    EXPECT_GE(n, highest - 1) << "line " << lines << " out of time order:\n" << read.output;
+    highest = std::max(highest, n);
+  }
+  EXPECT_EQ(kWorkers * kLines, lines);
 
   // -w keeps pod-wide indexes.
   CommandResult one = RunCommand(Podrun() + " logs " + job + " -w 2", /*merge_stderr=*/false);

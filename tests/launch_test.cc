@@ -120,8 +120,16 @@ TEST_F(LaunchTest, TorchDdpTrainsOnFourWorkersWithIdenticalWeights) {
   }
   ASSERT_EQ(4u, digests.size()) << r.output;
   for (auto& [worker, digest] : digests) EXPECT_EQ(digests["0"], digest) << worker;
-  // The workers reached each other by their addresses on the pod's network.
-  EXPECT_NE(std::string::npos, r.output.find("[w0] ")) << r.output;
+  // Each rank ran on its own worker (its own hostname), rank K on worker K, and the gang met at
+  // worker 0's address on the pod's network (not at a loopback address).
+  for (int i = 0; i < kWorkers; ++i) {
+    std::string k = std::to_string(i);
+    EXPECT_NE(std::string::npos, r.output.find("[w" + k + "] rank " + k + "/4: host w" + k +
+                                               " (podrun worker " + k + ")"))
+        << r.output;
+  }
+  EXPECT_NE(std::string::npos, r.output.find("[w0] rank 0/4: torch ")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("master " + pod_->address(0) + ":8476")) << r.output;
 }
 
 TEST_F(LaunchTest, TorchDdpOnFourLocalWorkers) {
@@ -152,7 +160,9 @@ run: |
   CommandResult r = Launch(spec);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(1, r.exit_code) << r.output;
-  EXPECT_LT(seconds, 10) << r.output;
+  // The others sleep for 300 s: only the gang stop ends them this soon. (A generous bound:
+  // how fast it is belongs to scripts/bench, not to a test on two loaded cores.)
+  EXPECT_LT(seconds, 60) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("failed: w2 (" + pod_->hosts()[2] + "): exit code 3"))
       << r.output;
   EXPECT_NE(std::string::npos, r.output.find("| w2 gives up")) << r.output;
@@ -281,11 +291,13 @@ TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
   EXPECT_EQ(kWorkers, CountProcesses("podrun-test-detached"));
   CommandResult status = RunCommand(Podrun() + " status " + job);
   EXPECT_EQ(0, status.exit_code) << status.output;
-  std::regex running("running");
-  auto n = std::distance(std::sregex_iterator(status.output.begin(), status.output.end(), running),
-                         std::sregex_iterator());
-  EXPECT_GE(n, kWorkers) << status.output;
-  RunCommand(Podrun() + " stop " + job);
+  // A row per worker in state running (not "running" anywhere in the output).
+  for (int i = 0; i < kWorkers; ++i) {
+    std::regex row("\\nw" + std::to_string(i) + "\\s+\\S+\\s+running\\s");
+    EXPECT_TRUE(std::regex_search(status.output, row)) << "w" << i << "\n" << status.output;
+  }
+  CommandResult stop = RunCommand(Podrun() + " stop " + job);
+  EXPECT_EQ(0, stop.exit_code) << stop.output;
   EXPECT_EQ(0, CountProcesses("podrun-test-detached"));
 }
 
@@ -307,16 +319,16 @@ TEST(LaunchLocal, RunProcessGetsTheContractEnvAndSecretsAreNeverStored) {
   std::string spec = WriteSpec("envjob", R"(name: envjob
 workdir: ~/wd
 env: {FROM_SPEC: spec-value}
-secret_env: [PODRUN_TEST_SECRET]
+secret_env: [LAUNCH_TEST_SECRET]
 coordinator_port: 9123
 run: |
   echo "ids $PODRUN_WORKER_ID/$PODRUN_NUM_WORKERS rank $RANK/$WORLD_SIZE jax $JAX_PROCESS_ID/$JAX_NUM_PROCESSES"
   echo "coord $PODRUN_COORDINATOR master $MASTER_ADDR:$MASTER_PORT attempt $PODRUN_ATTEMPT"
   echo "spec $FROM_SPEC cli $FROM_CLI pwd $PWD"
-  [ "${#PODRUN_TEST_SECRET}" = 15 ] && [ "${PODRUN_TEST_SECRET%-42}" != "$PODRUN_TEST_SECRET" ] && echo secret-ok
+  [ "${#LAUNCH_TEST_SECRET}" = 15 ] && [ "${LAUNCH_TEST_SECRET%-42}" != "$LAUNCH_TEST_SECRET" ] && echo secret-ok
 )");
   CommandResult r =
-      RunCommand("env PODRUN_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home + " " +
+      RunCommand("env LAUNCH_TEST_SECRET=s3cr3t-value-42 PODRUN_HOME=" + home + " " +
                      PODRUN_BINARY + " launch " + spec + " --local 2 -e FROM_CLI=cli-value",
                  /*merge_stderr=*/false);
   KillLocalAgents(home);

@@ -1,5 +1,7 @@
 // podrun-agent: the worker agent's entry point — a table of subcommands, each a thin
 // parser in front of serve.h / dial_stdio.h.
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "proto/edit_distance.h"
+#include "proto/private_state.h"
 #include "proto/protocol_version.h"
 #include "worker/dial_stdio.h"
 #include "worker/serve.h"
@@ -70,6 +73,11 @@ int RunServe(const std::vector<std::string>& args) {
     }
   }
   options.home = std::filesystem::absolute(options.home);
+  // No core dumps and no ptrace or /proc/<pid>/{mem,environ} for other processes of the user:
+  // the agent holds jobs' secret_env values while it prepares them.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    std::perror("podrun-agent: prctl(PR_SET_DUMPABLE)");
+  }
   return Serve(options);
 }
 
@@ -110,6 +118,7 @@ int PrintHelp() {
 }
 
 int Main(int argc, char** argv) {
+  RestrictUmask();  // DESIGN.md decision 14; jobs get the umask the agent inherited
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     PrintHelp();

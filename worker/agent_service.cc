@@ -2,6 +2,7 @@
 #include "worker/agent_service.h"
 
 #include <glob.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +160,17 @@ grpc::Status AgentService::Hello(grpc::ServerContext*, const v1::HelloRequest* r
 
 grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareRequest* req,
                                    v1::PrepareReply* reply) {
+  // The request's env holds the job's secret_env values: wipe it once Prepare is done with it,
+  // whatever the outcome (the job runner keeps its own copy only until the process is forked).
+  struct WipeEnv {
+    v1::PrepareRequest* request;
+    ~WipeEnv() {
+      for (auto& entry : *request->mutable_env()) {
+        ::explicit_bzero(entry.second.data(), entry.second.size());
+      }
+      request->mutable_env()->clear();
+    }
+  } wipe_env{const_cast<v1::PrepareRequest*>(req)};  // gRPC's own message, ours until we return
   return Handle(activity_, [&] {
     JobSpec spec;
     spec.job_id = req->job_id();

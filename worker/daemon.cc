@@ -120,7 +120,8 @@ Daemonized Daemonize(const std::filesystem::path& log_file) {
 
   CloseInheritedFds(write_end.get());
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  UniqueFd log(::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  UniqueFd log(
+      ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (devnull) ::dup2(devnull.get(), STDIN_FILENO);
   if (log) {
     ::dup2(log.get(), STDOUT_FILENO);
@@ -133,7 +134,7 @@ Daemonized Daemonize(const std::filesystem::path& log_file) {
 }
 
 FileLock FileLock::Acquire(const std::filesystem::path& path, std::chrono::milliseconds timeout) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) throw std::runtime_error(path.string() + ": " + std::strerror(errno));
   const auto deadline = Clock::now() + timeout;
   while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {

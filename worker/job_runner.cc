@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "proto/log_record.h"
+#include "proto/private_state.h"
 #include "worker/agent_error.h"
 
 extern char** environ;
@@ -176,6 +178,7 @@ void CloseFdsExcept(int keep) {
   }
   if (got != 1) ::_exit(0);  // stopped, replaced or the agent is gone: run nothing
   if (::chdir(plan.workdir) != 0) ChildFailed(plan.sock, kChdir);
+  ::umask(InheritedUmask());  // the agent runs with 077; the job with its login umask
   ::execve(kShell, plan.argv, plan.envp);
   ChildFailed(plan.sock, kExec);
 }

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "proto/agent.grpc.pb.h"
+#include "proto/private_state.h"
 #include "proto/protocol_version.h"
 #include "worker/agent_service.h"
 #include "worker/daemon.h"
@@ -31,11 +32,20 @@ constexpr auto kShutdownGrace = std::chrono::seconds(2);
 // Launchers send keepalive pings through the tunnel; accept them this often, without strikes.
 constexpr int kMinPingIntervalMs = 1000;
 
+// Creates the agent's directory (0700) or checks that an existing one is private, and refuses
+// symbolic links where its state goes (proto/private_state.h).
 void PrepareDirectories(const std::filesystem::path& home) {
   namespace fs = std::filesystem;
   if (!fs::exists(home)) {
     fs::create_directories(home);
     fs::permissions(home, fs::perms::owner_all);
+  }
+  if (auto problem = PrivateDirectoryProblem(home)) {
+    throw std::runtime_error("refusing to keep the agent's state in " + home.string() + ": " +
+                             *problem);
+  }
+  for (const char* entry : {"run", "jobs", "agent.log"}) {
+    if (auto problem = SymlinkProblem(home / entry)) throw std::runtime_error(*problem);
   }
   fs::create_directories(home / "run");
   fs::permissions(home / "run", fs::perms::owner_all);  // even if it existed

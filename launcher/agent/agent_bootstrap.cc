@@ -86,11 +86,12 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
     }
     // Upload: gzip'd, checked against the hash, renamed into place only when complete.
     std::string install =
-        "sh -c " + ShellQuote(fmt::format("set -e; d=\"$HOME/.podrun/bin\"; mkdir -p \"$d\"; "
-                                          "chmod 700 \"$HOME/.podrun\"; t=\"$d/.{0}.$$\"; "
+        "sh -c " + ShellQuote(fmt::format("set -e; umask 077; d=\"$HOME/.podrun/bin\"; "
+                                          "mkdir -p \"$d\"; chmod 700 \"$HOME/.podrun\"; "
+                                          "t=\"$d/.{0}.$$\"; "
                                           "trap 'rm -f \"$t\"' EXIT; gzip -dc > \"$t\"; "
                                           "echo \"{1}  $t\" | sha256sum -c --quiet; "
-                                          "chmod 755 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
+                                          "chmod 700 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
                                           agent.remote_name(), agent.sha256()));
     RemoteResult up = co_await RunRemote(session, install, agent.gzipped());
     if (up.status.failed()) {

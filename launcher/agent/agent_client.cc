@@ -4,6 +4,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+
 #include "launcher/error.h"
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"
@@ -64,12 +66,29 @@ std::string CodeName(grpc::StatusCode code) {
   }
 }
 
+// True for the codes of an agent that answered and said no: another connection cannot help.
+bool IsRefusal(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The one place gRPC statuses become podrun errors.
 void Check(const grpc::Status& status, const char* rpc) {
   if (status.ok()) return;
-  throw Error(ExitCode::kUnreachable, std::string("agent ") + rpc + ": " +
-                                          CodeName(status.error_code()) + ": " +
-                                          status.error_message());
+  const std::string message = std::string("agent ") + rpc + ": " + CodeName(status.error_code()) +
+                              ": " + status.error_message();
+  if (IsRefusal(status.error_code())) throw AgentRefusal(message);
+  throw Error(ExitCode::kUnreachable, message);
 }
 
 template <typename Duration>
@@ -250,6 +269,102 @@ AgentLogStreamEnd AgentClient::StreamLogs(const std::string& job_id, uint32_t at
   }
   Check(status, "StreamLogs");
   return result;
+}
+
+namespace {
+
+std::vector<LogRecord> TakeRecords(v1::LogBatch& batch) {
+  std::vector<LogRecord> records;
+  records.reserve(static_cast<size_t>(batch.records_size()));
+  for (v1::LogRecord& r : *batch.mutable_records()) {
+    records.push_back(
+        {r.seq(), r.time_ns(), static_cast<LogStream>(r.stream()), std::move(*r.mutable_data())});
+  }
+  return records;
+}
+
+// One StreamLogs call on gRPC's callback API. It owns itself from Begin until OnDone.
+class LogStreamReactor final : public grpc::ClientReadReactor<v1::LogBatch>, public AgentLogStream {
+ public:
+  LogStreamReactor(uint64_t from_seq, AgentClient::OnBatch on_batch,
+                   AgentClient::OnStreamDone on_done)
+      : on_batch_(std::move(on_batch)), on_done_(std::move(on_done)) {
+    result_.next_seq = std::max<uint64_t>(from_seq, 1);
+  }
+
+  void Begin(v1::Agent::Stub& stub, v1::LogsRequest request,
+             std::shared_ptr<LogStreamReactor> self) {
+    request_ = std::move(request);
+    self_ = std::move(self);
+    stub.async()->StreamLogs(&ctx_, &request_, this);
+    StartRead(&batch_);
+    StartCall();
+  }
+
+  void Cancel() override {
+    cancelled_ = true;
+    ctx_.TryCancel();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream has ended: OnDone follows
+    if (batch_.has_end()) result_.end = FromProto(batch_.end());
+    if (batch_.records_size() > 0) {
+      std::vector<LogRecord> records = TakeRecords(batch_);
+      result_.next_seq = records.back().seq + 1;
+      if (!on_batch_(std::move(records))) {
+        Cancel();
+        return;
+      }
+    }
+    batch_.Clear();
+    StartRead(&batch_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    std::exception_ptr error;
+    if (cancelled_) {
+      result_.cancelled = true;
+      result_.end.reset();
+    } else {
+      try {
+        Check(status, "StreamLogs");
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    AgentClient::OnStreamDone on_done = std::move(on_done_);
+    AgentLogStreamEnd result = result_;
+    std::shared_ptr<LogStreamReactor> self = std::move(self_);  // may end this object's life
+    on_done(result, error);
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  v1::LogsRequest request_;
+  v1::LogBatch batch_;
+  AgentClient::OnBatch on_batch_;
+  AgentClient::OnStreamDone on_done_;
+  AgentLogStreamEnd result_;
+  std::atomic<bool> cancelled_{false};
+  std::shared_ptr<LogStreamReactor> self_;
+};
+
+}  // namespace
+
+std::shared_ptr<AgentLogStream> AgentClient::StartStreamLogs(const std::string& job_id,
+                                                             uint32_t attempt, uint64_t from_seq,
+                                                             bool follow, OnBatch on_batch,
+                                                             OnStreamDone on_done) {
+  v1::LogsRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_from_seq(from_seq);
+  req.set_follow(follow);
+  auto stream =
+      std::make_shared<LogStreamReactor>(from_seq, std::move(on_batch), std::move(on_done));
+  stream->Begin(*stub_->stub, std::move(req), stream);
+  return stream;
 }
 
 }  // namespace podrun

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/error.h"
 #include "proto/log_record.h"
 
 namespace podrun {
@@ -82,10 +84,27 @@ struct AgentLogStreamEnd {
   bool cancelled = false;              // stopped by the caller (on_batch or the stop token)
 };
 
+// An agent that answered and refused the request (a bad argument, an unknown job, a workdir it
+// cannot use): trying again through a new connection cannot help. Still exit code 3 (the worker
+// could not be set up), but never taken for a lost connection.
+class AgentRefusal : public Error {
+ public:
+  explicit AgentRefusal(const std::string& message) : Error(ExitCode::kUnreachable, message) {}
+};
+
 // One agent behind one channel. Every method blocks; each may be called from any thread,
 // concurrently. Errors throw podrun::Error with ExitCode::kUnreachable and the message
-// "agent <Rpc>: <gRPC code>: <detail>" (transport failures and agent refusals alike: either
-// way the worker cannot go on). Timeouts per call are the k*Timeout constants in the .cc.
+// "agent <Rpc>: <gRPC code>: <detail>": AgentRefusal when the agent refused, a plain Error when
+// the transport failed (no answer, deadline, broken connection). Timeouts per call are the
+// k*Timeout constants in the .cc.
+// A log stream started by AgentClient::StartStreamLogs.
+class AgentLogStream {
+ public:
+  virtual ~AgentLogStream() = default;
+  // Ends the stream early (from any thread); its on_done then reports it cancelled.
+  virtual void Cancel() = 0;
+};
+
 class AgentClient {
  public:
   explicit AgentClient(std::shared_ptr<grpc::Channel> channel);
@@ -114,6 +133,18 @@ class AgentClient {
   AgentLogStreamEnd StreamLogs(const std::string& job_id, uint32_t attempt, uint64_t from_seq,
                                bool follow, const OnBatch& on_batch,
                                const std::stop_token& stop = {});
+
+  // Called once, last, when a stream started by StartStreamLogs ends: how it ended (as
+  // StreamLogs returns it), or the error StreamLogs would have thrown (then `end` holds the
+  // next_seq to resume from).
+  using OnStreamDone = std::function<void(AgentLogStreamEnd end, std::exception_ptr error)>;
+  // StreamLogs without a thread: returns at once. on_batch runs on one of gRPC's threads, one
+  // call at a time for this stream (keep it short: it holds that thread); on_done runs last.
+  // The stream keeps what it needs alive by itself; dropping the returned handle does not end
+  // it (Cancel does).
+  std::shared_ptr<AgentLogStream> StartStreamLogs(const std::string& job_id, uint32_t attempt,
+                                                  uint64_t from_seq, bool follow, OnBatch on_batch,
+                                                  OnStreamDone on_done);
 
  private:
   struct Stub;  // the generated stub; kept out of this header

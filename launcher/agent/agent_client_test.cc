@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "launcher/error.h"
+#include "launcher/job/log_follower.h"
 
 extern "C" char** environ;
 
@@ -147,6 +148,40 @@ TEST_F(AgentClientTest, RefusalsAreErrors) {
   ::waitpid(agent_pid_, nullptr, 0);
   agent_pid_ = -1;
   EXPECT_THROW(client_->Hello(), Error);
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+// An agent that has no such job refuses the stream: the follower gives up at once (no
+// reconnect loop), naming the refusal.
+TEST_F(AgentClientTest, RefusedStreamIsNotTakenForALostConnection) {
+  std::shared_ptr<AgentClient> client(std::move(client_));
+  try {
+    client->StreamLogs("no-such-job", 1, 1, true, [](std::vector<LogRecord>&&) { return true; });
+    ADD_FAILURE() << "no error";
+  } catch (const AgentRefusal& e) {
+    EXPECT_NE(std::string(e.what()).find("NOT_FOUND"), std::string::npos) << e.what();
+  }
+  LogFollowParams params;
+  params.job_id = "no-such-job";
+  params.description = "w0 (local)";
+  int reconnects = 0;
+  LogFollowHooks hooks{[&] { return client; },
+                       [&] {
+                         ++reconnects;
+                         return client;
+                       },
+                       [](const std::string&) {}};
+  const auto began = std::chrono::steady_clock::now();
+  LogFollowResult r = FollowLog(params, hooks, [](std::vector<LogRecord>&&) { return true; });
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
+  EXPECT_EQ(reconnects, 0);
+  EXPECT_NE(r.lost.find("refused"), std::string::npos) << r.lost;
+  client_.reset();
 }
 
 }  // namespace

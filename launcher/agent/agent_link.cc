@@ -16,10 +16,10 @@
 
 #include "launcher/agent/agent_bootstrap.h"
 #include "launcher/agent/agent_tunnel.h"
+#include "launcher/agent/local_process.h"
 #include "launcher/error.h"
 #include "launcher/ssh/ssh_session.h"
-
-extern char** environ;
+#include "proto/private_state.h"
 
 namespace podrun {
 namespace {
@@ -75,6 +75,9 @@ class SshAgentLink : public AgentLink {
     try {
       channel = co_await SshChannel::OpenUnixSocket(*session_, announcement.socket_path);
     } catch (const Error&) {
+      // The server answered the channel open with a refusal only if the connection is still
+      // up; a broken connection is that, not a server policy, and goes up as it is.
+      if (!ssh_is_connected(session_->raw())) throw;
       forwarding_refused = true;
     }
     dial_stdio_ = forwarding_refused;
@@ -126,11 +129,9 @@ class LocalAgentLink : public AgentLink {
       throw Error(ExitCode::kUnreachable,
                   fmt::format("cannot create {}: {}", home_.string(), ec.message()));
     }
-    std::string home_env = "HOME=" + home_.string();
-    std::vector<std::string> env_strings = {home_env};
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "HOME=", 5) != 0) env_strings.emplace_back(*e);
-    }
+    // A minimal environment, not the launcher's (local_process.h): jobs get theirs by Prepare.
+    std::vector<std::string> env_strings = LocalWorkerEnvironment(LauncherEnvironment());
+    env_strings.push_back("HOME=" + home_.string());
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -145,8 +146,10 @@ class LocalAgentLink : public AgentLink {
       throw Error(ExitCode::kUnreachable, fmt::format("pipe: {}", std::strerror(errno)));
     }
     std::string home_dir = home_.string();
+    const mode_t user_umask = InheritedUmask();  // the agent restricts its own; jobs get this
     pid_t pid = ::fork();
     if (pid == 0) {
+      ::umask(user_umask);
       ::dup2(out[1], STDOUT_FILENO);
       int devnull = ::open("/dev/null", O_RDONLY);
       if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);

@@ -32,7 +32,6 @@ struct AgentTunnel::State {
   asio::posix::stream_descriptor local;  // our end of the socketpair
   asio::steady_timer wake;               // cancelled by any readiness, to resume the loop
   bool stopped = false;
-  bool closed = false;
   // Whether a wait is pending: 0 ssh read, 1 ssh write, 2 local read, 3 local write.
   bool armed[4] = {false, false, false, false};
 
@@ -130,7 +129,6 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
     boost::system::error_code ec;
     co_await s->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
-  s->closed = true;
   boost::system::error_code ignored;
   s->local.close(ignored);  // gRPC sees EOF: its calls fail and the caller reconnects
   s->session->waiter().cancel(ignored);
@@ -153,8 +151,6 @@ AgentTunnel::~AgentTunnel() {
   state_->wake.cancel();
   if (grpc_fd_ >= 0) ::close(grpc_fd_);
 }
-
-bool AgentTunnel::closed() const { return state_->closed; }
 
 grpc::ChannelArguments AgentChannelArguments() {
   grpc::ChannelArguments args;

@@ -27,9 +27,6 @@ class AgentTunnel {
   // A new gRPC channel over the tunnel (call once: a channel made from an fd never reconnects).
   std::shared_ptr<grpc::Channel> MakeGrpcChannel();
 
-  // True once the copying has ended (either side closed, or the SSH connection broke).
-  bool closed() const;
-
   struct State;
 
  private:

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "launcher/error.h"
+#include "proto/private_state.h"
 
 extern char** environ;
 
@@ -25,17 +26,62 @@ namespace podrun {
 namespace {
 
 constexpr auto kReapPoll = std::chrono::milliseconds(5);
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr size_t kPipeChunkBytes = size_t{64} * 1024;
 
+// Variables a local worker's process inherits (LocalWorkerEnvironment); a trailing '*' is a
+// prefix.
+constexpr const char* kPassedThrough[] = {"PATH", "USER", "LOGNAME", "LANG",   "LC_*",
+                                          "TERM", "TZ",   "SHELL",   "TMPDIR", "PODRUN_AGENT_*"};
+
+bool PassedThrough(std::string_view name) {
+  for (std::string_view pattern : kPassedThrough) {
+    if (pattern.ends_with('*') ? name.starts_with(pattern.substr(0, pattern.size() - 1))
+                               : name == pattern) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// What the stderr pump shares with RunLocalProcess, owned by both: the pump is a detached
+// coroutine, so nothing it touches may live in RunLocalProcess's frame.
+struct StderrPump {
+  StderrPump(const asio::any_io_executor& executor, int fd,
+             std::function<void(Stream, std::string_view)> sink)
+      : pipe(executor, fd),
+        finished(executor, asio::steady_timer::time_point::max()),
+        on_data(std::move(sink)) {}
+  asio::posix::stream_descriptor pipe;
+  asio::steady_timer finished;  // cancelled when the pipe has ended
+  std::function<void(Stream, std::string_view)> on_data;
+  bool done = false;
+  bool abandoned = false;  // RunLocalProcess has ended: deliver nothing more
+};
+
+// Reads `pipe` to its end, handing each chunk to on_data (unless `abandoned` turns true).
 asio::awaitable<void> Pump(asio::posix::stream_descriptor& pipe, Stream stream,
-                           const std::function<void(Stream, std::string_view)>& on_data) {
-  std::string buffer(64 * 1024, '\0');
+                           const std::function<void(Stream, std::string_view)>& on_data,
+                           const bool* abandoned = nullptr) {
+  std::string buffer(kPipeChunkBytes, '\0');
   for (;;) {
     boost::system::error_code ec;
     size_t n = co_await pipe.async_read_some(asio::buffer(buffer),
                                              asio::redirect_error(asio::use_awaitable, ec));
+    if (abandoned != nullptr && *abandoned) co_return;
     if (n > 0) on_data(stream, std::string_view(buffer.data(), n));
     if (ec) co_return;  // EOF or error: the process closed its end
   }
+}
+
+asio::awaitable<void> PumpStderr(std::shared_ptr<StderrPump> pump) {
+  try {
+    co_await Pump(pump->pipe, Stream::kStderr, pump->on_data, &pump->abandoned);
+  } catch (...) {
+    // on_data threw: the stdout side reports the failure; just stop reading.
+  }
+  pump->done = true;
+  pump->finished.cancel();
 }
 
 ExitStatus StatusOf(int wait_status) {
@@ -50,14 +96,30 @@ ExitStatus StatusOf(int wait_status) {
 
 }  // namespace
 
+std::vector<std::string> LocalWorkerEnvironment(char* const* environment) {
+  std::vector<std::string> out;
+  bool has_path = false;
+  for (char* const* e = environment; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    size_t equals = entry.find('=');
+    if (equals == std::string_view::npos) continue;
+    std::string_view name = entry.substr(0, equals);
+    if (!PassedThrough(name)) continue;
+    has_path = has_path || name == "PATH";
+    out.emplace_back(entry);
+  }
+  if (!has_path) out.push_back(std::string("PATH=") + kDefaultPath);
+  return out;
+}
+
+char* const* LauncherEnvironment() { return environ; }
+
 asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
                                             std::function<void(Stream, std::string_view)> on_data) {
   auto executor = co_await asio::this_coro::executor;
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    std::string key(entry.substr(0, entry.find('=')));
-    if (!command.env.count(key)) env_strings.emplace_back(entry);
+  for (std::string& entry : LocalWorkerEnvironment(environ)) {
+    if (!command.env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
   }
   for (const auto& [key, value] : command.env) env_strings.push_back(key + "=" + value);
   std::vector<char*> envp, argv;
@@ -68,12 +130,21 @@ asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
   argv.push_back(nullptr);
 
   int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+  if (::pipe2(out, O_CLOEXEC) != 0) {
     throw Error(ExitCode::kUnreachable, fmt::format("pipe: {}", std::strerror(errno)));
   }
-  pid_t pid = ::fork();
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    int saved = errno;
+    ::close(out[0]);
+    ::close(out[1]);
+    throw Error(ExitCode::kUnreachable, fmt::format("pipe: {}", std::strerror(saved)));
+  }
+  const mode_t user_umask = InheritedUmask();
+  const pid_t pid = ::fork();
+  const int fork_errno = errno;
   if (pid == 0) {
     ::setpgid(0, 0);
+    ::umask(user_umask);
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
@@ -87,25 +158,25 @@ asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
   if (pid < 0) {
     ::close(out[0]);
     ::close(err[0]);
-    throw Error(ExitCode::kUnreachable, fmt::format("fork: {}", std::strerror(errno)));
+    throw Error(ExitCode::kUnreachable, fmt::format("fork: {}", std::strerror(fork_errno)));
   }
   asio::posix::stream_descriptor out_pipe(executor, out[0]);
-  asio::posix::stream_descriptor err_pipe(executor, err[0]);
-  // Both pipes are read by one coroutine each; this one waits for the first to end.
-  bool err_done = false;
-  asio::steady_timer err_finished(executor, asio::steady_timer::time_point::max());
-  asio::co_spawn(
-      executor,
-      [&]() -> asio::awaitable<void> {
-        co_await Pump(err_pipe, Stream::kStderr, on_data);
-        err_done = true;
-        err_finished.cancel();
-      },
-      asio::detached);
+  // Both pipes are read at once: stderr by a coroutine of its own, stdout by this one, which
+  // then waits for stderr's end.
+  auto err_pump = std::make_shared<StderrPump>(executor, err[0], on_data);
+  asio::co_spawn(executor, PumpStderr(err_pump), asio::detached);
+  struct Abandon {
+    StderrPump& pump;
+    ~Abandon() {
+      pump.abandoned = true;  // on_data may refer to the caller's frame
+      boost::system::error_code ignored;
+      pump.pipe.cancel(ignored);
+    }
+  } abandon{*err_pump};
   co_await Pump(out_pipe, Stream::kStdout, on_data);
-  if (!err_done) {
+  if (!err_pump->done) {
     boost::system::error_code ec;
-    co_await err_finished.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await err_pump->finished.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   // Both pipes closed: the process is ending; reap it without blocking the loop.
   int wait_status = 0;

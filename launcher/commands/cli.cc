@@ -15,6 +15,7 @@
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
+#include "launcher/commands/open_files.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
 #include "launcher/commands/version.h"
@@ -67,13 +68,18 @@ ExitCode ExecMain(int argc, char** argv) {
   AddPodOptions(app, settings);
   ExecRequest request;
   app.add_flag("--json", request.json, "One JSON object per worker at the end");
-  app.add_option("command", request.command, "The command (after --)")->expected(-1);
+  app.add_option("command", request.command,
+                 "The command (after --). Its words are joined with spaces, as ssh does, and\n"
+                 "the worker's login shell runs the result: -- echo 'a  b' prints 'a b'.\n"
+                 "Quote for that shell: -- \"echo 'a  b'\"")
+      ->expected(-1);
   app.footer("Example: podrun exec --hosts @pod.txt -w 0-3 -- nproc");
   ExitCode help_exit;
   if (!Parse(app, argc, argv, &help_exit)) return help_exit;
   if (request.command.empty())
     throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
   request.pod = ResolvePod(settings);
+  EnsureOpenFiles(request.pod.selected.size());
   return RunExec(request);
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "launcher/commands/open_files.h"
 #include "launcher/job/attempt_runner.h"
 #include "launcher/job/job_env.h"
 #include "launcher/job/job_pod.h"
@@ -40,6 +41,7 @@ ExitCode RunLaunch(const LaunchRequest& request) {
     spec.name = request.name;
   }
   Pod pod = ResolvePod(MergePodSettings(request.pod, spec.pod));
+  EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
   std::map<std::string, std::string> secrets = ReadSecrets(spec.secret_env);
 

@@ -18,6 +18,7 @@
 #include "launcher/agent/agent_client.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
+#include "launcher/job/log_follower.h"
 #include "launcher/job/podrun_home.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/line_splitter.h"
@@ -27,10 +28,6 @@
 namespace podrun {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-// A broken stream is retried (reconnecting) for this long before the worker counts as lost.
-constexpr auto kGiveUpAfter = std::chrono::seconds(20);
-constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 // Without -f, output is written in chunks of about this size.
 constexpr size_t kFlushBytes = 64 << 10;
 
@@ -133,61 +130,6 @@ struct LogRead {
   std::string error;                   // the log could not be read to its end
 };
 
-// Reads `agent`'s log of the attempt from seq 1, to its current end or (follow) to the end of
-// the process, resuming at the next record after a broken stream. Calls on_batch per batch.
-LogRead ReadLog(JobAgents& agents, JobAgent& agent, const std::string& job_id, int attempt,
-                bool follow, const AgentClient::OnBatch& on_batch) {
-  LogRead result;
-  uint64_t next = 1;
-  std::optional<Clock::time_point> give_up_at;
-  bool checked = false;
-  for (;;) {
-    try {
-      if (!checked) {
-        if (!agent.client->Status(job_id, static_cast<uint32_t>(attempt))) {
-          result.unknown = true;
-          return result;
-        }
-        checked = true;
-      }
-      AgentLogStreamEnd end =
-          agent.client->StreamLogs(job_id, static_cast<uint32_t>(attempt), next, follow,
-                                   [&](std::vector<LogRecord>&& records) {
-                                     if (!records.empty()) next = records.back().seq + 1;
-                                     return on_batch(std::move(records));
-                                   });
-      next = std::max(next, end.next_seq);
-      if (end.cancelled) {
-        result.cancelled = true;
-        return result;
-      }
-      result.end = end.end;
-      if (end.end || !follow) return result;
-      throw Error(ExitCode::kUnreachable, "the log stream ended early");
-    } catch (const std::exception& e) {
-      if (!give_up_at) {
-        give_up_at = Clock::now() + kGiveUpAfter;
-        SayToUser(fmt::format("{}: connection to the agent lost ({}); reconnecting",
-                              agent.description, e.what()));
-      }
-      if (Clock::now() >= *give_up_at) {
-        result.error = fmt::format("no connection to its agent for {} s: {}",
-                                   std::chrono::seconds(kGiveUpAfter).count(), e.what());
-        return result;
-      }
-      std::this_thread::sleep_for(kReconnectPause);
-      try {
-        agents.Reconnect(agent);
-        give_up_at.reset();
-        SayToUser(
-            fmt::format("{}: reconnected; resuming its log at record {}", agent.description, next));
-      } catch (const std::exception&) {
-        // keep trying until give_up_at
-      }
-    }
-  }
-}
-
 // The workers to show: -w (pod-wide indexes, each part of the attempt) or all of the attempt.
 std::vector<int> SelectWorkers(const LogsRequest& request, const JobRecord& job,
                                const AttemptRecord& attempt) {
@@ -204,9 +146,16 @@ std::vector<int> SelectWorkers(const LogsRequest& request, const JobRecord& job,
   return selected;
 }
 
-// Prints every worker's records merged in time order (stable per worker).
+// Prints every worker's records merged in time order (stable per worker), each worker's
+// timestamps corrected by its clock offset.
 void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
-                 const std::map<int, std::vector<LogRecord>>& logs) {
+                 const std::map<int, std::vector<LogRecord>>& logs,
+                 const std::map<int, int64_t>& clock_offsets) {
+  // Each worker's timestamps in the launcher's clock (workers' clocks need not agree).
+  auto at = [&](int w, const LogRecord& r) {
+    auto it = clock_offsets.find(w);
+    return r.time_ns - (it == clock_offsets.end() ? 0 : it->second);
+  };
   // (time_ns, worker, position in its log), smallest first.
   using Head = std::tuple<int64_t, int, size_t>;
   std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
@@ -215,7 +164,7 @@ void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
     if (it == logs.end() || it->second.empty()) {
       printer.Finish(w);
     } else {
-      heads.emplace(it->second[0].time_ns, w, 0);
+      heads.emplace(at(w, it->second[0]), w, 0);
     }
   }
   while (!heads.empty()) {
@@ -224,7 +173,7 @@ void PrintMerged(LogPrinter& printer, const std::vector<int>& workers,
     const std::vector<LogRecord>& log = logs.at(w);
     printer.Add(w, log[i]);
     if (i + 1 < log.size()) {
-      heads.emplace(log[i + 1].time_ns, w, i + 1);
+      heads.emplace(at(w, log[i + 1]), w, i + 1);
     } else {
       printer.Finish(w);
     }
@@ -250,34 +199,69 @@ ExitCode RunLogs(const LogsRequest& request) {
   LogPrinter printer(reachable, request.fold, request.prefix,
                      LabelledOutput::ShouldColor(STDOUT_FILENO));
 
-  std::mutex mutex;  // guards logs, reads
-  std::map<int, std::vector<LogRecord>> logs;
+  // Which agents know the attempt (one short call each, in parallel).
+  std::mutex mutex;  // guards reads while the agents are asked
   std::map<int, LogRead> reads;
   agents.ForEachReachable([&](JobAgent& agent) {
     LogRead read;
-    if (request.follow) {
-      read = ReadLog(agents, agent, job.id, attempt->number, true,
-                     [&](std::vector<LogRecord>&& records) {
-                       printer.Add(agent.index, records);
-                       return printer.Flush();
-                     });
-      printer.Finish(agent.index);
-      printer.Flush();
-    } else {
-      std::vector<LogRecord> log;
-      read = ReadLog(agents, agent, job.id, attempt->number, false,
-                     [&](std::vector<LogRecord>&& records) {
-                       log.insert(log.end(), std::make_move_iterator(records.begin()),
-                                  std::make_move_iterator(records.end()));
-                       return true;
-                     });
-      std::lock_guard lock(mutex);
-      logs[agent.index] = std::move(log);
+    try {
+      read.unknown = !agent.client->Status(job.id, static_cast<uint32_t>(attempt->number));
+    } catch (const Error& e) {
+      read.error = e.what();
     }
     std::lock_guard lock(mutex);
     reads[agent.index] = std::move(read);
   });
-  if (!request.follow) PrintMerged(printer, reachable, logs);
+
+  // Every known log at once, without a thread per worker (FollowLogs).
+  std::map<int, std::vector<LogRecord>> logs;  // without -f: each worker's whole log
+  std::vector<JobAgent*> known;
+  for (JobAgent& agent : agents.agents()) {
+    auto it = reads.find(agent.index);
+    if (it == reads.end() || it->second.unknown || !it->second.error.empty()) continue;
+    known.push_back(&agent);
+    logs[agent.index];  // made here: the streams' threads only fill their own
+  }
+  std::vector<LogFollowJob> jobs;
+  for (JobAgent* agent : known) {
+    LogFollowJob follow;
+    follow.params.job_id = job.id;
+    follow.params.attempt = static_cast<uint32_t>(attempt->number);
+    follow.params.follow = request.follow;
+    follow.params.description = agent->description;
+    follow.hooks = {[agent] { return agent->client; },
+                    [&agents, agent] { return agents.Reconnect(*agent); }, SayToUser};
+    std::vector<LogRecord>* log = &logs[agent->index];
+    const int index = agent->index;
+    if (request.follow) {
+      follow.on_batch = [&printer, index](std::vector<LogRecord>&& records) {
+        printer.Add(index, records);
+        return printer.Flush();
+      };
+    } else {
+      follow.on_batch = [log](std::vector<LogRecord>&& records) {
+        log->insert(log->end(), std::make_move_iterator(records.begin()),
+                    std::make_move_iterator(records.end()));
+        return true;
+      };
+    }
+    jobs.push_back(std::move(follow));
+  }
+  FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
+    LogRead& read = reads[known[i]->index];
+    read.end = result.end;
+    read.cancelled = result.cancelled;
+    read.error = result.lost;
+    if (request.follow) {
+      printer.Finish(known[i]->index);
+      printer.Flush();
+    }
+  });
+  if (!request.follow) {
+    std::map<int, int64_t> offsets;
+    for (const JobAgent& agent : agents.agents()) offsets[agent.index] = agent.clock_offset_ns;
+    PrintMerged(printer, reachable, logs, offsets);
+  }
   if (printer.broken()) return ExitCode::kOk;  // the reader went away (e.g. `| head`)
 
   bool failed = false;

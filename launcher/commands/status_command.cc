@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "launcher/exit_status.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
@@ -29,7 +31,13 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   Notes notes;
   bool start_failed = store.GetAttempt(job.id, attempt).state == AttemptState::kStartFailed;
   std::vector<int> active;
+  std::map<int, int> pending_stops;  // worker -> grace seconds of a stop not delivered yet
   for (const WorkerRecord& w : store.Workers(job.id, attempt)) {
+    if (w.stop_pending_grace) {
+      pending_stops[w.index] = *w.stop_pending_grace;
+      active.push_back(w.index);
+      continue;
+    }
     if (IsFinal(w.state)) continue;
     if (start_failed) {
       notes[w.index] = "not started: the attempt could not start on every worker";
@@ -40,6 +48,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   if (active.empty()) return notes;
 
   std::map<int, std::optional<AgentJobStatus>> answers;
+  std::vector<int> delivered;  // pending stops delivered now
   try {
     JobAgents agents(job, active);
     for (const JobAgent& agent : agents.agents()) {
@@ -48,6 +57,14 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
     std::mutex mutex;
     agents.ForEachReachable([&](JobAgent& agent) {
       try {
+        if (auto it = pending_stops.find(agent.index); it != pending_stops.end()) {
+          // The gang was stopped while this worker was out of reach: stop it now.
+          agent.client->Stop(job.id, static_cast<uint32_t>(attempt),
+                             std::chrono::seconds(it->second));
+          std::lock_guard lock(mutex);
+          delivered.push_back(agent.index);
+          notes[agent.index] = "stopped now: podrun's stop of the gang could not reach it then";
+        }
         auto status = agent.client->Status(job.id, static_cast<uint32_t>(attempt));
         std::lock_guard lock(mutex);
         answers[agent.index] = status;
@@ -60,10 +77,13 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
     for (int index : active) notes[index] = std::string("cannot ask its agent: ") + e.what();
   }
 
+  for (int index : delivered) {
+    store.UpdateWorker(job.id, attempt, index, {.stop_pending_grace = -1});
+  }
   for (const auto& [index, status] : answers) {
     if (!status) {
       notes[index] = "its agent has no record of this attempt: not started there";
-    } else if (status->state == AgentJobState::kPrepared) {
+    } else if (status->state == AgentJobState::kPrepared && !notes.count(index)) {
       notes[index] = "prepared; waiting for the start";
     }
     if (std::optional<WorkerUpdate> update = UpdateFromAgentStatus(status)) {
@@ -75,14 +95,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   return notes;
 }
 
-std::string ExitText(const WorkerRecord& w) {
-  if (w.exit_code) return std::to_string(*w.exit_code);
-  if (w.signal) {
-    const char* name = ::sigabbrev_np(*w.signal);
-    return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", *w.signal);
-  }
-  return "-";
-}
+std::string ExitText(const WorkerRecord& w) { return ShortExit(w.exit_code, w.signal); }
 
 std::string NoteOf(const WorkerRecord& w, const Notes& notes) {
   auto it = notes.find(w.index);

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "launcher/exit_status.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
@@ -78,14 +79,9 @@ ExitCode RunStop(const StopRequest& request) {
 
   std::vector<int> active;
   for (const WorkerRecord& w : store.Workers(job.id, number)) {
-    if (IsFinal(w.state)) {
+    if (IsFinal(w.state) && !w.stop_pending_grace) {
       std::string how;
-      if (w.exit_code) {
-        how = fmt::format(" (exit code {})", *w.exit_code);
-      } else if (w.signal) {
-        const char* name = ::sigabbrev_np(*w.signal);
-        how = name ? fmt::format(" (SIG{})", name) : fmt::format(" (signal {})", *w.signal);
-      }
+      if (w.exit_code || w.signal) how = " (" + DescribeExit(w.exit_code, w.signal) + ")";
       SayToUser(
           fmt::format("w{} ({}): already {}{}", w.index, w.host, WorkerStateName(w.state), how));
     } else {
@@ -118,13 +114,18 @@ ExitCode RunStop(const StopRequest& request) {
   });
 
   bool stopped_any = false;
-  for (auto& [index, out] : outcomes) {
-    if (out.update) {
-      store.UpdateWorker(job.id, number, index, *out.update);
+  for (int index : active) {
+    auto it = outcomes.find(index);
+    if (it != outcomes.end() && it->second.update) {
+      it->second.update->stop_pending_grace = -1;
+      store.UpdateWorker(job.id, number, index, *it->second.update);
+      stopped_any = stopped_any || it->second.stopped_running;
     } else {
-      ++unreachable;
+      // Delivered by the next podrun command that reaches the worker (status, stop).
+      store.UpdateWorker(job.id, number, index,
+                         {.stop_pending_grace = static_cast<int>(grace.count())});
+      if (it != outcomes.end()) ++unreachable;  // the unreachable ones are counted already
     }
-    stopped_any = stopped_any || out.stopped_running;
   }
   AttemptRecord now = store.GetAttempt(job.id, number);
   bool active_state = now.state == AttemptState::kStarting || now.state == AttemptState::kRunning;
@@ -134,8 +135,10 @@ ExitCode RunStop(const StopRequest& request) {
     SettleAttemptIfDone(store, job.id, number);
   }
   if (unreachable > 0) {
-    SayToUser(fmt::format("job {}: {} worker{} could not be stopped (see above)", job.id,
-                          unreachable, unreachable == 1 ? "" : "s"));
+    SayToUser(fmt::format(
+        "job {}: {} worker{} could not be stopped (see above); the stop is recorded and "
+        "delivered by the next podrun status or stop that reaches {}",
+        job.id, unreachable, unreachable == 1 ? "" : "s", unreachable == 1 ? "it" : "them"));
     return ExitCode::kUnreachable;
   }
   SayToUser(fmt::format("job {} stopped", job.id));

@@ -8,10 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
-#include <latch>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -20,9 +18,14 @@
 #include "launcher/agent/agent_binary.h"
 #include "launcher/agent/agent_client.h"
 #include "launcher/agent/agent_link.h"
+#include "launcher/job/clock_sync.h"
 #include "launcher/job/gang.h"
+#include "launcher/job/interrupt_watcher.h"
+#include "launcher/job/job_agents.h"
 #include "launcher/job/job_env.h"
 #include "launcher/job/job_pod.h"
+#include "launcher/job/log_follower.h"
+#include "launcher/job/parallel_for.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/log_merger.h"
 #include "launcher/pod/worker_range.h"
@@ -33,9 +36,12 @@ namespace podrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// A worker whose agent gives no progress for this long is lost (LogFollowParams).
 constexpr auto kLostAfter = std::chrono::seconds(20);
 constexpr auto kReconnectPause = std::chrono::milliseconds(500);
-constexpr auto kSignalPoll = std::chrono::milliseconds(100);
+// A stop that cannot be delivered is retried (reconnecting) for this long, then recorded as
+// pending in the job store for the next command that reaches the worker.
+constexpr auto kStopRetryFor = std::chrono::seconds(20);
 constexpr int kClockProbes = 3;
 // How far ahead the lockstep start is scheduled: enough for every Start to arrive first.
 constexpr auto kMinStartLead = std::chrono::milliseconds(50);
@@ -46,26 +52,12 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string DescribeEnd(const AgentProcessEnd& end) {
-  if (end.exit_code) return fmt::format("exit code {}", *end.exit_code);
-  if (end.signal) {
-    const char* name = ::sigabbrev_np(*end.signal);
-    return fmt::format("killed by signal {}{}", *end.signal,
-                       name ? fmt::format(" (SIG{})", name) : "");
-  }
-  if (end.never_started) return "never started";
-  return "ended without status";
-}
-
 bool EndFailed(const AgentProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
 
-// Runs f(worker) for every worker on its own thread and waits for all.
+// Runs f(worker) for every worker, on a thread each (as many as can be had), and waits for all.
 template <class Items, class F>
 void ForEachParallel(Items& items, F f) {
-  std::vector<std::thread> threads;
-  threads.reserve(items.size());
-  for (auto& item : items) threads.emplace_back([&f, &item] { f(*item); });
-  for (auto& t : threads) t.join();
+  ParallelFor(items.size(), [&](size_t i) { f(*items[i]); });
 }
 
 class Runner {
@@ -79,6 +71,7 @@ class Runner {
   struct Worker {
     int index = 0;
     std::unique_ptr<AgentLink> link;
+    std::mutex connect_mutex;  // one Connect() at a time (follower and stopper may both try)
     std::mutex client_mutex;
     std::shared_ptr<AgentClient> client;
     std::string error;
@@ -90,6 +83,15 @@ class Runner {
   std::shared_ptr<AgentClient> Client(Worker& w) {
     std::lock_guard lock(w.client_mutex);
     return w.client;
+  }
+  // Connects to the worker's agent anew and greets it; throws.
+  std::shared_ptr<AgentClient> Reconnect(Worker& w) {
+    std::lock_guard connect(w.connect_mutex);
+    auto client = std::make_shared<AgentClient>(w.link->Connect());
+    client->Hello();
+    std::lock_guard lock(w.client_mutex);
+    w.client = client;
+    return client;
   }
   void UpdateWorker(int index, const WorkerUpdate& update) {
     std::lock_guard lock(store_mutex_);
@@ -113,12 +115,14 @@ class Runner {
   void ConnectAll();
   void PrepareAll();
   void StartAll();
-  void Follow(Worker& w);
+  void FollowAll(const std::vector<Worker*>& workers);  // until every log is done
   void OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq);
   void OnLost(Worker& w, const std::string& reason);
-  void StopRunning();      // caller holds gang_mutex_
-  void ReleasePrepared();  // after a failed barrier
-  void WatchSignals();
+  void StopRunning();          // caller holds gang_mutex_
+  void StopWorker(Worker& w);  // on a stopper thread: retried, else recorded as pending
+  void ReleasePrepared();      // after a failed barrier
+  void OnInterrupt();          // on the interrupt watcher's thread
+  void JoinStoppers();
   ExitCode Report();
 
   JobStore& store_;
@@ -132,28 +136,28 @@ class Runner {
   std::map<int, Worker*> by_index_;
 
   std::mutex gang_mutex_;
-  std::condition_variable gang_changed_;
   Gang gang_;
   std::vector<std::thread> stoppers_;  // guarded by gang_mutex_
 
   std::unique_ptr<LogMerger> merger_;
-  std::atomic<bool> done_{false};
   Clock::time_point started_ = Clock::now();
+  std::chrono::nanoseconds prepare_fan_out_{0};  // how long Prepare to every worker took
 };
 
-void Runner::WatchSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  timespec poll{0, std::chrono::nanoseconds(kSignalPoll).count()};
-  while (!done_) {
-    if (sigtimedwait(&set, nullptr, &poll) != SIGINT) continue;
+void Runner::OnInterrupt() {
+  std::lock_guard lock(gang_mutex_);
+  if (gang_.interrupted()) return;
+  Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
+  if (gang_.Interrupt()) StopRunning();
+}
+
+void Runner::JoinStoppers() {
+  std::vector<std::thread> stoppers;
+  {
     std::lock_guard lock(gang_mutex_);
-    if (gang_.interrupted()) continue;
-    Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
-    if (gang_.Interrupt()) StopRunning();
-    gang_changed_.notify_all();
+    stoppers.swap(stoppers_);
   }
+  for (auto& t : stoppers) t.join();
 }
 
 void Runner::ConnectAll() {
@@ -164,15 +168,17 @@ void Runner::ConnectAll() {
       auto client = std::make_shared<AgentClient>(channel);
       // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
       // start can be scheduled at one instant on every worker.
+      std::vector<ClockSample> samples;
       for (int i = 0; i < kClockProbes; ++i) {
-        int64_t sent = NowUnixNs();
-        AgentHello hello = client->Hello();
-        int64_t received = NowUnixNs();
-        if (i == 0 || received - sent < w.rtt_ns) {
-          w.rtt_ns = received - sent;
-          w.clock_offset_ns = hello.now_ns - (sent + received) / 2;
-        }
+        ClockSample sample;
+        sample.sent_ns = NowUnixNs();
+        sample.agent_now_ns = client->Hello().now_ns;
+        sample.received_ns = NowUnixNs();
+        samples.push_back(sample);
       }
+      const ClockOffset offset = EstimateClockOffset(samples);
+      w.clock_offset_ns = offset.offset_ns;
+      w.rtt_ns = offset.rtt_ns;
       std::lock_guard lock(w.client_mutex);
       w.client = client;
     } catch (const std::exception& e) {
@@ -197,6 +203,7 @@ void Runner::PrepareAll() {
       Say(fmt::format("warning: job store: {}", e.what()));
     }
   }
+  const auto fan_out_began = Clock::now();
   ForEachParallel(workers_, [&](Worker& w) {
     if (!w.error.empty()) return;
     try {
@@ -223,17 +230,18 @@ void Runner::PrepareAll() {
       w.error = fmt::format("{}: prepare: {}", w.link->description(), e.what());
     }
   });
+  prepare_fan_out_ = Clock::now() - fan_out_began;
 }
 
 void Runner::StartAll() {
-  // GO at one instant: each agent gets the same target in its own clock.
-  int64_t lead_ns = std::chrono::nanoseconds(kMinStartLead).count();
-  for (auto& w : workers_) lead_ns = std::max(lead_ns, 8 * w->rtt_ns);
-  int64_t target_ns = NowUnixNs() + lead_ns;
-  std::latch go(static_cast<std::ptrdiff_t>(workers_.size()));
+  // GO at one instant: each agent gets the same target in its own clock, far enough ahead that
+  // every Start arrives before it (Start blocks until the instant: one thread per worker).
+  int64_t slowest_rtt_ns = 0;
+  for (auto& w : workers_) slowest_rtt_ns = std::max(slowest_rtt_ns, w->rtt_ns);
+  const int64_t target_ns =
+      NowUnixNs() + StartLead(kMinStartLead, slowest_rtt_ns, prepare_fan_out_).count();
   ForEachParallel(workers_, [&](Worker& w) {
     auto client = Client(w);
-    go.arrive_and_wait();
     try {
       w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
                               target_ns + w.clock_offset_ns);
@@ -270,23 +278,47 @@ void Runner::ReleasePrepared() {
 void Runner::StopRunning() {
   for (int index : gang_.Running()) {
     Worker* w = by_index_.at(index);
-    stoppers_.emplace_back([this, w] {
-      try {
-        if (auto client = Client(*w)) {
-          client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
-                       std::chrono::seconds(plan_.spec.grace_seconds));
-        }
-      } catch (const std::exception& e) {
-        Say(fmt::format("{}: stop: {}", w->link->description(), e.what()));
-      }
-    });
+    try {
+      stoppers_.emplace_back([this, w] { StopWorker(*w); });
+    } catch (const std::system_error& e) {
+      Say(fmt::format("{}: stop: no thread to send it ({})", w->link->description(), e.what()));
+      UpdateWorker(index, {.stop_pending_grace = plan_.spec.grace_seconds});
+    }
   }
+}
+
+void Runner::StopWorker(Worker& w) {
+  const auto grace = std::chrono::seconds(plan_.spec.grace_seconds);
+  const auto give_up_at = Clock::now() + kStopRetryFor;
+  std::string error = "not connected";
+  for (;;) {
+    try {
+      if (auto client = Client(w)) {
+        client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt), grace);
+        return;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (Clock::now() >= give_up_at) break;
+    std::this_thread::sleep_for(kReconnectPause);
+    try {
+      Reconnect(w);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  Say(fmt::format(
+      "{}: the stop could not be delivered ({}); it is recorded, and the next podrun command "
+      "that reaches this worker delivers it (e.g. podrun status {})",
+      w.link->description(), error, plan_.job.id));
+  UpdateWorker(w.index, {.stop_pending_grace = plan_.spec.grace_seconds});
 }
 
 void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
   merger_->Finish(w.index);
   std::lock_guard lock(gang_mutex_);
-  if (gang_.Ended(w.index, EndFailed(end), DescribeEnd(end), end.stopped_by_request)) {
+  if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {
     StopRunning();
   }
   UpdateWorker(w.index, {.state = gang_.state(w.index),
@@ -294,7 +326,6 @@ void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
                          .signal = end.signal,
                          .end_ns = end.end_time_ns,
                          .last_seq = last_seq});
-  gang_changed_.notify_all();
 }
 
 void Runner::OnLost(Worker& w, const std::string& reason) {
@@ -302,57 +333,32 @@ void Runner::OnLost(Worker& w, const std::string& reason) {
   std::lock_guard lock(gang_mutex_);
   if (gang_.Lost(w.index, reason)) StopRunning();
   UpdateWorker(w.index, {.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason});
-  gang_changed_.notify_all();
 }
 
-void Runner::Follow(Worker& w) {
-  uint64_t next = 1;
-  std::optional<Clock::time_point> give_up_at;
-  for (;;) {
-    try {
-      auto client = Client(w);
-      AgentLogStreamEnd end =
-          client->StreamLogs(plan_.job.id, static_cast<uint32_t>(plan_.attempt), next,
-                             /*follow=*/true, [&](std::vector<LogRecord>&& records) {
-                               if (!records.empty()) {
-                                 merger_->Add(w.index, records);
-                                 next = records.back().seq + 1;
-                               }
-                               return true;
-                             });
-      next = std::max(next, end.next_seq);
-      if (end.end) {
-        OnEnded(w, *end.end, next - 1);
-        return;
-      }
-      throw Error(ExitCode::kUnreachable, "the log stream ended early");
-    } catch (const std::exception& e) {
-      if (!give_up_at) {
-        give_up_at = Clock::now() + kLostAfter;
-        Say(fmt::format("{}: connection to the agent lost ({}); reconnecting",
-                        w.link->description(), e.what()));
-      }
-      if (Clock::now() >= *give_up_at) {
-        OnLost(w, fmt::format("no connection to its agent for {} s: {}",
-                              std::chrono::seconds(kLostAfter).count(), e.what()));
-        return;
-      }
-      std::this_thread::sleep_for(kReconnectPause);
-      try {
-        auto client = std::make_shared<AgentClient>(w.link->Connect());
-        client->Hello();
-        {
-          std::lock_guard lock(w.client_mutex);
-          w.client = client;
-        }
-        give_up_at.reset();
-        Say(fmt::format("{}: reconnected; resuming its log at record {}", w.link->description(),
-                        next));
-      } catch (const std::exception&) {
-        // keep trying until give_up_at
-      }
-    }
+void Runner::FollowAll(const std::vector<Worker*>& workers) {
+  std::vector<LogFollowJob> jobs;
+  for (Worker* w : workers) {
+    LogFollowJob job;
+    job.params.job_id = plan_.job.id;
+    job.params.attempt = static_cast<uint32_t>(plan_.attempt);
+    job.params.description = w->link->description();
+    job.params.lost_after = kLostAfter;
+    job.params.reconnect_pause = kReconnectPause;
+    job.hooks = {[this, w] { return Client(*w); }, [this, w] { return Reconnect(*w); }, Say};
+    const int index = w->index;
+    job.on_batch = [this, index](std::vector<LogRecord>&& records) {
+      if (!records.empty()) merger_->Add(index, records);
+      return true;
+    };
+    jobs.push_back(std::move(job));
   }
+  FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
+    if (result.end) {
+      OnEnded(*workers[i], *result.end, result.next_seq - 1);
+    } else {
+      OnLost(*workers[i], result.lost);
+    }
+  });
 }
 
 ExitCode Runner::Report() {
@@ -385,22 +391,9 @@ ExitCode Runner::Report() {
 }
 
 ExitCode Runner::Run() {
-  // Ctrl-C is taken by WatchSignals only: block it before any thread starts.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-  std::thread signals([this] { WatchSignals(); });
-  // Once the watcher has stopped, no thread adds stoppers any more.
-  auto stop_watching = [this, &signals] {
-    done_ = true;
-    if (signals.joinable()) signals.join();
-  };
-  struct StopSignals {
-    std::function<void()> stop;
-    ~StopSignals() { stop(); }
-  } stop_signals{stop_watching};
+  // Ctrl-C is taken by the watcher only: it blocks SIGINT before any other thread starts.
+  // Once it has stopped, only the followers' ends (joined before) could add stoppers.
+  InterruptWatcher interrupts([this] { OnInterrupt(); });
 
   try {
     agent_.emplace(AgentBinary::Locate());
@@ -487,22 +480,21 @@ ExitCode Runner::Run() {
   }
   SetAttempt(AttemptState::kRunning);
   if (plan_.detach) {
-    stop_watching();
-    for (auto& t : stoppers_) t.join();
-    stoppers_.clear();
+    interrupts.Stop();
+    JoinStoppers();
     if (gang_.root_cause()) return Report();
     Say(fmt::format("job {} runs detached; follow it with: podrun logs {} -f", plan_.job.id,
                     plan_.job.id));
     return ExitCode::kOk;
   }
-  std::vector<std::thread> followers;
+  std::vector<Worker*> following;
   for (auto& w : workers_) {
-    if (w->error.empty()) followers.emplace_back([this, &w] { Follow(*w); });
+    if (w->error.empty()) following.push_back(w.get());
   }
-  for (auto& t : followers) t.join();
-  stop_watching();
-  for (auto& t : stoppers_) t.join();
-  stoppers_.clear();
+  // No thread per worker: the streams run on gRPC's threads (see FollowLogs).
+  FollowAll(following);
+  interrupts.Stop();
+  JoinStoppers();
   return Report();
 }
 

@@ -27,6 +27,10 @@ struct AttemptPlan {
 
 // Runs the attempt and returns the contract's exit code. Prints progress and the outcome to
 // stderr and the merged log to stdout/stderr. Ctrl-C stops the job on every worker (130).
+// Process-wide effects: SIGINT is blocked in the calling thread (and so in every thread the
+// attempt starts) and taken by a watcher thread for the attempt's duration; SIGPIPE is ignored
+// for good (tunnels and gRPC write to sockets whose peers may be gone). The open-files limit
+// is the caller's (EnsureOpenFiles).
 ExitCode RunAttempt(JobStore& store, const AttemptPlan& plan);
 
 }  // namespace podrun

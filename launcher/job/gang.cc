@@ -120,10 +120,13 @@ ExitCode Gang::Outcome() const {
   if (interrupted_) return ExitCode::kInterrupted;
   if (phase_ == GangPhase::kAborted) return ExitCode::kUnreachable;
   if (any_failed_) return ExitCode::kFailed;
-  for (const auto& [w, s] : states_) {
-    if (s != WorkerState::kExited) return ExitCode::kFailed;
+  std::vector<WorkerState> states;
+  for (const auto& [w, s] : states_) states.push_back(s);
+  // A worker still running here was never started or never ended: not a success either.
+  for (WorkerState s : states) {
+    if (s != WorkerState::kExited && s != WorkerState::kStopped) return ExitCode::kFailed;
   }
-  return ExitCode::kOk;
+  return EndedAttemptState(states) == AttemptState::kSucceeded ? ExitCode::kOk : ExitCode::kFailed;
 }
 
 }  // namespace podrun

@@ -10,19 +10,17 @@
 #include <thread>
 
 #include "launcher/error.h"
+#include "launcher/exit_status.h"
+#include "launcher/job/clock_sync.h"
 #include "launcher/job/job_pod.h"
+#include "launcher/job/parallel_for.h"
 #include "launcher/output/labelled_output.h"
 
 namespace podrun {
 namespace {
 
-// Runs f(i) for i in [0, n) on a thread each; waits for all.
-void ParallelFor(size_t n, const std::function<void(size_t)>& f) {
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
-  for (std::thread& t : threads) t.join();
-}
+// Hellos per connection, to measure the agent's clock offset (the quickest one counts).
+constexpr int kClockProbes = 3;
 
 // The message of `e` without a leading "<description>: " (links add it; we print it apart).
 std::string Reason(const std::exception& e, const std::string& description) {
@@ -72,7 +70,15 @@ std::shared_ptr<AgentClient> JobAgents::Reconnect(JobAgent& agent) {
   size_t i = static_cast<size_t>(&agent - agents_.data());
   try {
     auto client = std::make_shared<AgentClient>(links_.at(i)->Connect());
-    client->Hello();
+    std::vector<ClockSample> samples;
+    for (int probe = 0; probe < kClockProbes; ++probe) {
+      ClockSample sample;
+      sample.sent_ns = NowUnixNs();
+      sample.agent_now_ns = client->Hello().now_ns;
+      sample.received_ns = NowUnixNs();
+      samples.push_back(sample);
+    }
+    agent.clock_offset_ns = EstimateClockOffset(samples).offset_ns;
     agent.client = client;
     agent.error.clear();
     return client;
@@ -102,16 +108,7 @@ void JobAgents::ForEachReachable(const std::function<void(JobAgent&)>& f) {
 
 std::string DescribeProcessEnd(const AgentProcessEnd& end) {
   if (end.never_started) return "never started";
-  std::string how;
-  if (end.exit_code) {
-    how = fmt::format("exit code {}", *end.exit_code);
-  } else if (end.signal) {
-    const char* name = ::sigabbrev_np(*end.signal);
-    how = fmt::format("killed by signal {}{}", *end.signal,
-                      name ? fmt::format(" (SIG{})", name) : "");
-  } else {
-    how = "ended without status";
-  }
+  const std::string how = DescribeExit(end.exit_code, end.signal);
   return end.stopped_by_request ? "stopped (" + how + ")" : how;
 }
 
@@ -155,15 +152,12 @@ bool IsFinal(WorkerState state) {
 }
 
 std::optional<AttemptState> SettledAttemptState(const std::vector<WorkerRecord>& workers) {
-  bool failed = false, stopped = false;
+  std::vector<WorkerState> states;
   for (const WorkerRecord& w : workers) {
     if (!IsFinal(w.state)) return std::nullopt;
-    failed = failed || w.state == WorkerState::kFailed;
-    stopped = stopped || w.state == WorkerState::kStopped;
+    states.push_back(w.state);
   }
-  if (failed) return AttemptState::kFailed;
-  if (stopped) return AttemptState::kStopped;
-  return AttemptState::kSucceeded;
+  return EndedAttemptState(states);
 }
 
 bool SettleAttemptIfDone(JobStore& store, const std::string& job_id, int attempt) {

@@ -25,6 +25,9 @@ struct JobAgent {
   std::string description;  // "w3 (root@10.0.0.5:22)" or "w3 (local)", for messages
   std::shared_ptr<AgentClient> client;
   std::string error;  // without the description, e.g. "ssh connect: Connection refused"
+  // The agent's wall clock minus ours, measured at Hello: subtract it from the agent's
+  // timestamps to compare them with another worker's.
+  int64_t clock_offset_ns = 0;
 };
 
 class JobAgents {

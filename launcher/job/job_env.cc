@@ -30,15 +30,6 @@ bool IsPodrunName(const std::string& name) { return name.rfind("PODRUN_", 0) == 
 
 }  // namespace
 
-std::map<std::string, std::string> JobEnv::Redacted() const {
-  std::map<std::string, std::string> out = vars;
-  for (const std::string& name : secret_names) {
-    auto it = out.find(name);
-    if (it != out.end()) it->second = "***";
-  }
-  return out;
-}
-
 JobEnv BuildJobEnv(const JobEnvParams& p) {
   const int num_workers = static_cast<int>(p.worker_addresses.size());
   if (num_workers == 0) throw UsageError("job environment: the pod has no workers");

@@ -28,13 +28,10 @@ struct JobEnvParams {
 };
 
 // A worker's full environment. `secret_names` are the keys of `vars` whose values are secrets:
-// send them to the worker, never store or log them (use Redacted() for logs).
+// send them to the worker, never store or log them.
 struct JobEnv {
   std::map<std::string, std::string> vars;
   std::set<std::string> secret_names;
-
-  // `vars` with every secret's value replaced by "***".
-  std::map<std::string, std::string> Redacted() const;
 };
 
 // Builds the environment. Precedence, lowest first: podrun's framework variables (MASTER_*,

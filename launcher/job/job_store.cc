@@ -1,5 +1,5 @@
-// The job store on SQLite: RAII owners for the connection and statements, versioned schema
-// migrations (PRAGMA user_version), and the queries behind status, logs, ls and rerun.
+// The job store's queries, behind status, logs, ls and rerun (the schema is in
+// job_store_schema.cc, the SQLite wrappers in sqlite_statement.h).
 #include "launcher/job/job_store.h"
 
 #include <sqlite3.h>
@@ -13,7 +13,9 @@
 #include <utility>
 
 #include "launcher/error.h"
+#include "launcher/job/job_store_schema.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/job/sqlite_statement.h"
 
 namespace podrun {
 namespace {
@@ -21,160 +23,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kBusyTimeoutMs = 10000;
-
-// Schema migrations: kMigrations[i] moves a database from user_version i to i + 1. Append new
-// steps; never edit a released one.
-constexpr const char* kMigrations[] = {
-    R"sql(
-CREATE TABLE jobs (
-  id TEXT PRIMARY KEY,
-  name TEXT NOT NULL,
-  pod TEXT NOT NULL,
-  spec_text TEXT NOT NULL,
-  spec_path TEXT NOT NULL,
-  hosts_json TEXT NOT NULL,          -- [{index, user, host, port, address}, ...]
-  created_ns INTEGER NOT NULL,
-  env_overrides_json TEXT NOT NULL,  -- {"KEY": "value"} from -e; never a secret
-  secret_names_json TEXT NOT NULL,   -- ["NAME", ...]; values are never stored
-  options_json TEXT NOT NULL
-);
-CREATE INDEX jobs_by_name ON jobs(name, created_ns);
-CREATE INDEX jobs_by_created ON jobs(created_ns);
-CREATE TABLE attempts (
-  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-  number INTEGER NOT NULL,
-  started_ns INTEGER NOT NULL,
-  ended_ns INTEGER,
-  state TEXT NOT NULL,
-  workers_json TEXT NOT NULL,        -- selected worker indexes
-  exit_code INTEGER,
-  PRIMARY KEY (job_id, number)
-);
-CREATE TABLE workers (
-  job_id TEXT NOT NULL,
-  attempt INTEGER NOT NULL,
-  idx INTEGER NOT NULL,
-  host TEXT NOT NULL,
-  state TEXT NOT NULL,
-  exit_code INTEGER,
-  signal INTEGER,
-  start_ns INTEGER,
-  end_ns INTEGER,
-  error TEXT NOT NULL DEFAULT '',
-  last_seq INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (job_id, attempt, idx),
-  FOREIGN KEY (job_id, attempt) REFERENCES attempts(job_id, number) ON DELETE CASCADE
-);
-)sql",
-};
-constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
-
-[[noreturn]] void Fail(sqlite3* db, const std::filesystem::path& path, const std::string& what) {
-  throw Error(ExitCode::kFailed,
-              path.string() + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-}
-
-// A prepared statement, finalized when it goes out of scope. Bind indexes are 1-based, column
-// indexes 0-based, as in SQLite.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::filesystem::path& path, const char* sql)
-      : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) Fail(db, path, "prepare");
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  ~Statement() { sqlite3_finalize(stmt_); }
-
-  Statement& Bind(int i, const std::string& value) {
-    return Check(sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()),
-                                   SQLITE_TRANSIENT));
-  }
-  Statement& Bind(int i, int64_t value) { return Check(sqlite3_bind_int64(stmt_, i, value)); }
-  Statement& Bind(int i, int value) { return Check(sqlite3_bind_int64(stmt_, i, value)); }
-  template <typename T>
-  Statement& Bind(int i, const std::optional<T>& value) {
-    if (value) return Bind(i, *value);
-    return Check(sqlite3_bind_null(stmt_, i));
-  }
-
-  // Makes the statement ready to run again, with no bindings.
-  Statement& Reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-    return *this;
-  }
-
-  // Steps once: true when a row is available.
-  bool Step() {
-    int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    Fail(db_, path_, std::string("query '") + sqlite3_sql(stmt_) + "'");
-  }
-  // Runs a statement that returns no rows.
-  void Run() {
-    while (Step()) {
-    }
-  }
-
-  std::string Text(int col) {
-    const unsigned char* text = sqlite3_column_text(stmt_, col);
-    return text ? std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col))
-                : std::string();
-  }
-  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
-  std::optional<int64_t> OptionalInt(int col) {
-    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
-    return Int(col);
-  }
-  std::optional<int> OptionalInt32(int col) {
-    std::optional<int64_t> v = OptionalInt(col);
-    return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
-  }
-
- private:
-  Statement& Check(int rc) {
-    if (rc != SQLITE_OK) Fail(db_, path_, "bind");
-    return *this;
-  }
-
-  sqlite3* db_;
-  const std::filesystem::path& path_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-void Exec(sqlite3* db, const std::filesystem::path& path, const char* sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string detail = message ? message : sqlite3_errmsg(db);
-    sqlite3_free(message);
-    throw Error(ExitCode::kFailed, path.string() + ": " + detail);
-  }
-}
-
-// BEGIN IMMEDIATE (takes the write lock now, waiting up to the busy timeout); rolls back unless
-// Commit() was called.
-class Transaction {
- public:
-  Transaction(sqlite3* db, const std::filesystem::path& path) : db_(db), path_(path) {
-    Exec(db_, path_, "BEGIN IMMEDIATE");
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  ~Transaction() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  void Commit() {
-    Exec(db_, path_, "COMMIT");
-    done_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  const std::filesystem::path& path_;
-  bool done_ = false;
-};
 
 std::string NewJobId(int64_t now_ns) {
   std::time_t seconds = static_cast<std::time_t>(now_ns / 1000000000);
@@ -267,7 +115,8 @@ void JobStore::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 JobStore::JobStore(const std::filesystem::path& db_path) : path_(db_path) {
   sqlite3* raw = nullptr;
   int rc =
-      sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+      sqlite3_open_v2(path_.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
   db_.reset(raw);  // owned even when opening failed
   if (rc != SQLITE_OK) Fail(raw, path_, "open");
   sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
@@ -290,14 +139,15 @@ void JobStore::Migrate() {
   Transaction tx(db_.get(), path_);
   Statement get(db_.get(), path_, "PRAGMA user_version");
   int version = get.Step() ? static_cast<int>(get.Int(0)) : 0;
-  if (version > kSchemaVersion) {
+  if (version > kJobStoreSchemaVersion) {
     throw Error(ExitCode::kFailed, path_.string() + ": made by a newer podrun (schema " +
                                        std::to_string(version) + ", this podrun knows " +
-                                       std::to_string(kSchemaVersion) + ")");
+                                       std::to_string(kJobStoreSchemaVersion) + ")");
   }
-  if (version == kSchemaVersion) return;  // the transaction rolls back: nothing to do
-  for (int v = version; v < kSchemaVersion; ++v) Exec(db_.get(), path_, kMigrations[v]);
-  Exec(db_.get(), path_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+  if (version == kJobStoreSchemaVersion) return;  // the transaction rolls back: nothing to do
+  for (int v = version; v < kJobStoreSchemaVersion; ++v)
+    Exec(db_.get(), path_, JobStoreMigration(v));
+  Exec(db_.get(), path_, ("PRAGMA user_version=" + std::to_string(kJobStoreSchemaVersion)).c_str());
   tx.Commit();
 }
 
@@ -403,7 +253,9 @@ void JobStore::UpdateWorker(const std::string& job_id, int attempt, int index,
               "UPDATE workers SET state = COALESCE(?4, state), "
               "exit_code = COALESCE(?5, exit_code), signal = COALESCE(?6, signal), "
               "start_ns = COALESCE(?7, start_ns), end_ns = COALESCE(?8, end_ns), "
-              "error = COALESCE(?9, error), last_seq = COALESCE(?10, last_seq) "
+              "error = COALESCE(?9, error), last_seq = COALESCE(?10, last_seq), "
+              "stop_pending_grace = CASE WHEN ?11 IS NULL THEN stop_pending_grace "
+              "  WHEN ?11 < 0 THEN NULL ELSE ?11 END "
               "WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
   std::optional<std::string> state;
   if (u.state) state = WorkerStateName(*u.state);
@@ -419,6 +271,7 @@ void JobStore::UpdateWorker(const std::string& job_id, int attempt, int index,
       .Bind(8, u.end_ns)
       .Bind(9, u.error)
       .Bind(10, last_seq)
+      .Bind(11, u.stop_pending_grace)
       .Run();
   if (sqlite3_changes(db_.get()) == 0) {
     throw UsageError("job " + job_id + " attempt " + std::to_string(attempt) + " has no worker " +
@@ -508,8 +361,8 @@ std::optional<AttemptRecord> JobStore::LatestAttempt(const std::string& job_id) 
 
 std::vector<WorkerRecord> JobStore::Workers(const std::string& job_id, int attempt) {
   Statement s(db_.get(), path_,
-              "SELECT idx, host, state, exit_code, signal, start_ns, end_ns, error, last_seq "
-              "FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
+              "SELECT idx, host, state, exit_code, signal, start_ns, end_ns, error, last_seq, "
+              "stop_pending_grace FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
   s.Bind(1, job_id).Bind(2, attempt);
   std::vector<WorkerRecord> out;
   while (s.Step()) {
@@ -528,6 +381,7 @@ std::vector<WorkerRecord> JobStore::Workers(const std::string& job_id, int attem
     w.end_ns = s.OptionalInt(6);
     w.error = s.Text(7);
     w.last_seq = static_cast<uint64_t>(s.Int(8));
+    w.stop_pending_grace = s.OptionalInt32(9);
     out.push_back(std::move(w));
   }
   return out;

@@ -63,6 +63,9 @@ struct WorkerRecord {
   std::optional<int64_t> end_ns;
   std::string error;      // why it failed, was lost or could not start; "" if none
   uint64_t last_seq = 0;  // last log record the launcher has stored (0: none)
+  // Set when podrun stopped the gang but could not reach this worker: its process must still
+  // be stopped, with this grace period (seconds), by the next command that reaches it.
+  std::optional<int> stop_pending_grace;
 };
 
 // The fields of a worker to change; unset fields keep their value. Meant for designated
@@ -75,6 +78,7 @@ struct WorkerUpdate {
   std::optional<int64_t> end_ns = {};
   std::optional<std::string> error = {};
   std::optional<uint64_t> last_seq = {};
+  std::optional<int> stop_pending_grace = {};  // >= 0: a stop is pending; -1: none any more
 };
 
 // One line of `podrun ls`: the job and its latest attempt (the attempt fields are empty when it

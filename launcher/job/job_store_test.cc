@@ -250,7 +250,7 @@ TEST_F(JobStoreTest, SchemaVersionAndWal) {
   sqlite3_stmt* st = nullptr;
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
-  EXPECT_EQ(1, sqlite3_column_int(st, 0));
+  EXPECT_EQ(2, sqlite3_column_int(st, 0));
   sqlite3_finalize(st);
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));

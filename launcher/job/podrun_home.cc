@@ -1,6 +1,7 @@
-// Resolves and creates the launcher's state directory and its per-job directories.
+// Resolves, creates and checks the launcher's state directory and its per-job directories.
 #include "launcher/job/podrun_home.h"
 
+#include <fmt/format.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <optional>
 
 #include "launcher/error.h"
+#include "proto/private_state.h"
 
 namespace podrun {
 namespace {
@@ -20,7 +22,7 @@ std::optional<std::string> NonEmpty(const EnvLookup& lookup, const std::string& 
   return value;
 }
 
-// Creates `dir` and its missing parents; `dir` itself gets mode 0700.
+// Creates `dir` (mode 0700) and its missing parents; an existing `dir` is left as it is.
 void MakeDirectory(const std::filesystem::path& dir) {
   std::error_code ec;
   if (std::filesystem::is_directory(dir, ec)) return;
@@ -36,7 +38,33 @@ void MakeDirectory(const std::filesystem::path& dir) {
   }
 }
 
+// Creates `dir` (0700) inside a private directory unless it exists; refuses a symbolic link or
+// anything but a directory in its place.
+void MakePrivateSubdirectory(const std::filesystem::path& dir) {
+  RefuseSymlink(dir);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw UsageError(dir.string() + ": cannot create: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    throw UsageError(dir.string() + ": " + std::strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode)) RefuseSymlink(dir);
+  if (!S_ISDIR(st.st_mode)) throw UsageError(dir.string() + ": exists and is not a directory");
+}
+
 }  // namespace
+
+void CheckPrivateDirectory(const std::filesystem::path& dir, const std::string& what) {
+  if (auto problem = PrivateDirectoryProblem(dir)) {
+    throw UsageError(fmt::format("refusing to keep podrun's state in {} ({}): {}", dir.string(),
+                                 what, *problem));
+  }
+}
+
+void RefuseSymlink(const std::filesystem::path& path) {
+  if (auto problem = SymlinkProblem(path)) throw UsageError(*problem);
+}
 
 std::filesystem::path PodrunHome(const EnvLookup& lookup) {
   std::filesystem::path home;
@@ -55,6 +83,11 @@ std::filesystem::path PodrunHome(const EnvLookup& lookup) {
     home = std::filesystem::path(*user_home) / ".local" / "state" / "podrun";
   }
   MakeDirectory(home);
+  CheckPrivateDirectory(home, "PODRUN_HOME");
+  for (const char* entry :
+       {"podrun.db", "podrun.db-wal", "podrun.db-shm", "podrun.db-journal", "jobs", "local"}) {
+    RefuseSymlink(home / entry);
+  }
   return home;
 }
 
@@ -62,8 +95,9 @@ std::filesystem::path JobDir(const std::filesystem::path& home, const std::strin
   if (job_id.empty() || job_id.find('/') != std::string::npos || job_id[0] == '.') {
     throw UsageError("bad job id '" + job_id + "'");
   }
+  MakePrivateSubdirectory(home / "jobs");
   std::filesystem::path dir = home / "jobs" / job_id;
-  MakeDirectory(dir);
+  MakePrivateSubdirectory(dir);
   return dir;
 }
 

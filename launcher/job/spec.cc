@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "launcher/error.h"
+#include "launcher/job/yaml_reader.h"
 #include "proto/edit_distance.h"
 
 namespace podrun {
@@ -55,36 +56,6 @@ constexpr std::string_view kPodKeys[] = {
     "connect_timeout",
 };
 
-bool ParseInt(const std::string& text, int* out) {
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  if (begin != end && *begin == '+') ++begin;
-  auto [ptr, ec] = std::from_chars(begin, end, *out);
-  return ec == std::errc() && ptr == end && begin != end;
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> parts;
-  std::stringstream in(s);
-  std::string part;
-  while (std::getline(in, part, ',')) parts.push_back(Trim(part));
-  if (!s.empty() && s.back() == ',') parts.push_back("");
-  return parts;
-}
-
-// "0,2-3": comma-separated indexes or inclusive ranges.
 bool IsValidWorkerList(const std::string& list) {
   if (Trim(list).empty()) return false;
   for (const std::string& item : SplitCommas(list)) {
@@ -150,21 +121,22 @@ std::string SanitizedStem(const std::string& file_name) {
   return stem.empty() ? "job" : stem;
 }
 
-class Parser {
+// The spec's schema: every key, its type and its values, read through a YamlReader.
+class Parser : private YamlReader {
  public:
-  Parser(const std::string& text, const std::string& file_name) : text_(text), file_(file_name) {}
+  Parser(const std::string& text, const std::string& file_name) : YamlReader(text, file_name) {}
 
   JobSpec Parse() {
     YAML::Node root;
     try {
-      root = YAML::Load(text_);
+      root = YAML::Load(text());
     } catch (const YAML::ParserException& e) {
       Fail(e.mark, e.msg);
     }
     JobSpec spec;
-    spec.text = text_;
-    spec.path = file_;
-    spec.name = SanitizedStem(file_);
+    spec.text = text();
+    spec.path = file();
+    spec.name = SanitizedStem(file());
     if (root.IsNull()) Fail(YAML::Mark(), "missing required key 'run'");
     if (!root.IsMap()) Fail(root.Mark(), "a spec is a mapping of keys (name:, pod:, run:, ...)");
 
@@ -229,135 +201,6 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& message) const {
-    if (mark.is_null() || mark.line < 0) {
-      throw UsageError(file_ + ":1:1: " + message);
-    }
-    std::string out = file_ + ":" + std::to_string(mark.line + 1) + ":" +
-                      std::to_string(mark.column + 1) + ": " + message;
-    std::string line = SourceLine(mark.line);
-    if (!line.empty() || mark.column == 0) {
-      std::string caret;
-      for (int i = 0; i < mark.column && i < static_cast<int>(line.size()); ++i) {
-        caret += line[i] == '\t' ? '\t' : ' ';
-      }
-      out += "\n  " + line + "\n  " + caret + "^";
-    }
-    throw UsageError(out);
-  }
-
-  std::string SourceLine(int line_index) const {
-    std::stringstream in(text_);
-    std::string line;
-    for (int i = 0; std::getline(in, line); ++i) {
-      if (i == line_index) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return line;
-      }
-    }
-    return "";
-  }
-
-  // The mark of a value, or of its key when the value is empty (an empty value's mark points
-  // past the key's line).
-  static YAML::Mark At(const YAML::Node& key, const YAML::Node& value) {
-    return value.IsNull() ? key.Mark() : value.Mark();
-  }
-
-  static YAML::Mark FindKeyMark(const YAML::Node& map, const std::string& name) {
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() == name) return it->first.Mark();
-    }
-    return map.Mark();
-  }
-
-  std::string KeyName(const YAML::Node& key, std::set<std::string>* seen) const {
-    if (!key.IsScalar()) Fail(key.Mark(), "a key must be a plain name");
-    std::string name = key.Scalar();
-    if (!seen->insert(name).second) Fail(key.Mark(), "duplicate key '" + name + "'");
-    return name;
-  }
-
-  template <typename Range>
-  [[noreturn]] void UnknownKey(const YAML::Node& key, const std::string& name,
-                               const Range& known) const {
-    std::string message = "unknown key '" + name + "'";
-    std::string suggestion = Closest(name, known);
-    if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
-    Fail(key.Mark(), message);
-  }
-
-  [[noreturn]] void WrongType(const YAML::Node& key, const YAML::Node& value,
-                              const std::string& expected) const {
-    std::string got = value.IsNull()       ? "nothing"
-                      : value.IsScalar()   ? "'" + value.Scalar() + "'"
-                      : value.IsSequence() ? "a list"
-                      : value.IsMap()      ? "a mapping"
-                                           : "something else";
-    Fail(At(key, value), "'" + key.Scalar() + "': expected " + expected + ", got " + got);
-  }
-
-  std::string Scalar(const YAML::Node& key, const YAML::Node& value,
-                     const std::string& expected) const {
-    if (!value.IsScalar()) WrongType(key, value, expected);
-    return value.Scalar();
-  }
-
-  std::string String(const YAML::Node& key, const YAML::Node& value) const {
-    return Scalar(key, value, "a string");
-  }
-
-  std::string NonEmptyString(const YAML::Node& key, const YAML::Node& value) const {
-    std::string s = String(key, value);
-    if (Trim(s).empty()) Fail(At(key, value), "'" + key.Scalar() + "' must not be empty");
-    return s;
-  }
-
-  int Int(const YAML::Node& key, const YAML::Node& value, int min, int max) const {
-    std::string text = Scalar(key, value, "an integer");
-    int number = 0;
-    if (!ParseInt(text, &number)) {
-      Fail(At(key, value), "'" + key.Scalar() + "': expected an integer, got '" + text + "'");
-    }
-    if (number < min || number > max) {
-      std::string range = max >= 1000000 ? ">= " + std::to_string(min)
-                                         : std::to_string(min) + ".." + std::to_string(max);
-      Fail(At(key, value), "'" + key.Scalar() + "': " + text + " is out of range (" + range + ")");
-    }
-    return number;
-  }
-
-  bool Bool(const YAML::Node& key, const YAML::Node& value) const {
-    std::string text = Scalar(key, value, "true or false");
-    std::string l = Lower(text);
-    if (l == "true" || l == "yes" || l == "on") return true;
-    if (l == "false" || l == "no" || l == "off") return false;
-    Fail(At(key, value), "'" + key.Scalar() + "': expected true or false, got '" + text + "'");
-  }
-
-  // A YAML list of scalars, or (when `allow_comma_string`) one comma-separated string.
-  // Returns each entry with the mark that points at it.
-  std::vector<std::pair<std::string, YAML::Mark>> List(const YAML::Node& key,
-                                                       const YAML::Node& value,
-                                                       bool allow_comma_string) const {
-    std::vector<std::pair<std::string, YAML::Mark>> out;
-    if (value.IsNull()) return out;
-    if (value.IsScalar() && allow_comma_string) {
-      for (const std::string& part : SplitCommas(value.Scalar())) {
-        out.emplace_back(part, value.Mark());
-      }
-      return out;
-    }
-    if (!value.IsSequence()) WrongType(key, value, "a list");
-    for (const YAML::Node& item : value) {
-      if (!item.IsScalar()) {
-        Fail(item.Mark(), "'" + key.Scalar() + "': each entry must be a string");
-      }
-      out.emplace_back(Trim(item.Scalar()), item.Mark());
-    }
-    return out;
-  }
-
   void ParsePod(const YAML::Node& key, const YAML::Node& value, PodSettings* pod) const {
     if (value.IsNull()) return;
     if (!value.IsMap()) WrongType(key, value, "a mapping");
@@ -452,6 +295,10 @@ class Parser {
                     std::vector<std::string>* secrets) const {
     for (auto& [name, mark] : List(key, value, true)) {
       if (!IsValidEnvName(name)) Fail(mark, "bad environment variable name '" + name + "'");
+      if (name.rfind("PODRUN_", 0) == 0) {
+        Fail(mark,
+             "'" + name + "': PODRUN_ variables are set by podrun (name the secret otherwise)");
+      }
       if (std::find(secrets->begin(), secrets->end(), name) != secrets->end()) {
         Fail(mark, "'" + name + "' is listed twice");
       }
@@ -543,9 +390,6 @@ class Parser {
     }
     return mount;
   }
-
-  const std::string& text_;
-  const std::string& file_;
 };
 
 }  // namespace

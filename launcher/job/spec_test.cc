@@ -211,6 +211,9 @@ TEST(Spec, BadValues) {
                                    .find("spec.yaml:2:7: bad environment variable name '1BAD'"));
   EXPECT_NE(std::string::npos,
             ParseError("run: x\nenv: {PODRUN_X: v}\n").find("PODRUN_ variables are set by"));
+  EXPECT_NE(
+      std::string::npos,
+      ParseError("run: x\nsecret_env: [PODRUN_TOKEN]\n").find("PODRUN_ variables are set by"));
   EXPECT_NE(std::string::npos, ParseError("run: x\nsecret_env: [OK, 'NOT-OK']\n")
                                    .find("spec.yaml:2:18: bad environment variable name"));
   EXPECT_NE(std::string::npos, ParseError("run: x\nenv: {K: v}\nsecret_env: [K]\n")

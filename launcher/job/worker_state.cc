@@ -36,4 +36,13 @@ std::optional<AttemptState> ParseAttemptState(std::string_view name) {
   return std::nullopt;
 }
 
+AttemptState EndedAttemptState(const std::vector<WorkerState>& workers) {
+  bool stopped = false;
+  for (WorkerState w : workers) {
+    if (w == WorkerState::kFailed || w == WorkerState::kLost) return AttemptState::kFailed;
+    stopped = stopped || w == WorkerState::kStopped;
+  }
+  return stopped ? AttemptState::kStopped : AttemptState::kSucceeded;
+}
+
 }  // namespace podrun

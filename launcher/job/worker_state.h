@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace podrun {
 
@@ -30,5 +31,10 @@ enum class AttemptState { kStarting, kRunning, kSucceeded, kFailed, kStopped, kS
 // "starting", "running", "succeeded", "failed", "stopped", "start_failed".
 const char* AttemptStateName(AttemptState state);
 std::optional<AttemptState> ParseAttemptState(std::string_view name);
+
+// The one rule for how an attempt ended once its workers have: failed if a worker failed or was
+// lost, else stopped if one was stopped, else succeeded. Used by the launch that ran it (Gang)
+// and by the commands that settle it later from the store (SettledAttemptState).
+AttemptState EndedAttemptState(const std::vector<WorkerState>& workers);
 
 }  // namespace podrun

@@ -11,8 +11,8 @@ LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
   if (dir_.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  merged_fd_.reset(
-      ::open((dir_ / "merged.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  merged_fd_.reset(::open((dir_ / "merged.log").c_str(),
+                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (merged_fd_.get() >= 0) screen_.Tee(merged_fd_.get());
 }
 
@@ -23,7 +23,7 @@ void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
     UniqueFd& fd = worker_fds_[worker];
     if (fd.get() < 0) {
       fd.reset(::open((dir_ / ("w" + std::to_string(worker) + ".log")).c_str(),
-                      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+                      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
     }
     worker_fd = fd.get();
   }

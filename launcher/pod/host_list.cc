@@ -20,6 +20,41 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+constexpr size_t kMaxNameLength = 255;
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-' || c == '_';
+}
+
+bool IsHexDigit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// How a character at fault is shown: quoted when printable, else by its code.
+std::string ShowChar(char c) {
+  auto u = static_cast<unsigned char>(c);
+  if (c == ' ') return "a space";
+  if (u < 0x20 || u >= 0x7f) return fmt::format("the byte 0x{:02x}", u);
+  return fmt::format("'{}'", c);
+}
+
+// Throws for `value` (a "host" or "user" of `entry`) failing at `bad`.
+[[noreturn]] void BadName(const char* what, const std::string& value, const std::string& entry,
+                          const std::string& why) {
+  if (value == entry) throw UsageError(fmt::format("bad {} '{}': {}", what, value, why));
+  throw UsageError(fmt::format("bad {} '{}' in '{}': {}", what, value, entry, why));
+}
+
+void CheckLength(const char* what, const std::string& value, const std::string& entry) {
+  if (value.empty()) throw UsageError(fmt::format("empty {} in '{}'", what, entry));
+  if (value.size() > kMaxNameLength) {
+    BadName(what, value.substr(0, 32) + "...", entry,
+            fmt::format("longer than {} characters", kMaxNameLength));
+  }
+  if (value[0] == '-') BadName(what, value, entry, "must not start with '-'");
+}
+
 int ParsePort(const std::string& text, const std::string& entry) {
   int port = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
@@ -30,6 +65,41 @@ int ParsePort(const std::string& text, const std::string& entry) {
 }
 
 }  // namespace
+
+void ValidateHost(const std::string& host, const std::string& entry) {
+  CheckLength("host", host, entry);
+  if (host.find(':') != std::string::npos) {  // IPv6, maybe with a %zone
+    size_t zone = host.find('%');
+    for (size_t i = 0; i < host.size(); ++i) {
+      char c = host[i];
+      bool ok = i < zone ? (IsHexDigit(c) || c == ':' || c == '.') : (i == zone || IsNameChar(c));
+      if (!ok) {
+        BadName("host", host, entry,
+                fmt::format("{} is not allowed in an IPv6 address", ShowChar(c)));
+      }
+    }
+    return;
+  }
+  for (char c : host) {
+    if (!IsNameChar(c)) {
+      BadName("host", host, entry,
+              fmt::format("{} is not allowed (a host is letters, digits, '.', '-', '_', or an "
+                          "IPv6 address)",
+                          ShowChar(c)));
+    }
+  }
+}
+
+void ValidateUser(const std::string& user, const std::string& entry) {
+  CheckLength("user", user, entry);
+  for (char c : user) {
+    if (!IsNameChar(c)) {
+      BadName(
+          "user", user, entry,
+          fmt::format("{} is not allowed (a user is letters, digits, '.', '-', '_')", ShowChar(c)));
+    }
+  }
+}
 
 std::string HostSpec::ToString() const {
   std::string out;
@@ -47,7 +117,6 @@ HostSpec ParseHostSpec(const std::string& raw) {
   if (size_t at = rest.rfind('@'); at != std::string::npos) {
     spec.user = rest.substr(0, at);
     rest = rest.substr(at + 1);
-    if (spec.user->empty()) throw UsageError(fmt::format("empty user in host '{}'", text));
   }
   if (!rest.empty() && rest[0] == '[') {
     size_t close = rest.find(']');
@@ -65,10 +134,8 @@ HostSpec ParseHostSpec(const std::string& raw) {
   } else {
     spec.host = rest;  // a name, an IPv4 address, or a bare IPv6 address
   }
-  if (spec.host.empty()) throw UsageError(fmt::format("empty host in '{}'", text));
-  if (spec.host.find_first_of(" \t,") != std::string::npos) {
-    throw UsageError(fmt::format("bad host '{}'", text));
-  }
+  if (spec.user) ValidateUser(*spec.user, text);
+  ValidateHost(spec.host, text);
   return spec;
 }
 

@@ -151,6 +151,7 @@ Pod ResolvePod(const PodSettings& s) {
   } else {
     for (int i = 0; i < n; ++i) pod.selected.push_back(i);
   }
+  if (s.user) ValidateUser(*s.user, "--user " + *s.user);
   pod.ssh.default_user = s.user;
   pod.ssh.default_port = s.port;
   if (s.identity) {

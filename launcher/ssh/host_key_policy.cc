@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "launcher/error.h"
+#include "launcher/ssh/ssh_options.h"
+
 namespace podrun {
 
 HostKeyAction DecideHostKey(ssh_known_hosts_e state, bool strict_host_keys) {
@@ -19,6 +22,48 @@ HostKeyAction DecideHostKey(ssh_known_hosts_e state, bool strict_host_keys) {
       break;
   }
   return HostKeyAction::kError;
+}
+
+namespace {
+
+// libssh expands %d, %u, %h... in file options when it connects: keep a literal '%' literal.
+std::string EscapePercent(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    out += c;
+    if (c == '%') out += '%';
+  }
+  return out;
+}
+
+}  // namespace
+
+void PinHostKeyOptions(ssh_session s, const std::string& known_hosts, const std::string& host) {
+  std::string escaped = EscapePercent(known_hosts);
+  SetSshOption(s, SSH_OPTIONS_KNOWNHOSTS, escaped.c_str(), "known_hosts file", host);
+  SetSshOption(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, kSystemKnownHosts, "global known_hosts file",
+               host);
+  int strict = 1;  // libssh's own check, not --strict-host-keys: DecideHostKey decides
+  SetSshOption(s, SSH_OPTIONS_STRICTHOSTKEYCHECK, &strict, "StrictHostKeyChecking", host);
+}
+
+namespace {
+
+std::string StringOption(ssh_session s, ssh_options_e option) {
+  char* value = nullptr;
+  if (ssh_options_get(s, option, &value) != SSH_OK || value == nullptr) return "";
+  std::string out = value;
+  ssh_string_free_char(value);
+  return out;
+}
+
+}  // namespace
+
+bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts) {
+  // Before libssh applies its options (at connect) the path is still escaped.
+  std::string set = StringOption(s, SSH_OPTIONS_KNOWNHOSTS);
+  return (set == known_hosts || set == EscapePercent(known_hosts)) &&
+         StringOption(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS) == kSystemKnownHosts;
 }
 
 std::string HostKeyRefusal(HostKeyAction action, const std::string& host,

@@ -1,5 +1,7 @@
 // What to do with a server's host key, given what known_hosts says (CONTRACT.md: unknown keys
-// are recorded unless --strict-host-keys; a changed key is always refused).
+// are recorded unless --strict-host-keys; a changed key is always refused). The decision is
+// podrun's own: ssh_config's UserKnownHostsFile, GlobalKnownHostsFile and StrictHostKeyChecking
+// never reach it (DESIGN.md decision 13; PinHostKeyOptions).
 #pragma once
 
 #include <libssh/libssh.h>
@@ -17,6 +19,21 @@ enum class HostKeyAction {
 };
 
 HostKeyAction DecideHostKey(ssh_known_hosts_e state, bool strict_host_keys);
+
+// The system-wide known_hosts file, trusted besides the user's (as OpenSSH does): it can only
+// add known keys, and a key it lists differently from the server's is refused like any other.
+inline constexpr const char* kSystemKnownHosts = "/etc/ssh/ssh_known_hosts";
+
+// Makes the host-key settings of `s` podrun's own, whatever ssh_config set before: the user's
+// known_hosts file is `known_hosts`, the global one kSystemKnownHosts, and libssh's
+// StrictHostKeyChecking is on (off, libssh reports a key found in neither file as known, and a
+// changed one as known when the global file does not list the host). Call after
+// ssh_options_parse_config. Throws Error(kUnreachable) naming the option and `host`.
+void PinHostKeyOptions(ssh_session s, const std::string& known_hosts, const std::string& host);
+
+// True when `s`'s known_hosts files are still the ones PinHostKeyOptions set: checked again
+// just before the host key is judged.
+bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts);
 
 // The user-facing reason for a refusal, naming host, key type and SHA256 fingerprint, and
 // what to do about it.

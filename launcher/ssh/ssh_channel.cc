@@ -3,9 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "launcher/error.h"
 
 namespace podrun {
+namespace {
+
+// The most handed to libssh at once by Write.
+constexpr size_t kWriteChunkBytes = 32 << 10;
+
+}  // namespace
 namespace {
 
 constexpr size_t kReadChunkBytes = size_t{64} * 1024;
@@ -101,14 +109,6 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenUnixSocket(
   co_return channel;
 }
 
-int SshChannel::ReadAvailable(char* buffer, size_t size) {
-  ssh_channel c = channel_.get();
-  int n = ssh_channel_read_nonblocking(c, buffer, static_cast<uint32_t>(size), 0);
-  if (n == SSH_ERROR) return -2;
-  if (n == 0 && ssh_channel_is_eof(c)) return -1;
-  return n;
-}
-
 asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
   ssh_channel c = channel_.get();
   std::string buffer(kReadChunkBytes, '\0');
@@ -142,15 +142,23 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
 
 asio::awaitable<void> SshChannel::Write(std::string_view data) {
   ssh_channel c = channel_.get();
+  ssh_session s = session_.raw();
   while (!data.empty()) {
-    int n = ssh_channel_write(c, data.data(), static_cast<uint32_t>(data.size()));
+    // libssh copies what it is given (up to the peer's whole window, 2 MB for OpenSSH) into
+    // its output buffer: hand it one small chunk at a time, and the next only once the socket
+    // takes more (each write first flushes what libssh still holds), so that what a worker
+    // costs here stays about one chunk, whatever is uploaded to how many workers.
+    const int n = ssh_channel_write(c, data.data(),
+                                    static_cast<uint32_t>(std::min(data.size(), kWriteChunkBytes)));
     if (n == SSH_ERROR) {
       throw Error(
           ExitCode::kUnreachable,
           fmt::format("{}: write failed: {}", session_.description(), session_.LastError()));
     }
     data.remove_prefix(static_cast<size_t>(n));
-    if (n == 0 || !data.empty()) co_await session_.WaitIo();
+    // Nothing taken: the window is full (wait for the peer's window adjust); output pending:
+    // wait until the socket is writable again.
+    if (n == 0 || (ssh_get_poll_flags(s) & SSH_WRITE_PENDING)) co_await session_.WaitIo();
   }
 }
 

@@ -29,7 +29,9 @@ class SshChannel {
                                                            const std::string& command);
 
   // Opens a direct-streamlocal@openssh.com channel to `socket_path` on the server.
-  // Throws Error(kUnreachable); `refused` is set when the server refused forwarding itself.
+  // Throws Error(kUnreachable) when it cannot: either the server refused the channel (its
+  // policy, e.g. AllowStreamLocalForwarding no, or no such socket; the session is then still
+  // connected: ssh_is_connected) or the connection broke. The error does not say which.
   static asio::awaitable<std::unique_ptr<SshChannel>> OpenUnixSocket(
       SshSession& session, const std::string& socket_path);
 
@@ -45,9 +47,6 @@ class SshChannel {
   asio::awaitable<void> Write(std::string_view data);
   // Sends EOF (closes the remote command's stdin).
   asio::awaitable<void> SendEof();
-
-  // Reads what is available now from stdout (non-blocking); 0 when nothing, -1 at EOF.
-  int ReadAvailable(char* buffer, size_t size);
 
   ssh_channel raw() const { return channel_.get(); }
   SshSession& session() const { return session_; }

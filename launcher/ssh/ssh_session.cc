@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "launcher/error.h"
+#include "launcher/ssh/connection_probe.h"
 #include "launcher/ssh/host_key_policy.h"
 
 // ssh_send_keepalive is declared in server.h but works for clients too.
@@ -35,22 +36,6 @@ struct TransientError : std::runtime_error {
 };
 
 Error Unreachable(const std::string& message) { return Error(ExitCode::kUnreachable, message); }
-
-std::string GetStringOption(ssh_session s, ssh_options_e option) {
-  char* value = nullptr;
-  if (ssh_options_get(s, option, &value) != SSH_OK || value == nullptr) return "";
-  std::string out = value;
-  ssh_string_free_char(value);
-  return out;
-}
-
-bool LooksTransient(const std::string& message) {
-  for (const char* word : {"refused", "reset", "disconnected", "Connection closed", "Broken pipe",
-                           "Socket closed", "EOF"}) {
-    if (message.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
 
 struct ServerKey {
   std::string type;
@@ -103,13 +88,12 @@ void SshSession::WatchFd(int fd) {
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target,
                                                                  SshOptions options) {
   auto executor = co_await asio::this_coro::executor;
-  asio::steady_timer deadline(executor);
   auto give_up_at = Clock::now() + options.connect_timeout;
   auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetryDelay);
   for (;;) {
     std::string transient;
     try {
-      co_return co_await ConnectOnce(target, options, deadline);
+      co_return co_await ConnectOnce(target, options);
     } catch (const TransientError& e) {
       transient = e.what();
     }
@@ -126,53 +110,59 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target
   }
 }
 
+namespace {
+
+// One connection attempt's deadline and what it cancels, shared with the deadline's handler:
+// that handler may run after the attempt's frame is gone (its timer fired just as the attempt
+// finished), so it owns what it touches and checks `finished` first.
+struct ConnectWatch {
+  explicit ConnectWatch(const asio::any_io_executor& executor)
+      : deadline(executor), resolver(executor), socket(executor) {}
+  asio::steady_timer deadline;
+  asio::ip::tcp::resolver resolver;
+  asio::ip::tcp::socket socket;
+  asio::posix::stream_descriptor* waiter = nullptr;  // the session's, while it is being set up
+  bool timed_out = false;
+  bool finished = false;
+
+  void Start(std::chrono::milliseconds timeout, const std::shared_ptr<ConnectWatch>& self) {
+    deadline.expires_after(timeout);
+    deadline.async_wait([self](boost::system::error_code ec) {
+      if (ec || self->finished) return;
+      self->timed_out = true;
+      boost::system::error_code ignored;
+      self->resolver.cancel();
+      self->socket.cancel(ignored);
+      if (self->waiter != nullptr) self->waiter->cancel(ignored);
+    });
+  }
+  void Finish() {
+    finished = true;
+    waiter = nullptr;
+    deadline.cancel();
+  }
+};
+
+}  // namespace
+
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostSpec& target,
-                                                                     const SshOptions& options,
-                                                                     asio::steady_timer& deadline) {
+                                                                     const SshOptions& options) {
   auto executor = co_await asio::this_coro::executor;
   UniqueSshSession s(ssh_new());
   if (!s) throw Unreachable("cannot allocate an SSH session");
-  ssh_options_set(s.get(), SSH_OPTIONS_HOST, target.host.c_str());
-  if (auto user = target.user ? target.user : options.default_user) {
-    ssh_options_set(s.get(), SSH_OPTIONS_USER, user->c_str());
-  }
-  if (auto port = target.port ? target.port : options.default_port) {
-    unsigned int value = static_cast<unsigned int>(*port);
-    ssh_options_set(s.get(), SSH_OPTIONS_PORT, &value);
-  }
-  ssh_options_set(s.get(), SSH_OPTIONS_KNOWNHOSTS, options.known_hosts.c_str());
-  int process_config = 0;
-  ssh_options_set(s.get(), SSH_OPTIONS_PROCESS_CONFIG, &process_config);
-  if (ssh_options_parse_config(
-          s.get(), options.ssh_config ? options.ssh_config->c_str() : nullptr) != SSH_OK) {
-    throw Unreachable(fmt::format("cannot parse ssh_config: {}", ssh_get_error(s.get())));
-  }
-  std::string address = GetStringOption(s.get(), SSH_OPTIONS_HOST);
-  unsigned int port = 22;
-  ssh_options_get_port(s.get(), &port);
-  std::string user = GetStringOption(s.get(), SSH_OPTIONS_USER);
-  std::string description = fmt::format("{}{}:{}", user.empty() ? "" : user + "@", address, port);
-  std::string proxy = GetStringOption(s.get(), SSH_OPTIONS_PROXYCOMMAND);
+  SshTarget where = ConfigureSession(s.get(), target, options);
+  std::string description = where.Describe();
 
   // One deadline for the whole connection: resolve, TCP, handshake, authentication.
-  bool timed_out = false;
-  asio::ip::tcp::resolver resolver(executor);
-  asio::ip::tcp::socket socket(executor);
-  std::unique_ptr<SshSession> session(
-      new SshSession(executor, std::move(s), description, address, options.keepalive_interval));
-  deadline.expires_after(options.connect_timeout);
-  deadline.async_wait([&](boost::system::error_code ec) {
-    if (ec) return;  // cancelled: the frame may be gone; touch nothing
-    timed_out = true;
-    resolver.cancel();
-    boost::system::error_code ignored;
-    socket.cancel(ignored);
-    session->waiter_.cancel(ignored);
-  });
-  struct CancelDeadline {
-    asio::steady_timer& timer;
-    ~CancelDeadline() { timer.cancel(); }
-  } cancel_deadline{deadline};
+  auto watch = std::make_shared<ConnectWatch>(executor);
+  std::unique_ptr<SshSession> session(new SshSession(executor, std::move(s), description,
+                                                     where.address, options.keepalive_interval));
+  watch->waiter = &session->waiter_;
+  watch->Start(options.connect_timeout, watch);
+  struct FinishWatch {
+    ConnectWatch& watch;
+    ~FinishWatch() { watch.Finish(); }
+  } finish_watch{*watch};
 
   auto timeout_error = [&] {
     return Unreachable(
@@ -180,13 +170,17 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
   };
   ssh_session raw = session->raw();
   try {
-    if (proxy.empty()) {
-      auto endpoints =
-          co_await resolver.async_resolve(address, std::to_string(port), asio::use_awaitable);
-      co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
-      socket.set_option(asio::ip::tcp::no_delay(true));
-      int fd = socket.release();
-      ssh_options_set(raw, SSH_OPTIONS_FD, &fd);
+    if (where.proxy_command.empty()) {
+      auto endpoints = co_await watch->resolver.async_resolve(
+          where.address, std::to_string(where.port), asio::use_awaitable);
+      co_await asio::async_connect(watch->socket, endpoints, asio::use_awaitable);
+      watch->socket.set_option(asio::ip::tcp::no_delay(true));
+      int fd = watch->socket.release();
+      if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
+        ::close(fd);
+        throw Unreachable(fmt::format("{}: cannot hand the socket to libssh: {}", description,
+                                      ssh_get_error(raw)));
+      }
       session->WatchFd(fd);
       ssh_set_blocking(raw, 0);
     } else {
@@ -198,18 +192,18 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
     co_await session->Handshake(options);
     co_await session->Authenticate(options);
   } catch (const boost::system::system_error& e) {
-    if (timed_out) throw timeout_error();
+    if (watch->timed_out) throw timeout_error();
     auto code = e.code();
     std::string reason = code.message();
     if (code == asio::error::host_not_found || code == asio::error::host_not_found_try_again) {
-      throw Unreachable(fmt::format("cannot resolve host '{}'", address));
+      throw Unreachable(fmt::format("cannot resolve host '{}'", where.address));
     }
     if (code == asio::error::connection_refused || code == asio::error::connection_reset) {
       throw TransientError(fmt::format("{}: {}", description, reason));
     }
     throw Unreachable(fmt::format("{}: {}", description, reason));
   } catch (const Error&) {
-    if (timed_out) throw timeout_error();
+    if (watch->timed_out) throw timeout_error();
     throw;
   }
   co_return session;
@@ -220,8 +214,21 @@ asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
   int rc = co_await Retry([s] { return ssh_connect(s); });
   if (rc != SSH_OK) {
     std::string message = fmt::format("{}: SSH handshake failed: {}", description_, LastError());
-    if (LooksTransient(message)) throw TransientError(message);
+    // Worth another try: the server reset the connection, or closed it before saying anything
+    // (an sshd past MaxStartups). A server that answered and then failed the handshake, or a
+    // failure libssh saw on a live connection, would fail the same way again.
+    ConnectionEnd end = ProbeConnection(waiter_.native_handle());
+    bool banner = ssh_get_serverbanner(s) != nullptr;
+    if (end == ConnectionEnd::kReset || (end == ConnectionEnd::kClosedByPeer && !banner)) {
+      throw TransientError(message);
+    }
     throw Unreachable(message);
+  }
+  // The decision is podrun's own (DESIGN.md decision 13): the known_hosts files are still the
+  // ones ConfigureSession pinned, whatever ssh_config said.
+  if (!HostKeyOptionsPinned(s, options.known_hosts)) {
+    throw Unreachable(fmt::format("{}: the known_hosts setting is not {} (refusing to connect)",
+                                  description_, options.known_hosts));
   }
   ssh_known_hosts_e state = ssh_session_is_known_server(s);
   HostKeyAction action = DecideHostKey(state, options.strict_host_keys);
@@ -277,8 +284,19 @@ asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {
       fmt::format("{}: permission denied (publickey; tried {})", description_, tried));
 }
 
+struct SshSession::Keepalive {
+  explicit Keepalive(const asio::any_io_executor& executor) : timer(executor) {}
+  asio::steady_timer timer;
+  SshSession* session = nullptr;  // null once the session is destroyed
+  uint64_t last_in_bytes = 0;
+  int silent_intervals = 0;
+};
+
 SshSession::~SshSession() {
-  if (keepalive_timer_) keepalive_timer_->cancel();
+  if (keepalive_) {
+    keepalive_->session = nullptr;
+    keepalive_->timer.cancel();
+  }
 }
 
 std::string SshSession::LastError() const { return ssh_get_error(session_.get()); }
@@ -304,28 +322,33 @@ asio::awaitable<void> SshSession::WaitIo() {
 }
 
 void SshSession::StartKeepalive() {
+  if (keepalive_) return;
   ssh_set_counters(session_.get(), &socket_counter_, nullptr);
-  keepalive_timer_ = std::make_unique<asio::steady_timer>(waiter_.get_executor());
-  ScheduleKeepalive();
+  keepalive_ = std::make_shared<Keepalive>(waiter_.get_executor());
+  keepalive_->session = this;
+  ScheduleKeepalive(keepalive_);
 }
 
-void SshSession::ScheduleKeepalive() {
-  keepalive_timer_->expires_after(keepalive_interval_);
-  keepalive_timer_->async_wait([this](boost::system::error_code ec) {
-    if (ec) return;  // cancelled: the session may be gone
-    if (socket_counter_.in_bytes == last_in_bytes_) {
-      if (++silent_intervals_ >= kMaxSilentKeepalives) {
-        dead_ = true;
+void SshSession::ScheduleKeepalive(const std::shared_ptr<Keepalive>& keepalive) {
+  SshSession* self = keepalive->session;
+  keepalive->timer.expires_after(self->keepalive_interval_);
+  keepalive->timer.async_wait([keepalive](boost::system::error_code ec) {
+    SshSession* session = keepalive->session;
+    if (ec || session == nullptr) return;  // cancelled, or the session is gone
+    uint64_t in_bytes = session->socket_counter_.in_bytes;
+    if (in_bytes == keepalive->last_in_bytes) {
+      if (++keepalive->silent_intervals >= kMaxSilentKeepalives) {
+        session->dead_ = true;
         boost::system::error_code ignored;
-        waiter_.cancel(ignored);  // wakes every wait on this connection
+        session->waiter_.cancel(ignored);  // wakes every wait on this connection
         return;
       }
     } else {
-      silent_intervals_ = 0;
-      last_in_bytes_ = socket_counter_.in_bytes;
+      keepalive->silent_intervals = 0;
+      keepalive->last_in_bytes = in_bytes;
     }
-    ssh_send_keepalive(session_.get());
-    ScheduleKeepalive();
+    ssh_send_keepalive(session->session_.get());
+    ScheduleKeepalive(keepalive);
   });
 }
 

@@ -15,22 +15,11 @@
 #include <string>
 
 #include "launcher/pod/host_list.h"
+#include "launcher/ssh/ssh_options.h"
 
 namespace podrun {
 
 namespace asio = boost::asio;
-
-// Settings shared by every connection of a pod (CONTRACT.md, "Selecting the pod").
-struct SshOptions {
-  std::optional<std::string> default_user;  // -l: for hosts that don't say
-  std::optional<int> default_port;          // -p: for hosts that don't say
-  std::optional<std::string> identity;      // -i: else ssh-agent, then default key files
-  std::optional<std::string> ssh_config;    // -F: else ~/.ssh/config and /etc/ssh/ssh_config
-  std::string known_hosts;                  // file to check and record host keys in
-  bool strict_host_keys = false;
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
-  std::chrono::milliseconds keepalive_interval{std::chrono::seconds(15)};
-};
 
 struct SshSessionDeleter {
   void operator()(ssh_session s) const;
@@ -39,9 +28,11 @@ using UniqueSshSession = std::unique_ptr<ssh_session_struct, SshSessionDeleter>;
 
 class SshSession {
  public:
-  // Resolves (through ssh_config), connects, checks the host key and authenticates, all within
-  // options.connect_timeout. A handshake refused or reset (sshd saturated) is retried with
-  // backoff. Throws Error(kUnreachable) whose message names the host and the reason.
+  // Resolves (through ssh_config, under podrun's own options: ConfigureSession), connects,
+  // checks the host key (host_key_policy.h) and authenticates, all within
+  // options.connect_timeout. A connection the server refused, reset or closed before its SSH
+  // banner (sshd saturated) is retried with backoff. Throws Error(kUnreachable) whose message
+  // names the host and the reason.
   static asio::awaitable<std::unique_ptr<SshSession>> Connect(HostSpec target, SshOptions options);
 
   SshSession(const SshSession&) = delete;
@@ -76,9 +67,8 @@ class SshSession {
   // Sends an SSH keepalive every keepalive_interval until the session is destroyed
   // (libssh has no ServerAliveInterval). When nothing at all has come from the server for
   // kMaxSilentKeepalives intervals, the connection is declared dead: pending and later
-  // WaitIo() calls throw Error(kUnreachable) and dead() turns true.
+  // WaitIo() calls throw Error(kUnreachable).
   void StartKeepalive();
-  bool dead() const { return dead_; }
 
   // The last libssh error of this session.
   std::string LastError() const;
@@ -87,24 +77,25 @@ class SshSession {
   SshSession(asio::any_io_executor executor, UniqueSshSession session, std::string description,
              std::string address, std::chrono::milliseconds keepalive_interval);
   static asio::awaitable<std::unique_ptr<SshSession>> ConnectOnce(const HostSpec& target,
-                                                                  const SshOptions& options,
-                                                                  asio::steady_timer& deadline);
+                                                                  const SshOptions& options);
   // Starts watching libssh's fd (after libssh has one).
   void WatchFd(int fd);
   asio::awaitable<void> Handshake(const SshOptions& options);
   asio::awaitable<void> Authenticate(const SshOptions& options);
-  void ScheduleKeepalive();
+
+  // The keepalive's state, shared with its timer's handler: a handler that runs after the
+  // session is gone finds `session` null and does nothing.
+  struct Keepalive;
+  static void ScheduleKeepalive(const std::shared_ptr<Keepalive>& keepalive);
 
   UniqueSshSession session_;
   asio::posix::stream_descriptor waiter_;  // a dup of libssh's fd, for readiness only
   std::string description_;
   std::string address_;
   std::chrono::milliseconds keepalive_interval_;
-  std::unique_ptr<asio::steady_timer> keepalive_timer_;
+  std::shared_ptr<Keepalive> keepalive_;
   ssh_counter_struct socket_counter_{};  // bytes through the socket, kept by libssh
-  uint64_t last_in_bytes_ = 0;
-  int silent_intervals_ = 0;
-  bool dead_ = false;
+  bool dead_ = false;                    // no answer to keepalives: WaitIo throws
 };
 
 }  // namespace podrun

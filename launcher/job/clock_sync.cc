@@ -1,0 +1,27 @@
+// See clock_sync.h.
+#include "launcher/job/clock_sync.h"
+
+#include <algorithm>
+
+namespace podrun {
+
+ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples) {
+  ClockOffset best;
+  bool first = true;
+  for (const ClockSample& s : samples) {
+    const int64_t rtt = s.received_ns - s.sent_ns;
+    if (first || rtt < best.rtt_ns) {
+      // The agent read its clock, on average, halfway through the round trip.
+      best = {s.agent_now_ns - (s.sent_ns + rtt / 2), rtt};
+      first = false;
+    }
+  }
+  return best;
+}
+
+std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum, int64_t slowest_rtt_ns,
+                                   std::chrono::nanoseconds fan_out) {
+  return std::max({minimum, std::chrono::nanoseconds(8 * slowest_rtt_ns), 2 * fan_out});
+}
+
+}  // namespace podrun

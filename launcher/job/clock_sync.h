@@ -1,0 +1,35 @@
+// The arithmetic of the lockstep start: each agent's wall-clock offset from the launcher's,
+// measured NTP style at Hello, and how far ahead the common start instant must lie so that
+// every agent holds its Start before it, whatever the pod's size.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace podrun {
+
+// One Hello round trip: the launcher's clock when it was sent and answered, the agent's clock
+// in its answer (ns since the epoch).
+struct ClockSample {
+  int64_t sent_ns = 0;
+  int64_t agent_now_ns = 0;
+  int64_t received_ns = 0;
+};
+
+struct ClockOffset {
+  int64_t offset_ns = 0;  // agent clock minus launcher clock
+  int64_t rtt_ns = 0;     // of the sample it came from
+};
+
+// The offset from the quickest sample (its error is at most half that round trip's
+// asymmetry). `samples` must not be empty.
+ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples);
+
+// How far ahead of now the start is scheduled: at least `minimum`, 8 round trips of the slowest
+// worker, and twice as long as the last fan-out to every worker took (`fan_out`, e.g. Prepare
+// to all): sending Start to N workers costs about what Prepare to N did.
+std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum, int64_t slowest_rtt_ns,
+                                   std::chrono::nanoseconds fan_out);
+
+}  // namespace podrun

@@ -1,0 +1,33 @@
+// InterruptWatcher: takes Ctrl-C (SIGINT) on a thread of its own for the lifetime of an attempt.
+// The constructor blocks SIGINT in the calling thread, so create it before any other thread of
+// the attempt: threads created afterwards inherit the mask, and SIGINT then reaches only the
+// watcher (through sigtimedwait). It also ignores SIGPIPE for the process (the SSH tunnels and
+// gRPC write to sockets whose peers may be gone).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+namespace podrun {
+
+class InterruptWatcher {
+ public:
+  // Calls `on_interrupt` on the watcher's thread for each SIGINT until Stop().
+  explicit InterruptWatcher(std::function<void()> on_interrupt);
+  // Stops the watcher (see Stop).
+  ~InterruptWatcher();
+  InterruptWatcher(const InterruptWatcher&) = delete;
+  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+  // Returns once the watcher's thread has ended: no on_interrupt call runs after it. SIGINT
+  // stays blocked. Idempotent.
+  void Stop();
+
+ private:
+  std::function<void()> on_interrupt_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+}  // namespace podrun

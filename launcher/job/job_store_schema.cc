@@ -1,0 +1,66 @@
+// See job_store_schema.h.
+#include "launcher/job/job_store_schema.h"
+
+#include <iterator>
+
+namespace podrun {
+namespace {
+
+// Schema migrations: kMigrations[i] moves a database from user_version i to i + 1. Append new
+// steps; never edit a released one.
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  pod TEXT NOT NULL,
+  spec_text TEXT NOT NULL,
+  spec_path TEXT NOT NULL,
+  hosts_json TEXT NOT NULL,          -- [{index, user, host, port, address}, ...]
+  created_ns INTEGER NOT NULL,
+  env_overrides_json TEXT NOT NULL,  -- {"KEY": "value"} from -e; never a secret
+  secret_names_json TEXT NOT NULL,   -- ["NAME", ...]; values are never stored
+  options_json TEXT NOT NULL
+);
+CREATE INDEX jobs_by_name ON jobs(name, created_ns);
+CREATE INDEX jobs_by_created ON jobs(created_ns);
+CREATE TABLE attempts (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  number INTEGER NOT NULL,
+  started_ns INTEGER NOT NULL,
+  ended_ns INTEGER,
+  state TEXT NOT NULL,
+  workers_json TEXT NOT NULL,        -- selected worker indexes
+  exit_code INTEGER,
+  PRIMARY KEY (job_id, number)
+);
+CREATE TABLE workers (
+  job_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  state TEXT NOT NULL,
+  exit_code INTEGER,
+  signal INTEGER,
+  start_ns INTEGER,
+  end_ns INTEGER,
+  error TEXT NOT NULL DEFAULT '',
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, attempt, idx),
+  FOREIGN KEY (job_id, attempt) REFERENCES attempts(job_id, number) ON DELETE CASCADE
+);
+)sql",
+    // 2: a stop that could not be delivered (the worker was cut off while its gang was being
+    // stopped) waits here for the next podrun command or attempt that reaches the worker.
+    R"sql(
+ALTER TABLE workers ADD COLUMN stop_pending_grace INTEGER;  -- seconds; NULL: no stop pending
+)sql",
+};
+
+}  // namespace
+
+const int kJobStoreSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+const char* JobStoreMigration(int version) { return kMigrations[version]; }
+
+}  // namespace podrun

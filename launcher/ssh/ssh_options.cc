@@ -1,0 +1,68 @@
+// Combining ssh_config with podrun's own SSH options (see ssh_options.h).
+#include "launcher/ssh/ssh_options.h"
+
+#include <fmt/format.h>
+
+#include "launcher/error.h"
+#include "launcher/ssh/host_key_policy.h"
+
+namespace podrun {
+namespace {
+
+std::string GetStringOption(ssh_session s, ssh_options_e option) {
+  char* value = nullptr;
+  if (ssh_options_get(s, option, &value) != SSH_OK || value == nullptr) return "";
+  std::string out = value;
+  ssh_string_free_char(value);
+  return out;
+}
+
+}  // namespace
+
+std::string SshTarget::Describe() const {
+  return fmt::format("{}{}:{}", user.empty() ? "" : user + "@", address, port);
+}
+
+void SetSshOption(ssh_session s, ssh_options_e option, const void* value, const char* name,
+                  const std::string& host) {
+  if (ssh_options_set(s, option, value) != SSH_OK) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: cannot set {}: {}", host, name, ssh_get_error(s)));
+  }
+}
+
+SshTarget ConfigureSession(ssh_session s, const HostSpec& target, const SshOptions& options) {
+  const std::string& host = target.host;
+  // The host first: ssh_config's Host and Match lines are matched against it. libssh reads
+  // "user@host:port" here, so an IPv6 address goes in brackets.
+  std::string host_option = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  SetSshOption(s, SSH_OPTIONS_HOST, host_option.c_str(), "host", host);
+  int process_config = 0;  // parsed here, once, and not again by ssh_connect
+  SetSshOption(s, SSH_OPTIONS_PROCESS_CONFIG, &process_config, "ProcessConfig", host);
+  const char* config_file = options.ssh_config ? options.ssh_config->c_str() : nullptr;
+  if (ssh_options_parse_config(s, config_file) != SSH_OK) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: cannot read ssh_config {}: {}", host,
+                            options.ssh_config.value_or("(~/.ssh/config, /etc/ssh/ssh_config)"),
+                            ssh_get_error(s)));
+  }
+  // What podrun was given wins over ssh_config: set after it.
+  if (auto user = target.user ? target.user : options.default_user) {
+    SetSshOption(s, SSH_OPTIONS_USER, user->c_str(), "user", host);
+  }
+  if (auto port = target.port ? target.port : options.default_port) {
+    unsigned int value = static_cast<unsigned int>(*port);
+    SetSshOption(s, SSH_OPTIONS_PORT, &value, "port", host);
+  }
+  PinHostKeyOptions(s, options.known_hosts, host);
+
+  SshTarget out;
+  out.address = GetStringOption(s, SSH_OPTIONS_HOST);
+  if (ssh_options_get_port(s, &out.port) != SSH_OK) out.port = 22;
+  out.user = GetStringOption(s, SSH_OPTIONS_USER);
+  out.proxy_command = GetStringOption(s, SSH_OPTIONS_PROXYCOMMAND);
+  if (out.proxy_command == "none") out.proxy_command.clear();  // "ProxyJump none"
+  return out;
+}
+
+}  // namespace podrun

@@ -1,0 +1,51 @@
+// The SSH settings of a pod, and how they are combined with the user's ssh_config for one
+// connection (DESIGN.md decision 13: ssh_config may add, never weaken). ssh_config is read
+// first; the options given to podrun are set after it, so they win; the host-key settings are
+// always podrun's own, whatever ssh_config says.
+#pragma once
+
+#include <libssh/libssh.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "launcher/pod/host_list.h"
+
+namespace podrun {
+
+// Settings shared by every connection of a pod (CONTRACT.md, "Selecting the pod").
+struct SshOptions {
+  std::optional<std::string> default_user;  // -l: for hosts that don't say
+  std::optional<int> default_port;          // -p: for hosts that don't say
+  std::optional<std::string> identity;      // -i: else ssh-agent, then default key files
+  std::optional<std::string> ssh_config;    // -F: else ~/.ssh/config and /etc/ssh/ssh_config
+  std::string known_hosts;                  // file to check and record host keys in
+  bool strict_host_keys = false;
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds keepalive_interval{std::chrono::seconds(15)};
+};
+
+// Where one connection goes once ssh_config and podrun's options are combined.
+struct SshTarget {
+  std::string address;        // after ssh_config's HostName
+  unsigned int port = 22;     // the explicit one if given, else ssh_config's, else 22
+  std::string user;           // likewise; libssh's default (the local user) when none
+  std::string proxy_command;  // from ProxyCommand or ProxyJump; empty: a direct TCP connection
+  // "user@address:port", for messages.
+  std::string Describe() const;
+};
+
+// Configures a fresh session `s` for `target`: the host, then ssh_config (`options.ssh_config`,
+// else the user's and the system's), then podrun's explicit user, port and known_hosts over it,
+// then the host-key settings (PinHostKeyOptions). Returns where the session will connect.
+// Throws Error(kUnreachable) naming the option and the host when libssh refuses a value or
+// cannot read the ssh_config file.
+SshTarget ConfigureSession(ssh_session s, const HostSpec& target, const SshOptions& options);
+
+// libssh's ssh_options_set, checked: throws Error(kUnreachable) "<host>: cannot set <name>:
+// <libssh's reason>" when it fails.
+void SetSshOption(ssh_session s, ssh_options_e option, const void* value, const char* name,
+                  const std::string& host);
+
+}  // namespace podrun
