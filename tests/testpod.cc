@@ -2,7 +2,6 @@
 #include "tests/testpod.h"
 
 #include <cstdlib>
-
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -27,9 +26,7 @@ int ShiftedId(int id) {
 }  // namespace
 
 TestPod::TestPod(int workers, int id, const std::vector<std::string>& sshd_options)
-    : workers_(workers),
-      id_(ShiftedId(id)),
-      dir_("/tmp/podrun-testpod-" + std::to_string(id_)) {
+    : workers_(workers), id_(ShiftedId(id)), dir_("/tmp/podrun-testpod-" + std::to_string(id_)) {
   std::string args = std::to_string(workers);
   for (const std::string& option : sshd_options) args += " --sshd-option " + ShellQuote(option);
   CommandResult up = RunScript("up", args);

@@ -13,9 +13,9 @@ namespace podrun::testing {
 // Pods with different ids can exist at the same time. Needs root.
 class TestPod {
  public:
-  // Brings up `workers` workers as pod `id` (0..99, shifted by $PODRUN_TESTPOD_ID_OFFSET); each of `sshd_options` (e.g.
-  // "AllowStreamLocalForwarding no") is appended to every worker's sshd_config.
-  // Throws std::runtime_error with the script's output if the pod does not come up.
+  // Brings up `workers` workers as pod `id` (0..99, shifted by $PODRUN_TESTPOD_ID_OFFSET); each of
+  // `sshd_options` (e.g. "AllowStreamLocalForwarding no") is appended to every worker's
+  // sshd_config. Throws std::runtime_error with the script's output if the pod does not come up.
   explicit TestPod(int workers, int id = 0, const std::vector<std::string>& sshd_options = {});
   // Tears the pod down (every process in it included).
   ~TestPod();
