@@ -88,7 +88,7 @@ std::string AgentBinary::Locate() {
     if (::access(c.c_str(), X_OK) == 0) return c.string();
   }
   std::string looked;
-  for (const auto& c : candidates) looked += " " + c.string();
+  for (const auto& c : candidates) looked.append(" ").append(c.string());
   throw Error(ExitCode::kUnreachable,
               fmt::format("cannot find podrun-agent (looked at:{}); set PODRUN_AGENT", looked));
 }
