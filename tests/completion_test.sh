@@ -14,6 +14,7 @@ shopt -s extglob
 # shellcheck source=/dev/null
 source "$src/scripts/podrun-completion.bash"
 fails=0
+checks=0
 complete_words() {  # complete_words WORD... : COMPREPLY for the last word
   COMP_WORDS=("$@")
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
@@ -21,6 +22,7 @@ complete_words() {  # complete_words WORD... : COMPREPLY for the last word
   printf '%s\n' "${COMPREPLY[@]}"
 }
 expect() {  # expect NAME NEEDLE OUTPUT
+  checks=$((checks + 1))
   if grep -qx -- "$2" <<<"$3"; then
     echo "ok: $1"
   else
@@ -32,12 +34,15 @@ expect "command" launch "$(complete_words podrun la)"
 expect "help's command" status "$(complete_words podrun help st)"
 expect "exec option" --connect-timeout "$(complete_words podrun exec --conn)"
 expect "logs option" --follow "$(complete_words podrun logs -)"
+expect "exec options after --" --json "$(complete_words podrun exec --)"
+expect "exec pod options after --" --hosts "$(complete_words podrun exec --)"
 printf 'name: completion-job\nrun: "true"\n' >"$home/job.yaml"
 podrun launch "$home/job.yaml" --local 1 >/dev/null 2>&1
 expect "job name" completion-job "$(complete_words podrun logs comp)"
+expect "job name, nothing typed" completion-job "$(complete_words podrun logs "")"
 id=$(podrun ls --json | grep -oE '"id":"[^"]*"' | head -1 | cut -d'"' -f4)
 expect "job id" "$id" "$(complete_words podrun status "${id:0:8}")"
 expect "spec file" "$home/job.yaml" "$(complete_words podrun launch "$home/j")"
-passed=$((7 - fails))
+passed=$((checks - fails))
 echo "$passed passed, $fails failed"
 ((fails == 0))

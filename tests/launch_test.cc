@@ -91,8 +91,22 @@ class LaunchTest : public ::testing::Test {
   // workers share the PID namespace).
   static int CountProcesses(const std::string& marker) {
     // "[p]attern" matches the marker but not this shell's own command line.
-    std::string pattern = "[" + marker.substr(0, 1) + "]" + marker.substr(1);
+    // (Appended, not "[" + ...: GCC 12 at -O3 reports a false -Wrestrict on that.)
+    std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
     return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
+  }
+  // Polls CountProcesses(marker) until it is `want` or `timeout` has passed; returns the last
+  // count. For processes that end (or start) a moment after the command that caused it returned:
+  // a check made once, at once, would flake; one made after a fixed sleep could pass by luck.
+  static int WaitForProcessCount(const std::string& marker, int want,
+                                 std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    int count = CountProcesses(marker);
+    while (count != want && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      count = CountProcesses(marker);
+    }
+    return count;
   }
 
   static std::unique_ptr<TestPod> pod_;
@@ -168,7 +182,7 @@ run: |
   EXPECT_NE(std::string::npos, r.output.find("| w2 gives up")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("stopped by podrun because of that failure: w0-1,3"))
       << r.output;
-  EXPECT_EQ(0, CountProcesses("podrun-test-sleeper-fail3"));
+  EXPECT_EQ(0, WaitForProcessCount("podrun-test-sleeper-fail3", 0));
 }
 
 TEST_F(LaunchTest, UnreachableWorkerBeforeGoStartsNothingAnywhere) {
@@ -185,11 +199,12 @@ TEST_F(LaunchTest, UnreachableWorkerBeforeGoStartsNothingAnywhere) {
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("nothing was started anywhere")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("w3 (" + pod_->hosts()[3] + ")")) << r.output;
+  // The prepared workers' waiting processes were released, not left behind. Once they are gone,
+  // whatever they would have run has run: only then is the marker file's absence a proof.
+  EXPECT_EQ(agents, WaitForProcessCount(kAgentProcess, agents));
   for (int i = 0; i < kWorkers; ++i) {
     EXPECT_NE(0, pod_->Exec(i, "test -e /tmp/podrun-test-ran").exit_code) << "w" << i;
   }
-  // The prepared workers' waiting processes were released, not left behind.
-  EXPECT_EQ(agents, CountProcesses(kAgentProcess));
 }
 
 TEST_F(LaunchTest, AgentIsStaticListensOnNoTcpPortAndIsUploadedOnce) {
@@ -266,17 +281,14 @@ TEST_F(LaunchTest, CtrlCStopsTheJobOnEveryWorker) {
   std::filesystem::remove(out);  // no stale text from an earlier run
   pid_t pid =
       StartCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " > " + out + " 2>&1");
-  for (int i = 0; i < 300 && CountProcesses("podrun-test-interrupted") < kWorkers; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(kWorkers, CountProcesses("podrun-test-interrupted"));
+  ASSERT_EQ(kWorkers, WaitForProcessCount("podrun-test-interrupted", kWorkers));
   ::kill(pid, SIGINT);
   int status = 0;
   ::waitpid(pid, &status, 0);
   std::string text = ReadTextFile(out);
   ASSERT_TRUE(WIFEXITED(status)) << text;
   EXPECT_EQ(130, WEXITSTATUS(status)) << text;
-  EXPECT_EQ(0, CountProcesses("podrun-test-interrupted"));
+  EXPECT_EQ(0, WaitForProcessCount("podrun-test-interrupted", 0));
   EXPECT_NE(std::string::npos, text.find("interrupted")) << text;
 }
 
@@ -288,7 +300,7 @@ TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
   ASSERT_EQ(0, r.exit_code) << r.output;
   std::string job = JobIdOf(r.output);
   ASSERT_FALSE(job.empty()) << r.output;
-  EXPECT_EQ(kWorkers, CountProcesses("podrun-test-detached"));
+  EXPECT_EQ(kWorkers, WaitForProcessCount("podrun-test-detached", kWorkers));
   CommandResult status = RunCommand(Podrun() + " status " + job);
   EXPECT_EQ(0, status.exit_code) << status.output;
   // A row per worker in state running (not "running" anywhere in the output).
@@ -298,7 +310,7 @@ TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
   }
   CommandResult stop = RunCommand(Podrun() + " stop " + job);
   EXPECT_EQ(0, stop.exit_code) << stop.output;
-  EXPECT_EQ(0, CountProcesses("podrun-test-detached"));
+  EXPECT_EQ(0, WaitForProcessCount("podrun-test-detached", 0));
 }
 
 TEST(LaunchWithoutForwarding, DialStdioCarriesTheTunnel) {

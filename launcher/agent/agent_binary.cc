@@ -63,22 +63,32 @@ const std::string& AgentBinary::gzipped() const {
 }
 
 std::string AgentBinary::Locate() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("PODRUN_AGENT"); env && *env) {
-    candidates.push_back(env);
-  } else {
-    std::error_code ec;
-    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    auto dir = self.parent_path();
-    candidates.push_back(dir / "podrun-agent");
-    candidates.push_back(dir.parent_path() / "worker" / "podrun-agent");
-    candidates.push_back(dir.parent_path() / "lib" / "podrun" / "podrun-agent");
+  // An explicit choice wins over anything found beside the binary.
+  for (const char* name : {"PODRUN_AGENT", "PODRUN_AGENT_BINARY"}) {
+    if (const char* env = std::getenv(name); env && *env) {
+      if (::access(env, X_OK) == 0) return env;
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("${} is {}, which is not an executable file", name, env));
+    }
   }
-  for (const std::string& c : candidates) {
-    if (::access(c.c_str(), X_OK) == 0) return c;
+  // Relative to the running podrun itself, so an installed copy finds its own agent wherever
+  // its prefix was moved to.
+  std::vector<std::filesystem::path> candidates;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto dir = self.parent_path();    // <prefix>/bin or <build>/launcher
+    auto prefix = dir.parent_path();  // <prefix> or <build>
+    candidates.push_back(dir / "podrun-agent");
+    candidates.push_back(prefix / "lib" / "podrun" / "podrun-agent");
+    candidates.push_back(prefix / "libexec" / "podrun" / "podrun-agent");
+    candidates.push_back(prefix / "worker" / "podrun-agent");  // the build tree
+  }
+  for (const auto& c : candidates) {
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
   }
   std::string looked;
-  for (const std::string& c : candidates) looked += " " + c;
+  for (const auto& c : candidates) looked.append(" ").append(c.string());
   throw Error(ExitCode::kUnreachable,
               fmt::format("cannot find podrun-agent (looked at:{}); set PODRUN_AGENT", looked));
 }

@@ -9,10 +9,11 @@ namespace podrun {
 
 class AgentBinary {
  public:
-  // Returns the agent's path: $PODRUN_AGENT, else next to the podrun executable, else the build
-  // tree
-  // (../worker/podrun-agent), else ../lib/podrun/podrun-agent. Throws Error(kUnreachable)
-  // naming the places looked at.
+  // Returns the agent's path: $PODRUN_AGENT (or $PODRUN_AGENT_BINARY) if set, else, relative
+  // to the running podrun (/proc/self/exe) in <dir>: <dir>/podrun-agent,
+  // <dir>/../lib/podrun/podrun-agent, <dir>/../libexec/podrun/podrun-agent, and the build
+  // tree's <dir>/../worker/podrun-agent. Throws Error(kUnreachable) naming the places looked at,
+  // or when the variable names a file that is not executable.
   static std::string Locate();
   explicit AgentBinary(std::string path);
 
