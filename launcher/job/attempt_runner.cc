@@ -169,15 +169,7 @@ void Runner::ConnectAll() {
       auto client = std::make_shared<AgentClient>(channel);
       // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
       // start can be scheduled at one instant on every worker.
-      std::vector<ClockSample> samples;
-      for (int i = 0; i < kClockProbes; ++i) {
-        ClockSample sample;
-        sample.sent_ns = NowUnixNs();
-        sample.agent_now_ns = client->Hello().now_ns;
-        sample.received_ns = NowUnixNs();
-        samples.push_back(sample);
-      }
-      const ClockOffset offset = EstimateClockOffset(samples);
+      const ClockOffset offset = MeasureClockOffset(*client, kClockProbes);
       w.clock_offset_ns = offset.offset_ns;
       w.rtt_ns = offset.rtt_ns;
       std::lock_guard lock(w.client_mutex);

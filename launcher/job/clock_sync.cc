@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "launcher/agent/agent_client.h"
+#include "launcher/job/job_store.h"
+
 namespace podrun {
 
 ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples) {
@@ -17,6 +20,18 @@ ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples) {
     }
   }
   return best;
+}
+
+ClockOffset MeasureClockOffset(AgentClient& client, int probes) {
+  std::vector<ClockSample> samples;
+  for (int i = 0; i < probes; ++i) {
+    ClockSample sample;
+    sample.sent_ns = NowUnixNs();
+    sample.agent_now_ns = client.Hello().now_ns;
+    sample.received_ns = NowUnixNs();
+    samples.push_back(sample);
+  }
+  return EstimateClockOffset(samples);
 }
 
 std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum, int64_t slowest_rtt_ns,

@@ -26,6 +26,12 @@ struct ClockOffset {
 // asymmetry). `samples` must not be empty.
 ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples);
 
+class AgentClient;
+
+// Greets `client` with `probes` Hellos (which also checks its protocol version) and returns its
+// clock offset from the quickest one. Throws what AgentClient::Hello throws.
+ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3);
+
 // How far ahead of now the start is scheduled: at least `minimum`, 8 round trips of the slowest
 // worker, and twice as long as the last fan-out to every worker took (`fan_out`, e.g. Prepare
 // to all): sending Start to N workers costs about what Prepare to N did.

@@ -70,15 +70,7 @@ std::shared_ptr<AgentClient> JobAgents::Reconnect(JobAgent& agent) {
   size_t i = static_cast<size_t>(&agent - agents_.data());
   try {
     auto client = std::make_shared<AgentClient>(links_.at(i)->Connect());
-    std::vector<ClockSample> samples;
-    for (int probe = 0; probe < kClockProbes; ++probe) {
-      ClockSample sample;
-      sample.sent_ns = NowUnixNs();
-      sample.agent_now_ns = client->Hello().now_ns;
-      sample.received_ns = NowUnixNs();
-      samples.push_back(sample);
-    }
-    agent.clock_offset_ns = EstimateClockOffset(samples).offset_ns;
+    agent.clock_offset_ns = MeasureClockOffset(*client, kClockProbes).offset_ns;
     agent.client = client;
     agent.error.clear();
     return client;
