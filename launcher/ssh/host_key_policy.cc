@@ -47,23 +47,11 @@ void PinHostKeyOptions(ssh_session s, const std::string& known_hosts, const std:
   SetSshOption(s, SSH_OPTIONS_STRICTHOSTKEYCHECK, &strict, "StrictHostKeyChecking", host);
 }
 
-namespace {
-
-std::string StringOption(ssh_session s, ssh_options_e option) {
-  char* value = nullptr;
-  if (ssh_options_get(s, option, &value) != SSH_OK || value == nullptr) return "";
-  std::string out = value;
-  ssh_string_free_char(value);
-  return out;
-}
-
-}  // namespace
-
 bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts) {
   // Before libssh applies its options (at connect) the path is still escaped.
-  std::string set = StringOption(s, SSH_OPTIONS_KNOWNHOSTS);
+  std::string set = GetStringOption(s, SSH_OPTIONS_KNOWNHOSTS);
   return (set == known_hosts || set == EscapePercent(known_hosts)) &&
-         StringOption(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS) == kSystemKnownHosts;
+         GetStringOption(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS) == kSystemKnownHosts;
 }
 
 std::string HostKeyRefusal(HostKeyAction action, const std::string& host,

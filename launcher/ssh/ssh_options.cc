@@ -7,7 +7,6 @@
 #include "launcher/ssh/host_key_policy.h"
 
 namespace podrun {
-namespace {
 
 std::string GetStringOption(ssh_session s, ssh_options_e option) {
   char* value = nullptr;
@@ -16,8 +15,6 @@ std::string GetStringOption(ssh_session s, ssh_options_e option) {
   ssh_string_free_char(value);
   return out;
 }
-
-}  // namespace
 
 std::string SshTarget::Describe() const {
   return fmt::format("{}{}:{}", user.empty() ? "" : user + "@", address, port);

@@ -43,6 +43,9 @@ struct SshTarget {
 // cannot read the ssh_config file.
 SshTarget ConfigureSession(ssh_session s, const HostSpec& target, const SshOptions& options);
 
+// A string option of session `s` as libssh holds it now ("" when unset or unreadable).
+std::string GetStringOption(ssh_session s, ssh_options_e option);
+
 // libssh's ssh_options_set, checked: throws Error(kUnreachable) "<host>: cannot set <name>:
 // <libssh's reason>" when it fails.
 void SetSshOption(ssh_session s, ssh_options_e option, const void* value, const char* name,
