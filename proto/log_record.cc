@@ -115,6 +115,22 @@ void AppendRecord(int fd, const LogRecord& record) {
   }
 }
 
+std::vector<LogRecord> DecodeLogRecords(std::string_view bytes) {
+  std::vector<LogRecord> records;
+  size_t offset = 0;
+  while (offset + kLogRecordHeaderBytes <= bytes.size()) {
+    const char* h = bytes.data() + offset;
+    Header header;
+    if (!ParseHeader(h, &header)) break;
+    if (bytes.size() - offset - kLogRecordHeaderBytes < header.length) break;
+    const char* data = h + kLogRecordHeaderBytes;
+    if (Crc(h, data, header.length) != header.crc) break;
+    records.push_back({header.seq, header.time_ns, header.stream, std::string(data, header.length)});
+    offset += kLogRecordHeaderBytes + header.length;
+  }
+  return records;
+}
+
 LogReader::LogReader(std::filesystem::path path, uint64_t from_seq)
     : path_(std::move(path)), from_seq_(from_seq) {}
 

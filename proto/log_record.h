@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/unique_fd.h"
@@ -42,6 +43,10 @@ std::string EncodeLogRecord(const LogRecord& record);
 // write, which only happens on a full disk). Throws std::system_error on failure and
 // std::invalid_argument if the data is longer than kMaxLogRecordDataBytes.
 void AppendRecord(int fd, const LogRecord& record);
+
+// The complete, valid records at the start of `bytes` (records as EncodeLogRecord makes them,
+// back to back), up to the first incomplete or invalid one.
+std::vector<LogRecord> DecodeLogRecords(std::string_view bytes);
 
 // Reads the records of one log file in order, starting at a sequence number. Keeps its byte
 // offset, so calling ReadSome again after the file grew costs only the new records.

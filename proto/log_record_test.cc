@@ -58,6 +58,21 @@ TEST_F(LogRecordTest, RoundTrip) {
   EXPECT_EQ(LastSeqInLog(path_), 101u);
 }
 
+TEST_F(LogRecordTest, DecodesRecordsFromABuffer) {
+  std::string bytes;
+  std::vector<LogRecord> written;
+  for (uint64_t seq = 7; seq <= 9; ++seq) {
+    written.push_back(Make(seq, std::string(seq * 100, 'a' + static_cast<char>(seq))));
+    bytes += EncodeLogRecord(written.back());
+  }
+  EXPECT_EQ(DecodeLogRecords(bytes), written);
+  // A torn last record ends the decoding; a corrupt one too.
+  EXPECT_EQ(DecodeLogRecords(bytes.substr(0, bytes.size() - 1)).size(), 2u);
+  bytes[kLogRecordHeaderBytes + 3] ^= 1;
+  EXPECT_TRUE(DecodeLogRecords(bytes).empty());
+  EXPECT_TRUE(DecodeLogRecords("").empty());
+}
+
 TEST_F(LogRecordTest, MissingFileReadsEmptyUntilItAppears) {
   LogReader reader(dir_ / "later");
   EXPECT_TRUE(reader.ReadSome().empty());

@@ -13,7 +13,9 @@
 #include "proto/private_state.h"
 #include "proto/protocol_version.h"
 #include "worker/dial_stdio.h"
+#include "worker/job_dir.h"
 #include "worker/serve.h"
+#include "worker/supervisor.h"
 
 namespace podrun::agent {
 namespace {
@@ -92,6 +94,27 @@ int RunDialStdio(const std::vector<std::string>& args) {
   return DialStdio(AgentSocketPath(std::filesystem::absolute(home)));
 }
 
+int RunSupervise(const std::vector<std::string>& args) {
+  constexpr std::string_view kUsage = "supervise --home DIR --job ID --attempt N";
+  SuperviseArgs sup;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string error;
+    if (TakeHome(args, &i, &sup.home, &error)) {
+      if (!error.empty()) return UsageError(error, kUsage);
+    } else if (args[i] == "--job" && i + 1 < args.size()) {
+      sup.job_id = args[++i];
+    } else if (args[i] == "--attempt" && i + 1 < args.size()) {
+      sup.attempt = static_cast<uint32_t>(std::strtoul(args[++i].c_str(), nullptr, 10));
+    } else {
+      return UsageError("unknown option " + args[i], kUsage);
+    }
+  }
+  if (sup.home.empty() || !IsValidJobId(sup.job_id) || sup.attempt == 0) {
+    return UsageError("--home, --job and --attempt are needed", kUsage);
+  }
+  return Supervise(sup);
+}
+
 int RunVersion(const std::vector<std::string>&) {
   std::printf("podrun-agent %s (protocol %u)\n", PODRUN_VERSION, kProtocolVersion);
   return 0;
@@ -103,6 +126,8 @@ const std::vector<Command>& Commands() {
        "start the agent (or find the running one) and print its announcement line", RunServe},
       {"dial-stdio", "dial-stdio [--home DIR]", "copy between stdio and the agent's unix socket",
        RunDialStdio},
+      {"supervise", "supervise --home DIR --job ID --attempt N",
+       "hold one job attempt's process, log and outcome (started by the agent)", RunSupervise},
       {"--version", "--version", "print the version", RunVersion},
   };
   return commands;

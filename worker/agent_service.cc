@@ -10,6 +10,7 @@
 #include "proto/log_record.h"
 #include "proto/protocol_version.h"
 #include "worker/agent_error.h"
+#include "worker/supervisor_client.h"
 
 namespace podrun::agent {
 
@@ -22,6 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 // How often a following StreamLogs checks whether its client went away.
 constexpr auto kFollowCheckInterval = std::chrono::milliseconds(500);
+// How soon a follower looks again while the supervisor holds output in memory (a full disk).
+constexpr auto kHeldCheckInterval = std::chrono::milliseconds(20);
 
 grpc::StatusCode ToStatusCode(ErrorKind kind) {
   switch (kind) {
@@ -66,6 +69,22 @@ void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end) {
   end->set_end_time_ns(exit.end_time_ns);
   end->set_stopped_by_request(exit.stopped_by_request);
   end->set_never_started(exit.never_started);
+  end->set_lost(exit.lost);
+}
+
+void FillGap(const LogGapInfo& gap, v1::LogGap* out) {
+  out->set_from_seq(gap.from_seq);
+  out->set_bytes(gap.bytes);
+  out->set_chunks(gap.chunks);
+  out->set_cause(gap.cause);
+}
+
+void AddRecord(LogRecord& r, v1::LogBatch* batch) {
+  v1::LogRecord* out = batch->add_records();
+  out->set_seq(r.seq);
+  out->set_time_ns(r.time_ns);
+  out->set_stream(static_cast<v1::LogRecord::Stream>(r.stream));
+  out->set_data(std::move(r.data));
 }
 
 v1::StatusReply::State ToProtoState(JobState state) {
@@ -80,6 +99,8 @@ v1::StatusReply::State ToProtoState(JobState state) {
       return v1::StatusReply::EXITED;
     case JobState::kStopped:
       return v1::StatusReply::STOPPED;
+    case JobState::kLost:
+      return v1::StatusReply::LOST;
   }
   return v1::StatusReply::UNKNOWN;
 }
@@ -122,7 +143,7 @@ std::vector<std::string> AcceleratorDevices() {
 // ---- AgentService -----------------------------------------------------------------------------
 
 AgentService::AgentService(AgentInfo info, JobRunner& runner, ActivityTracker& activity,
-                           std::function<void()> on_shutdown)
+                           std::function<void(bool handover)> on_shutdown)
     : info_(std::move(info)),
       runner_(runner),
       activity_(activity),
@@ -154,6 +175,7 @@ grpc::Status AgentService::Hello(grpc::ServerContext*, const v1::HelloRequest* r
     reply->set_running_jobs(static_cast<uint32_t>(runner_.RunningJobs()));
     reply->set_idle_exit_seconds(static_cast<uint32_t>(info_.idle_exit.count()));
     reply->set_agent_start_time_ns(info_.start_time_ns);
+    reply->set_build_id(info_.build_id);
     return grpc::Status::OK;
   });
 }
@@ -204,43 +226,86 @@ grpc::Status AgentService::StreamLogs(grpc::ServerContext* ctx, const v1::LogsRe
                                       grpc::ServerWriter<v1::LogBatch>* writer) {
   return Handle(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
-    std::shared_ptr<Job> job = runner_.Find(req->job_id(), req->attempt());
-    // An earlier agent's attempt is final: read its state (throws kNotFound if unknown) once.
-    std::optional<JobSnapshot> disk_snap;
-    if (!job) disk_snap = runner_.Status(req->job_id(), req->attempt());
-    JobDir dir(runner_.home(), req->job_id(), req->attempt());
-    LogReader reader(dir.log_path(), std::max<uint64_t>(req->from_seq(), 1));
+    // The job's files are the whole truth, whichever agent started it (job_state.h). Records the
+    // supervisor could not write to disk (a full disk) are fetched from its memory, in order.
+    JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
+    const JobDir dir(runner_.home(), req->job_id(), req->attempt());
+    JobDirWatch watch(dir);
+    uint64_t next = std::max<uint64_t>(req->from_seq(), 1);
+    LogReader reader(dir.log_path(), next);
+    bool holding = false;  // the supervisor served records from memory lately
+    bool quiet = false;    // the last wait saw no change on disk
+    // Sends the held records that continue at `next`; true if there were any.
+    auto send_held = [&](uint64_t before_seq) -> std::optional<bool> {
+      if (snap.supervisor_pid <= 0) return false;
+      std::vector<LogRecord> held = FetchHeldRecords(runner_.home(), snap.supervisor_pid, next);
+      if (held.empty() || held.front().seq != next) return false;
+      v1::LogBatch batch;
+      size_t bytes = 0;
+      for (LogRecord& r : held) {
+        if (r.seq != next || r.seq >= before_seq) break;
+        bytes += r.data.size();
+        next = r.seq + 1;
+        AddRecord(r, &batch);
+        if (bytes >= kLogBatchBytes) {
+          if (!writer->Write(batch)) return std::nullopt;
+          batch.Clear();
+          bytes = 0;
+        }
+      }
+      if (batch.records_size() > 0 && !writer->Write(batch)) return std::nullopt;
+      return true;
+    };
     while (true) {
       // Taken before reading: if the job had ended by then, the read sees every record.
-      const JobSnapshot snap = job ? job->Snapshot() : *disk_snap;
+      const bool ended = snap.exit.has_value();
       std::vector<LogRecord> records = reader.ReadSome();
       if (!records.empty()) {
         v1::LogBatch batch;
         for (LogRecord& r : records) {
-          v1::LogRecord* out = batch.add_records();
-          out->set_seq(r.seq);
-          out->set_time_ns(r.time_ns);
-          out->set_stream(static_cast<v1::LogRecord::Stream>(r.stream));
-          out->set_data(std::move(r.data));
+          if (r.seq < next) continue;  // sent already (from the supervisor's memory)
+          if (r.seq > next) {  // a gap on disk: the supervisor may still hold what it replaced
+            if (batch.records_size() > 0 && !writer->Write(batch)) {
+              return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+            }
+            batch.Clear();
+            if (!send_held(r.seq + 1)) {
+              return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+            }
+            if (r.seq < next) continue;
+          }
+          next = r.seq + 1;
+          AddRecord(r, &batch);
         }
-        if (!writer->Write(batch)) {
+        if (batch.records_size() > 0 && !writer->Write(batch)) {
           return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
         }
+        holding = quiet = false;
         continue;
       }
-      if (snap.exit) {
+      // Nothing new on disk: what the supervisor holds in memory (a full disk) comes next, if
+      // anything. Asked only once the disk has been quiet, so a busy log costs no requests.
+      if (ended || quiet || holding) {
+        auto held = send_held(UINT64_MAX);
+        if (!held) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+        holding = *held || (holding && quiet);
+        if (*held) continue;
+      }
+      if (ended) {
         v1::LogBatch last;
         FillEnd(*snap.exit, last.mutable_end());
+        if (snap.gap) FillGap(*snap.gap, last.mutable_log_gap());
         writer->Write(last);
         return grpc::Status::OK;
       }
-      // Nothing new and not ended: done unless following a job this agent supervises.
-      if (!req->follow() || !job) return grpc::Status::OK;
+      if (!req->follow()) return grpc::Status::OK;
       if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
       if (shutting_down_) {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent is shutting down");
       }
-      job->WaitForProgress(reader.last_seq(), Clock::now() + kFollowCheckInterval);
+      // Output held in memory arrives without a change on disk: look again soon.
+      quiet = !watch.Wait(Clock::now() + (holding ? kHeldCheckInterval : kFollowCheckInterval));
+      snap = ReadJobSnapshot(dir, /*count_records=*/false);  // a vanished supervisor: lost
     }
   });
 }
@@ -261,6 +326,7 @@ grpc::Status AgentService::Status(grpc::ServerContext*, const v1::StatusRequest*
       reply->set_end_time_ns(snap.exit->end_time_ns);
       FillEnd(*snap.exit, reply->mutable_end());
     }
+    if (snap.gap) FillGap(*snap.gap, reply->mutable_log_gap());
     return grpc::Status::OK;
   });
 }
@@ -281,6 +347,10 @@ grpc::Status AgentService::Stop(grpc::ServerContext*, const v1::StopRequest* req
 grpc::Status AgentService::Shutdown(grpc::ServerContext*, const v1::ShutdownRequest* req,
                                     v1::ShutdownReply*) {
   return Handle(activity_, [&] {
+    if (req->handover()) {  // the jobs are their supervisors'; the new agent reads them
+      on_shutdown_(true);
+      return grpc::Status::OK;
+    }
     if (const int running = runner_.RunningJobs(); running > 0) {
       if (!req->force()) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -288,7 +358,7 @@ grpc::Status AgentService::Shutdown(grpc::ServerContext*, const v1::ShutdownRequ
       }
       runner_.StopAll();
     }
-    on_shutdown_();
+    on_shutdown_(false);
     return grpc::Status::OK;
   });
 }

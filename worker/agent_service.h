@@ -33,6 +33,7 @@ struct AgentInfo {
   std::string home;     // the agent's directory
   std::chrono::seconds idle_exit{0};
   int64_t start_time_ns = 0;
+  std::string build_id;  // BuildId() of the agent's binary
 };
 
 // Implements every RPC with the sync API; handlers run on gRPC's thread pool. Each handler
@@ -41,7 +42,7 @@ struct AgentInfo {
 class AgentService final : public podrun::agent::v1::Agent::Service {
  public:
   AgentService(AgentInfo info, JobRunner& runner, ActivityTracker& activity,
-               std::function<void()> on_shutdown);
+               std::function<void(bool handover)> on_shutdown);
 
   grpc::Status Hello(grpc::ServerContext* ctx, const v1::HelloRequest* req,
                      v1::HelloReply* reply) override;
@@ -65,7 +66,7 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
   AgentInfo info_;
   JobRunner& runner_;
   ActivityTracker& activity_;
-  std::function<void()> on_shutdown_;
+  std::function<void(bool handover)> on_shutdown_;
   std::atomic<bool> shutting_down_{false};
 };
 

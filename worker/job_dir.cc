@@ -56,8 +56,17 @@ void WriteFileAtomically(const std::filesystem::path& path, std::string_view con
   while (done < content.size()) {
     ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::system_error(errno, std::generic_category(), "write " + tmp.string());
+    if (n < 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());  // a full disk must not keep a half-written file
+      throw std::system_error(err, std::generic_category(), "write " + tmp.string());
+    }
     done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "fsync " + tmp.string());
   }
   fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -92,6 +101,8 @@ void JobDir::WriteExitStatus(const ExitStatus& status) const {
   if (status.exit_code) text += "exit_code " + std::to_string(*status.exit_code) + "\n";
   if (status.signal) text += "signal " + std::to_string(*status.signal) + "\n";
   if (status.never_started) text += "never_started 1\n";
+  if (status.lost) text += "lost 1\n";
+  if (status.killed) text += "killed 1\n";
   text += "end_time_ns " + std::to_string(status.end_time_ns) + "\n";
   text += std::string("stopped_by_request ") + (status.stopped_by_request ? "1" : "0") + "\n";
   WriteFileAtomically(path_ / "exit_status", text);
@@ -118,11 +129,60 @@ std::optional<ExitStatus> JobDir::ReadExitStatus() const {
     if (key == "exit_code") status.exit_code = static_cast<int>(value);
     if (key == "signal") status.signal = static_cast<int>(value);
     if (key == "never_started") status.never_started = value != 0;
+    if (key == "lost") status.lost = value != 0;
+    if (key == "killed") status.killed = value != 0;
     if (key == "end_time_ns") status.end_time_ns = value;
     if (key == "stopped_by_request") status.stopped_by_request = value != 0;
   }
-  if (!status.exit_code && !status.signal && !status.never_started) return std::nullopt;
+  if (!status.exit_code && !status.signal && !status.never_started && !status.lost) {
+    return std::nullopt;
+  }
   return status;
+}
+
+void JobDir::WriteSupervisor(const ProcessIdentity& id) const {
+  WriteFileAtomically(path_ / "supervisor", id.ToString() + "\n");
+}
+
+void JobDir::WriteJobProcess(const ProcessIdentity& id) const {
+  WriteFileAtomically(path_ / "job_process", id.ToString() + "\n");
+}
+
+std::optional<ProcessIdentity> JobDir::ReadSupervisor() const {
+  auto text = ReadSmallFile(path_ / "supervisor");
+  return text ? ProcessIdentity::Parse(*text) : std::nullopt;
+}
+
+std::optional<ProcessIdentity> JobDir::ReadJobProcess() const {
+  auto text = ReadSmallFile(path_ / "job_process");
+  return text ? ProcessIdentity::Parse(*text) : std::nullopt;
+}
+
+void JobDir::WriteLogGap(const LogGapInfo& gap) const {
+  WriteFileAtomically(path_ / "log_gap", "from_seq " + std::to_string(gap.from_seq) +
+                                             "\nbytes " + std::to_string(gap.bytes) +
+                                             "\nchunks " + std::to_string(gap.chunks) +
+                                             "\ncause " + gap.cause + "\n");
+}
+
+std::optional<LogGapInfo> JobDir::ReadLogGap() const {
+  auto text = ReadSmallFile(path_ / "log_gap");
+  if (!text) return std::nullopt;
+  LogGapInfo gap;
+  std::istringstream in(*text);
+  for (std::string key; in >> key;) {
+    if (key == "cause") {
+      std::getline(in >> std::ws, gap.cause);
+    } else if (key == "from_seq") {
+      in >> gap.from_seq;
+    } else if (key == "bytes") {
+      in >> gap.bytes;
+    } else if (key == "chunks") {
+      in >> gap.chunks;
+    }
+  }
+  if (gap.chunks == 0) return std::nullopt;
+  return gap;
 }
 
 }  // namespace podrun::agent

@@ -6,10 +6,16 @@
 //     pid            "12345\n"    the job's process, also its process group id (by Start)
 //     start_time_ns  "1700000000123456789\n"  wall clock right after the release (GO) (by Start)
 //     log            the job's stdout and stderr as sequenced records (proto/log_record.h)
+//     supervisor     "pid start_ticks boot_id\n": the job's supervisor (process_identity.h)
+//     job_process    "pid start_ticks boot_id\n": the job's process, its group's leader
+//     reserve        space the supervisor keeps for the job's own files (freed on a full disk)
 //     exit_status    once the process has ended, one "key value" per line:
-//                      exit_code 3          or   signal 9        or   never_started 1
+//                      exit_code 3   or   signal 9   or   never_started 1   or   lost 1
 //                      end_time_ns 1700000012345678901
 //                      stopped_by_request 0
+//                      killed 1            (a requested stop needed SIGKILL)
+//     log_gap        only if output could not be written to the log (a full disk):
+//                      from_seq 1234 / bytes 567 / chunks 8 / cause No space left on device
 //
 // Small files are written atomically (temp file + rename). The job's environment, which
 // holds secrets, is never written anywhere.
@@ -23,6 +29,9 @@
 #include <string>
 #include <string_view>
 
+#include "worker/log_writer.h"
+#include "worker/process_identity.h"
+
 namespace podrun::agent {
 
 // How a job's process ended.
@@ -32,6 +41,8 @@ struct ExitStatus {
   int64_t end_time_ns = 0;
   bool stopped_by_request = false;
   bool never_started = false;  // stopped while only prepared: neither code nor signal is set
+  bool lost = false;  // its supervisor vanished without recording how it ended: neither is set
+  bool killed = false;  // a requested stop needed SIGKILL after the grace period
 
   bool operator==(const ExitStatus&) const = default;
 };
@@ -60,12 +71,19 @@ class JobDir {
   std::optional<pid_t> ReadPid() const;
   std::optional<int64_t> ReadStartTime() const;
   std::optional<ExitStatus> ReadExitStatus() const;
+  void WriteSupervisor(const ProcessIdentity& id) const;
+  void WriteJobProcess(const ProcessIdentity& id) const;
+  std::optional<ProcessIdentity> ReadSupervisor() const;
+  std::optional<ProcessIdentity> ReadJobProcess() const;
+  void WriteLogGap(const LogGapInfo& gap) const;
+  std::optional<LogGapInfo> ReadLogGap() const;
+  std::filesystem::path reserve_path() const { return path_ / "reserve"; }
 
  private:
   std::filesystem::path path_;
 };
 
-// Writes `content` to `path` atomically (path.tmp, then rename). Throws std::system_error.
+// Writes `content` to `path` atomically (path.tmp, fsync, then rename). Throws std::system_error.
 void WriteFileAtomically(const std::filesystem::path& path, std::string_view content);
 
 }  // namespace podrun::agent

@@ -1,21 +1,18 @@
-// Process supervision on a worker: runs a job attempt's script with /bin/bash -lc in its own
-// process group (and session), writes its stdout/stderr as sequenced records to the job's
-// log file, records how it ended (job_dir.h), and stops it: SIGTERM to the group, SIGKILL
-// after the grace period.
+// Job attempts on a worker, as the agent sees them. Each job's process is held by a per-job
+// supervisor (supervisor.h), not by the agent: the agent starts supervisors, releases their
+// prepared processes at the lockstep instant, asks them to stop, and reads the job's files
+// (job_state.h), so an agent that crashes or is replaced never touches a running job, and a
+// new agent adopts running jobs by reading their directories.
 //
-// Two-phase start, so that the workers of a pod start together: Prepare forks the job's
-// process already (new session, signals reset, stdin /dev/null, stdout/stderr to the log
-// pipes) and leaves it blocked on a "go" socket; Start waits for the scheduled instant and
-// only writes one byte to it, and the process then changes to the workdir and execs
-// /bin/bash. The start time is taken right after that write. A process that sees end-of-file
-// instead (the attempt was stopped or replaced before its start, or the agent went away) exits
-// without running anything.
+// Two-phase start, so that the workers of a pod start together: Prepare starts the supervisor,
+// which forks the job's process already (prepared_child.h), blocked on a "go" socket whose
+// other end this agent holds; Start waits for the scheduled instant and only writes one byte to
+// it. The start time is taken right after that write.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -23,10 +20,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "proto/unique_fd.h"
 #include "worker/job_dir.h"
+#include "worker/job_state.h"
 
 namespace podrun::agent {
 
@@ -39,17 +36,6 @@ struct JobSpec {
   std::map<std::string, std::string> env;  // added to the agent's environment; in memory only
   std::string run;                         // script text for /bin/bash -lc
   std::chrono::seconds grace_period{10};   // used when the agent itself stops the job
-};
-
-enum class JobState { kUnknown, kPrepared, kRunning, kExited, kStopped };
-
-struct JobSnapshot {
-  JobState state = JobState::kUnknown;
-  pid_t pid = 0;  // also the process group id; 0 before Start
-  int64_t start_time_ns = 0;
-  uint32_t worker_id = 0;
-  uint64_t last_seq = 0;           // last record written to the log
-  std::optional<ExitStatus> exit;  // set once the job has ended (kExited or kStopped)
 };
 
 struct PrepareResult {
@@ -69,15 +55,15 @@ struct StopResult {
   ExitStatus exit;
 };
 
-// One job attempt known to this agent process. Created by JobRunner::Prepare; shared with
-// the RPCs that follow its log. Every method is thread-safe.
+// One job attempt prepared by this agent process: holds the go socket of its prepared process
+// until Start. Every method is thread-safe, and none holds the job's lock across a blocking call.
 class Job {
  public:
-  // Forks the job's process, which waits for Start (see the top of this file); returns once
-  // it is ready. The job's env is in memory only until then. Throws AgentError.
-  Job(JobSpec spec, JobDir dir, std::filesystem::path workdir);
-  // Ends a waiting process, kills a still running process group (SIGKILL) and joins the
-  // supervising threads.
+  // Starts the job's supervisor, whose process then waits for Start; returns once it does.
+  // The job's env is in memory only until then. Throws AgentError.
+  Job(JobSpec spec, JobDir dir, std::filesystem::path workdir, const std::filesystem::path& home,
+      const std::filesystem::path& supervisor_binary);
+  // A prepared process ends without running (its supervisor records "never started").
   ~Job();
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
@@ -87,20 +73,18 @@ class Job {
   // meanwhile wins), and where the agent may, with a real-time priority (see the .cc); then
   // releases the waiting process (once; later calls return the first result) and waits until
   // it has exec'd /bin/bash. If it could not (the workdir is gone, no /bin/bash, ...), the
-  // attempt ends at once with the process's exit code (127) and the reason on its stderr, and
-  // this and every later call throw AgentError with the reason.
+  // attempt ends at once with exit code 127 and the reason on its stderr, and this and every
+  // later call throw AgentError with the reason.
   StartResult Start(int64_t start_at_ns = 0);
-  // SIGTERM to the group, SIGKILL after `grace`; returns once no process of the group
-  // remains. A prepared job becomes stopped without running, and its waiting process is
-  // gone on return. Throws AgentError.
-  StopResult Stop(std::chrono::seconds grace);
-  // For a prepared job: ends its waiting process without recording anything (the job was
-  // replaced, or the agent is going away); a later Start throws. Otherwise does nothing.
-  void Discard();
+  // Ends the prepared process without running it; `replaced`: its supervisor records nothing
+  // (a new Prepare of the attempt follows) and is gone on return. Otherwise does nothing.
+  void Discard(bool replaced);
+  // True until Start released the process or Discard/Stop ended it.
+  bool prepared() const;
   // The waiting process of a prepared job, else 0.
   pid_t waiting_pid() const;
 
-  JobSnapshot Snapshot() const;
+  JobSnapshot Snapshot() const { return ReadJobSnapshot(dir_); }
   // Blocks until a record after `seen_seq` is in the log, the job has ended, or `deadline`.
   void WaitForProgress(uint64_t seen_seq, std::chrono::steady_clock::time_point deadline) const;
 
@@ -108,80 +92,53 @@ class Job {
   std::chrono::seconds grace_period() const { return grace_period_; }
 
  private:
-  void Reap();                            // thread: waits for the leader, signals the pump
-  void Pump(UniqueFd out, UniqueFd err);  // thread: pipes → log records, then Finalize()
-  void AppendChunk(uint64_t seq, uint8_t stream, std::string_view data);
-  void Finalize();
-  // Closes the go socket and reaps the waiting process, if any. Needs mu_.
-  void EndWaitingProcess();
-  // Start's checks: throws if the job cannot start, returns the result if it has started,
-  // nullopt if it can start now. Needs mu_.
-  std::optional<StartResult> CheckStart() const;
-  // End of a requested stop's grace period; time_point::min() if no stop was requested.
-  std::chrono::steady_clock::time_point StopDeadline() const;
-
   const JobDir dir_;
   const std::filesystem::path workdir_;
+  const std::filesystem::path home_;
   const std::chrono::seconds grace_period_;
 
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;  // notified on every record and when the job ends
-  JobSpec spec_;                        // env cleared once the process is forked
-  JobState state_ = JobState::kPrepared;
-  // The prepared process, blocked until it reads a byte from `go_` (its peer), and the read
-  // ends of its stdout/stderr pipes; handed over to pid_ and the pump by Start.
-  pid_t waiting_pid_ = 0;
-  UniqueFd go_;
-  UniqueFd out_r_, err_r_;
+  UniqueFd go_;          // until Start or Discard
+  pid_t job_pid_ = 0;    // the prepared (then running) process
+  bool starting_ = false;
+  std::optional<StartResult> started_;
   std::string start_error_;  // why Start failed, once it has
-  pid_t pid_ = 0;
-  int64_t start_time_ns_ = 0;
-  uint64_t last_seq_ = 0;
-  std::optional<int> wait_status_;  // the leader's waitpid() status once reaped
-  int64_t reaped_time_ns_ = 0;
-  bool stop_requested_ = false;
-  std::chrono::steady_clock::time_point stop_deadline_;  // end of a requested stop's grace
-  std::optional<ExitStatus> exit_;
-
-  UniqueFd log_fd_;        // written only by the pump thread
-  UniqueFd reaped_event_;  // eventfd: the reaper tells the pump that the leader is gone
-  std::thread reaper_;
-  std::thread pump_;
 };
 
-// The jobs of this agent process, by (job_id, attempt), on top of the job directories under
-// `home`. Thread-safe.
+// The jobs of this agent, by (job_id, attempt), on top of the job directories under `home`.
+// Thread-safe.
 class JobRunner {
  public:
-  explicit JobRunner(std::filesystem::path home);
-  // Ends the waiting processes of prepared jobs, kills the process groups of running jobs
-  // (SIGKILL) and waits for them.
+  // `supervisor_binary`: the podrun-agent to run as `supervise` (the agent's /proc/self/exe).
+  JobRunner(std::filesystem::path home, std::filesystem::path supervisor_binary);
+  // Ends the waiting processes of prepared jobs. Running jobs go on under their supervisors.
   ~JobRunner();
 
-  // Validates the spec, creates the workdir and the job directory, and forks the job's
-  // process, which waits for Start. Re-preparing a prepared (not started) attempt replaces it
-  // (and ends the replaced one's waiting process). Throws AgentError.
+  // Validates the spec, creates the workdir and the job directory, and starts the job's
+  // supervisor, whose process waits for Start. Re-preparing a prepared (not started) attempt
+  // replaces it. Throws AgentError.
   PrepareResult Prepare(JobSpec spec);
   // Starts a prepared attempt at `start_at_ns` (see Job::Start). Throws AgentError (kNotFound
-  // if it was not prepared here).
+  // if it was not prepared by this agent process).
   StartResult Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);
-  // Stops an attempt (see Job::Stop); attempts of earlier agents are read from disk, and a
-  // process group they left behind is stopped too. Throws AgentError.
+  // Stops an attempt, this agent's or an earlier one's: SIGTERM to its group, SIGKILL after
+  // `grace`, through its supervisor (directly, checking the process's identity, if the
+  // supervisor is gone); returns once the outcome is recorded. Throws AgentError.
   StopResult Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);
-  // The attempt's state, from memory or, for an earlier agent's attempt, from its directory.
-  // Throws AgentError (kNotFound).
-  JobSnapshot Status(const std::string& job_id, uint32_t attempt) const;
+  // The attempt's state, from its files (see ReadJobSnapshot). Throws AgentError (kNotFound).
+  JobSnapshot Status(const std::string& job_id, uint32_t attempt, bool count_records = true) const;
   // The attempt if this agent process prepared it, else null.
   std::shared_ptr<Job> Find(const std::string& job_id, uint32_t attempt) const;
-  // Jobs whose process is running now.
+  // Jobs prepared by this agent process whose process is running now.
   int RunningJobs() const;
-  // Stops every running job, each with its own grace period (for a forced shutdown).
+  // Stops every running job of this agent process, each with its own grace period.
   void StopAll();
 
   const std::filesystem::path& home() const { return home_; }
 
  private:
   const std::filesystem::path home_;
+  const std::filesystem::path supervisor_binary_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // key: "<job_id>/<attempt>"
 };

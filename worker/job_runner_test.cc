@@ -32,9 +32,10 @@ class JobRunnerTest : public ::testing::Test {
     std::string tmpl = (std::filesystem::temp_directory_path() / "jobrunner.XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     home_ = tmpl;
-    runner_ = std::make_unique<JobRunner>(home_ / "agent");
+    runner_ = std::make_unique<JobRunner>(home_ / "agent", PODRUN_AGENT_BINARY);
   }
   void TearDown() override {
+    if (runner_) runner_->StopAll();  // jobs outlive their runner (they have supervisors)
     runner_.reset();
     std::filesystem::remove_all(home_);
   }
@@ -116,7 +117,7 @@ TEST_F(JobRunnerTest, ExitCodeAndSignalAreRecorded) {
   EXPECT_EQ(*on_disk, *exited.exit);
   EXPECT_EQ(dir.ReadWorkerId(), 3u);
   EXPECT_EQ(dir.ReadPid(), exited.pid);
-  JobRunner later(home_ / "agent");
+  JobRunner later(home_ / "agent", PODRUN_AGENT_BINARY);
   JobSnapshot from_disk = later.Status("code", 1);
   EXPECT_EQ(from_disk.state, JobState::kExited);
   EXPECT_EQ(from_disk.exit->exit_code, 3);
@@ -294,10 +295,9 @@ TEST_F(JobRunnerTest, APreparedJobThatNeverStartsLeavesNoProcess) {
 }
 
 TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
-  // An "agent" process prepares a job and dies without cleaning up; as our orphan (we are a
-  // subreaper), its waiting process must exit on end-of-file, without running the script.
+  // An "agent" process prepares a job and dies without cleaning up: its waiting process must
+  // exit on end-of-file without running the script, and its supervisor records that.
   const std::filesystem::path marker = home_ / "marker";
-  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   const pid_t agent = ::fork();
@@ -305,7 +305,7 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
   if (agent == 0) {
     pid_t waiting = 0;
     try {
-      auto* runner = new JobRunner(home_ / "agent2");  // never destroyed
+      auto* runner = new JobRunner(home_ / "agent2", PODRUN_AGENT_BINARY);  // never destroyed
       runner->Prepare(Spec("orphan", "touch " + marker.string()));
       waiting = runner->Find("orphan", 1)->waiting_pid();
     } catch (...) {
@@ -320,17 +320,19 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
   int status = 0;
   EXPECT_EQ(::waitpid(agent, &status, 0), agent);
   ASSERT_GT(waiting, 0);
+  const JobDir dir(home_ / "agent2", "orphan", 1);
   const auto deadline = std::chrono::steady_clock::now() + 10s;
-  pid_t rc = 0;
-  while ((rc = ::waitpid(waiting, &status, WNOHANG)) == 0 &&
-         std::chrono::steady_clock::now() < deadline) {
+  while (!dir.ReadExitStatus() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-  ASSERT_EQ(rc, waiting) << "the waiting process did not exit: " << std::strerror(errno);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto exit = dir.ReadExitStatus();
+  ASSERT_TRUE(exit);
+  EXPECT_TRUE(exit->never_started);
+  EXPECT_FALSE(ProcessLives(waiting));
   EXPECT_FALSE(std::filesystem::exists(marker));
+  // A later agent reads the same outcome.
+  JobRunner later(home_ / "agent2", PODRUN_AGENT_BINARY);
+  EXPECT_EQ(later.Status("orphan", 1).state, JobState::kExited);
 }
 
 TEST_F(JobRunnerTest, AProcessThatCannotExecIsRecordedAsFailed) {

@@ -5,12 +5,16 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "proto/agent.grpc.pb.h"
 #include "proto/private_state.h"
@@ -18,6 +22,7 @@
 #include "worker/agent_service.h"
 #include "worker/daemon.h"
 #include "worker/job_runner.h"
+#include "worker/process_identity.h"
 
 namespace podrun::agent {
 namespace {
@@ -29,6 +34,7 @@ constexpr auto kProbeTimeout = std::chrono::seconds(3);
 constexpr auto kIdleCheckInterval = std::chrono::seconds(1);
 constexpr auto kPruneInterval = std::chrono::hours(1);
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
+constexpr auto kHandOverWait = std::chrono::seconds(15);
 // Launchers send keepalive pings through the tunnel; accept them this often, without strikes.
 constexpr int kMinPingIntervalMs = 1000;
 
@@ -62,19 +68,34 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
   const std::filesystem::path lock_path = options.home / "run" / "agent.lock";
   FileLock lock = FileLock::Acquire(lock_path, kLockTimeout);
   if (auto running = ProbeAgent(socket_path)) {
-    announcer.Ready(running->protocol_version, running->agent_version, socket_path.string());
-    return 0;
+    if (running->build_id == BuildId()) {
+      announcer.Ready(running->protocol_version, running->agent_version, socket_path.string());
+      return 0;
+    }
+    // Another build (older or newer) runs: it hands over to us. Its jobs run on under their
+    // supervisors, and we read them from their files.
+    std::fprintf(stderr, "podrun-agent %s: taking over from agent %s (pid %d)\n", PODRUN_VERSION,
+                 running->agent_version.c_str(), running->pid);
+    if (!HandOver(socket_path, running->pid)) {
+      announcer.Error("the running agent (pid " + std::to_string(running->pid) + ", version " +
+                      running->agent_version + ") did not hand over; stop it with kill " +
+                      std::to_string(running->pid));
+      return 1;
+    }
   }
 
-  JobRunner runner(options.home);
+  // Jobs' supervisors are this very binary, in its `supervise` mode.
+  JobRunner runner(options.home, "/proc/self/exe");
   ActivityTracker activity;
   std::mutex mu;
   std::condition_variable cv;
-  bool shutdown_requested = false;
-  AgentInfo info{PODRUN_VERSION, options.home.string(), options.idle_exit, WallClockNs()};
-  AgentService service(info, runner, activity, [&] {
+  bool shutdown_requested = false, handover = false;
+  AgentInfo info{PODRUN_VERSION, options.home.string(), options.idle_exit, WallClockNs(),
+                 BuildId()};
+  AgentService service(info, runner, activity, [&](bool hand_over) {
     std::lock_guard l(mu);
     shutdown_requested = true;
+    handover = hand_over;
     cv.notify_all();
   });
 
@@ -111,6 +132,7 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
     {
       std::unique_lock l(mu);
       cv.wait_for(l, kIdleCheckInterval, [&] { return shutdown_requested; });
+      if (handover) break;  // the new agent holds the lock and takes the socket
       if (!shutdown_requested && !Idle(options, runner, activity)) continue;
     }
     // Leave under the lock, so that a concurrent start waits and then starts a fresh agent.
@@ -119,10 +141,11 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
     if (shutdown_requested || Idle(options, runner, activity)) break;
     lock.Release();
   }
-  std::fprintf(stderr, "podrun-agent: exiting (%s)\n", shutdown_requested ? "shutdown" : "idle");
+  std::fprintf(stderr, "podrun-agent: exiting (%s)\n",
+               handover ? "handed over" : shutdown_requested ? "shutdown" : "idle");
   service.BeginShutdown();
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-  ::unlink(socket_path.c_str());
+  if (!handover) ::unlink(socket_path.c_str());  // else it is the new agent's by now
   return 0;
 }
 
@@ -145,7 +168,45 @@ std::optional<RunningAgent> ProbeAgent(const std::filesystem::path& socket_path)
   v1::HelloRequest req;  // protocol_version 0: a probe
   v1::HelloReply reply;
   if (!stub->Hello(&ctx, req, &reply).ok()) return std::nullopt;
-  return RunningAgent{reply.protocol_version(), reply.agent_version()};
+  return RunningAgent{reply.protocol_version(), reply.agent_version(), reply.build_id(),
+                      reply.pid()};
+}
+
+const std::string& BuildId() {
+  static const std::string id = [] {
+    UniqueFd fd(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+    if (!fd) return std::string("unknown");
+    uLong crc = crc32(0, nullptr, 0);
+    uint64_t size = 0;
+    std::vector<unsigned char> buf(1 << 20);
+    for (ssize_t n; (n = ::read(fd.get(), buf.data(), buf.size())) > 0;) {
+      crc = crc32(crc, buf.data(), static_cast<uInt>(n));
+      size += static_cast<uint64_t>(n);
+    }
+    char text[64];
+    std::snprintf(text, sizeof text, "%llu-%08lx", static_cast<unsigned long long>(size), crc);
+    return std::string(text);
+  }();
+  return id;
+}
+
+bool HandOver(const std::filesystem::path& socket_path, int pid) {
+  const auto old = ProcessIdentity::Of(pid);
+  auto channel =
+      grpc::CreateChannel("unix:" + socket_path.string(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Agent::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kProbeTimeout);
+  v1::ShutdownRequest req;
+  req.set_handover(true);
+  v1::ShutdownReply reply;
+  if (!stub->Shutdown(&ctx, req, &reply).ok()) return false;
+  const auto deadline = Clock::now() + kHandOverWait;
+  while (old && old->Alive()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 int Serve(const ServeOptions& options) {

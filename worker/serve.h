@@ -33,7 +33,17 @@ int Serve(const ServeOptions& options);
 struct RunningAgent {
   uint32_t protocol_version = 0;
   std::string agent_version;
+  std::string build_id;
+  int pid = 0;
 };
 std::optional<RunningAgent> ProbeAgent(const std::filesystem::path& socket_path);
+
+// Identifies this process's binary by its content (size and CRC-32 of /proc/self/exe): two
+// builds differ, two copies of one build do not.
+const std::string& BuildId();
+
+// Asks the agent on `socket_path` to hand over (exit, leaving running jobs to their
+// supervisors) and waits until its process `pid` is gone; false if it did not go in time.
+bool HandOver(const std::filesystem::path& socket_path, int pid);
 
 }  // namespace podrun::agent

@@ -1,0 +1,91 @@
+// The supervisor's log writer (see log_writer.h).
+#include "worker/log_writer.h"
+
+#include <system_error>
+
+namespace podrun::agent {
+
+std::string GapMarkerText(uint64_t chunks, uint64_t bytes, const std::string& cause) {
+  return "podrun-agent: log gap: " + std::to_string(chunks) + " chunk(s), " +
+         std::to_string(bytes) + " bytes of output not written to disk (" + cause +
+         "); they were sent to the launcher attached at the time\n";
+}
+
+LogWriter::LogWriter(AppendFn append, ReleaseFn release_reserve)
+    : append_(std::move(append)), release_reserve_(std::move(release_reserve)) {}
+
+bool LogWriter::TryWrite(const LogRecord& record) {
+  try {
+    append_(record);
+    return true;
+  } catch (const std::system_error& e) {
+    if (!gap_) gap_ = LogGapInfo{record.seq, 0, 0, e.code().message()};
+    return false;
+  }
+}
+
+void LogWriter::Append(LogStream stream, std::string_view data, int64_t time_ns) {
+  LogRecord record{next_seq_++, time_ns, stream, std::string(data)};
+  if (held_.empty() && dropped_chunks_ == 0 && TryWrite(record)) return;
+  held_bytes_ += record.data.size();
+  held_.push_back(std::move(record));
+  while (held_bytes_ > kMaxHeldBytes && held_.size() > 1) {
+    ++dropped_chunks_;
+    dropped_bytes_ += held_.front().data.size();
+    dropped_last_seq_ = held_.front().seq;
+    held_bytes_ -= held_.front().data.size();
+    held_.pop_front();
+  }
+}
+
+bool LogWriter::WriteMarker(size_t count, int64_t now_ns) {
+  uint64_t chunks = dropped_chunks_ + count, bytes = dropped_bytes_;
+  for (size_t i = 0; i < count; ++i) bytes += held_[i].data.size();
+  const uint64_t seq = count > 0 ? held_[count - 1].seq : dropped_last_seq_;
+  const std::string cause = gap_ ? gap_->cause : "unknown";
+  if (!TryWrite({seq, now_ns, LogStream::kStderr, GapMarkerText(chunks, bytes, cause)})) {
+    return false;
+  }
+  gap_->chunks += chunks;
+  gap_->bytes += bytes;
+  dropped_chunks_ = dropped_bytes_ = dropped_last_seq_ = 0;
+  for (size_t i = 0; i < count; ++i) {
+    held_bytes_ -= held_.front().data.size();
+    marked_.push_back(std::move(held_.front()));
+    held_.pop_front();
+  }
+  return true;
+}
+
+void LogWriter::Retry(int64_t now_ns) {
+  if (dropped_chunks_ > 0 && !WriteMarker(0, now_ns)) return;
+  while (!held_.empty() && TryWrite(held_.front())) {
+    held_bytes_ -= held_.front().data.size();
+    held_.pop_front();
+  }
+}
+
+void LogWriter::Finish(int64_t now_ns) {
+  Retry(now_ns);
+  if (held_.empty() && dropped_chunks_ == 0) return;
+  if (!reserve_released_) {
+    reserve_released_ = true;
+    release_reserve_();
+    Retry(now_ns);  // the reserve may be room enough for all of it
+    if (held_.empty() && dropped_chunks_ == 0) return;
+  }
+  WriteMarker(held_.size(), now_ns);
+}
+
+std::vector<LogRecord> LogWriter::Held(uint64_t from_seq) const {
+  std::vector<LogRecord> out;
+  for (const auto& r : marked_) {
+    if (r.seq >= from_seq) out.push_back(r);
+  }
+  for (const auto& r : held_) {
+    if (r.seq >= from_seq) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace podrun::agent

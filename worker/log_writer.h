@@ -1,0 +1,80 @@
+// LogWriter: the supervisor's side of a job's log (DESIGN.md decisions 5 and 12). Every output
+// chunk becomes the next sequenced record, on disk before anyone is told of it. When the disk
+// refuses a record (full, quota), nothing is silently lost: the record is held in memory, in
+// order, and served to live readers (the agent asks the supervisor for it), writing is retried
+// now and then, and what could never be written is replaced on disk by one gap marker: a stderr
+// record "podrun-agent: log gap: ..." that carries the sequence number of the last record it
+// stands for. Memory is bounded: past kMaxHeldBytes the oldest held records are dropped.
+// Not thread-safe: the supervisor's one loop owns it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/log_record.h"
+
+namespace podrun::agent {
+
+// What could not be written to disk, summed over the attempt (the proto's LogGap).
+struct LogGapInfo {
+  uint64_t from_seq = 0;  // the first record not written
+  uint64_t bytes = 0;     // output bytes not written
+  uint64_t chunks = 0;    // records not written
+  std::string cause;      // e.g. "No space left on device"
+};
+
+class LogWriter {
+ public:
+  inline static constexpr size_t kMaxHeldBytes = 16u << 20;
+
+  // Writes one record where the log lives, all or nothing: throws std::system_error when it
+  // could not (having undone a partial write).
+  using AppendFn = std::function<void(const LogRecord&)>;
+  // Frees the space kept in reserve for the job's own files (called once, when needed).
+  using ReleaseFn = std::function<void()>;
+
+  LogWriter(AppendFn append, ReleaseFn release_reserve);
+
+  // Makes `data` the next record. Never throws.
+  void Append(LogStream stream, std::string_view data, int64_t time_ns);
+  // Tries to write what is held (a marker first for what was dropped). Cheap when nothing is.
+  void Retry(int64_t now_ns);
+  // At the job's end: retries, and if the disk still refuses, releases the reserve and writes
+  // the gap marker for everything held (which stays in memory for live readers).
+  void Finish(int64_t now_ns);
+
+  // Held records with seq >= from_seq (still in memory, not on disk).
+  std::vector<LogRecord> Held(uint64_t from_seq) const;
+  bool holding() const { return !held_.empty() || dropped_chunks_ > 0; }
+  size_t held_bytes() const { return held_bytes_; }
+  uint64_t last_seq() const { return next_seq_ - 1; }
+  const std::optional<LogGapInfo>& gap() const { return gap_; }
+
+ private:
+  bool TryWrite(const LogRecord& record);
+  // Writes the marker for held_[0, count) plus what was dropped before them.
+  bool WriteMarker(size_t count, int64_t now_ns);
+
+  AppendFn append_;
+  ReleaseFn release_reserve_;
+  uint64_t next_seq_ = 1;
+  std::deque<LogRecord> held_;  // contiguous seqs, not on disk
+  size_t held_bytes_ = 0;
+  // Records dropped from the front of held_ (seqs just before held_.front()), not yet marked.
+  uint64_t dropped_chunks_ = 0, dropped_bytes_ = 0, dropped_last_seq_ = 0;
+  // Records replaced by a marker written at Finish, kept for live readers.
+  std::vector<LogRecord> marked_;
+  std::optional<LogGapInfo> gap_;
+  bool reserve_released_ = false;
+};
+
+// The text of a gap marker record.
+std::string GapMarkerText(uint64_t chunks, uint64_t bytes, const std::string& cause);
+
+}  // namespace podrun::agent

@@ -1,0 +1,114 @@
+// The job's prepared process (see prepared_child.h).
+#include "worker/prepared_child.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "proto/private_state.h"
+
+namespace podrun::agent {
+namespace {
+
+void SendReport(int fd, ChildStep step, int err) {
+  const ChildReport report{step, err};
+  (void)!::write(fd, &report, sizeof report);  // 8 bytes into an empty socket/pipe: not split
+}
+
+[[noreturn]] void ChildFailed(const ChildPlan& plan, ChildStep step) {
+  const int err = errno;
+  SendReport(plan.sock, step, err);
+  SendReport(plan.ran, step, err);
+  ::_exit(127);  // as a shell's "cannot execute"
+}
+
+// Closes every descriptor from 3 up but `keep_a` and `keep_b` (both >= 3, keep_a < keep_b).
+void CloseFdsExcept(int keep_a, int keep_b) {
+  const unsigned a = static_cast<unsigned>(keep_a), b = static_cast<unsigned>(keep_b);
+  if ((a == 3 || ::close_range(3, a - 1, 0) == 0) &&
+      (b == a + 1 || ::close_range(a + 1, b - 1, 0) == 0) && ::close_range(b + 1, ~0u, 0) == 0) {
+    return;
+  }
+  rlimit limit{};  // no close_range (Linux < 5.9)
+  int max_fd = 1 << 16;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < static_cast<rlim_t>(max_fd)) {
+    max_fd = static_cast<int>(limit.rlim_cur);
+  }
+  for (int fd = 3; fd < max_fd; ++fd) {
+    if (fd != keep_a && fd != keep_b) ::close(fd);
+  }
+}
+
+}  // namespace
+
+[[noreturn]] void RunPreparedChild(const ChildPlan& plan) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL for some
+  if (::setsid() < 0) ChildFailed(plan, kSession);
+  if (::dup2(plan.devnull, STDIN_FILENO) < 0 || ::dup2(plan.out, STDOUT_FILENO) < 0 ||
+      ::dup2(plan.err, STDERR_FILENO) < 0) {
+    ChildFailed(plan, kStdio);
+  }
+  // Nothing of the supervisor's stays open here.
+  CloseFdsExcept(std::min(plan.sock, plan.ran), std::max(plan.sock, plan.ran));
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  SendReport(plan.sock, kReady, 0);
+  char go = 0;
+  ssize_t got;
+  while ((got = ::read(plan.sock, &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (got != 1) {  // stopped, replaced or the agent is gone: run nothing
+    SendReport(plan.ran, kNotStarted, 0);
+    ::_exit(0);
+  }
+  if (::chdir(plan.workdir) != 0) ChildFailed(plan, kChdir);
+  ::umask(InheritedUmask());  // the supervisor runs with 077; the job with its login umask
+  ::execve(kShell, plan.argv, plan.envp);
+  ChildFailed(plan, kExec);
+}
+
+bool ReadReport(int fd, ChildReport* report) {
+  auto* bytes = reinterpret_cast<char*>(report);
+  size_t have = 0;
+  while (have < sizeof *report) {
+    const ssize_t got = ::read(fd, bytes + have, sizeof *report - have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    have += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+std::string DescribeReport(const ChildReport& report) {
+  const char* step = "?";
+  switch (report.step) {
+    case kReady:
+      step = "ready";
+      break;
+    case kSession:
+      step = "setsid";
+      break;
+    case kStdio:
+      step = "stdio";
+      break;
+    case kChdir:
+      step = "chdir";
+      break;
+    case kExec:
+      step = "exec";
+      break;
+    case kNotStarted:
+      return "never started";
+  }
+  return std::string(step) + ": " + std::strerror(report.err);
+}
+
+}  // namespace podrun::agent

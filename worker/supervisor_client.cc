@@ -1,0 +1,193 @@
+// Starting and asking per-job supervisors (see supervisor_client.h).
+#include "worker/supervisor_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "proto/private_state.h"
+#include "worker/prepared_child.h"
+#include "worker/supervisor.h"
+
+extern char** environ;
+
+namespace podrun::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kReadyTimeout = std::chrono::seconds(30);
+constexpr auto kFetchTimeout = std::chrono::milliseconds(3000);
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Reads until end-of-file, or `deadline`; false on timeout or error.
+bool ReadAll(int fd, std::string* out, Clock::time_point deadline) {
+  char buf[64 << 10];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return false;
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return false;
+    if (got == 0) return true;
+    out->append(buf, static_cast<size_t>(got));
+  }
+}
+
+void WriteAllOrThrow(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(Errno("hand the plan to the supervisor"));
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
+  int control[2], go[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) != 0) {
+    throw std::runtime_error(Errno("socketpair"));
+  }
+  UniqueFd control_ours(control[0]), control_theirs(control[1]);
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) != 0) {
+    throw std::runtime_error(Errno("socketpair"));
+  }
+  UniqueFd go_ours(go[0]), go_theirs(go[1]);
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!devnull) throw std::runtime_error(Errno("/dev/null"));
+
+  std::vector<std::string> args = {launch.binary.string(), "supervise",
+                                   "--home",               launch.home.string(),
+                                   "--job",                launch.job_id,
+                                   "--attempt",            std::to_string(launch.attempt)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int fds[2] = {control_theirs.get(), go_theirs.get()};
+
+  // fork, setsid, fork again: the supervisor is nobody's child here, and survives the agent.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t middle = ::_Fork();
+  if (middle == 0) {
+    ::setsid();
+    if (::_Fork() != 0) ::_exit(0);
+    // The supervisor: fds 3 and 4 as supervisor.h says, stdin /dev/null, stdout and stderr the
+    // agent's log; the umask the agent inherited (the supervisor restricts its own again).
+    const int control_fd = ::fcntl(fds[0], F_DUPFD, 10), go_fd = ::fcntl(fds[1], F_DUPFD, 10);
+    if (control_fd < 0 || go_fd < 0 || ::dup2(control_fd, 3) < 0 || ::dup2(go_fd, 4) < 0 ||
+        ::dup2(devnull.get(), 0) < 0) {
+      ::_exit(127);
+    }
+    ::close_range(5, ~0u, 0);
+    ::umask(InheritedUmask());
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(argv[0], argv.data(), environ);
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (middle < 0) {
+    errno = fork_errno;
+    throw std::runtime_error(Errno("fork"));
+  }
+  int status = 0;
+  while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+  }
+  control_theirs.reset();
+  go_theirs.reset();
+
+  std::vector<std::string> plan = {launch.workdir.string(), launch.run,
+                                   std::to_string(launch.grace.count())};
+  for (auto& [key, value] : launch.env) plan.push_back(key + "=" + value);
+  for (auto& [key, value] : launch.env) ::explicit_bzero(value.data(), value.size());
+  launch.env.clear();
+  std::string bytes = EncodeStrings(plan);
+  for (auto& s : plan) ::explicit_bzero(s.data(), s.size());
+  try {
+    WriteAllOrThrow(control_ours.get(), bytes);
+  } catch (...) {
+    ::explicit_bzero(bytes.data(), bytes.size());
+    throw;
+  }
+  ::explicit_bzero(bytes.data(), bytes.size());
+  ::shutdown(control_ours.get(), SHUT_WR);
+
+  const auto deadline = Clock::now() + kReadyTimeout;
+  std::string reply;
+  if (!ReadAll(control_ours.get(), &reply, deadline) || reply.empty()) {
+    throw std::runtime_error("the job's supervisor (" + launch.binary.string() +
+                             " supervise) did not answer" +
+                             (reply.empty() ? "; see the agent's log" : ": " + reply));
+  }
+  if (!reply.starts_with("READY ")) {
+    if (!reply.empty() && reply.back() == '\n') reply.pop_back();
+    throw std::runtime_error("the job's supervisor: " +
+                             (reply.starts_with("ERROR ") ? reply.substr(6) : reply));
+  }
+  SpawnedSupervisor spawned;
+  spawned.job_pid = static_cast<pid_t>(std::stol(reply.substr(6)));
+  // The job's process tells us on the go socket once it is set up.
+  pollfd p{go_ours.get(), POLLIN, 0};
+  ChildReport report;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) != 1 ||
+      !ReadReport(go_ours.get(), &report) || report.step != kReady) {
+    throw std::runtime_error("preparing the job's process: " +
+                             (p.revents ? DescribeReport(report) : std::string("no answer")));
+  }
+  spawned.go = std::move(go_ours);
+  return spawned;
+}
+
+std::optional<std::string> AskSupervisor(const std::filesystem::path& home, pid_t pid,
+                                         std::string_view request,
+                                         std::chrono::milliseconds timeout) {
+  const std::string path = SupervisorSocketPath(home, pid).string();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return std::nullopt;
+  std::strcpy(addr.sun_path, path.c_str());
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return std::nullopt;
+  }
+  const std::string line = std::string(request) + "\n";
+  if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+    return std::nullopt;
+  }
+  std::string reply;
+  if (!ReadAll(fd.get(), &reply, Clock::now() + timeout)) return std::nullopt;
+  return reply;
+}
+
+std::vector<LogRecord> FetchHeldRecords(const std::filesystem::path& home, pid_t pid,
+                                        uint64_t from_seq) {
+  auto reply = AskSupervisor(home, pid, "LOG " + std::to_string(from_seq), kFetchTimeout);
+  if (!reply) return {};
+  return DecodeLogRecords(*reply);
+}
+
+}  // namespace podrun::agent
