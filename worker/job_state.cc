@@ -44,7 +44,6 @@ JobSnapshot ReadJobSnapshot(const JobDir& dir, bool count_records) {
   snap.worker_id = dir.ReadWorkerId().value_or(0);
   snap.pid = dir.ReadPid().value_or(0);
   snap.start_time_ns = dir.ReadStartTime().value_or(0);
-  snap.gap = dir.ReadLogGap();
   const auto supervisor = dir.ReadSupervisor();
   snap.supervisor_pid = supervisor ? supervisor->pid : 0;
   snap.exit = dir.ReadExitStatus();
@@ -56,6 +55,7 @@ JobSnapshot ReadJobSnapshot(const JobDir& dir, bool count_records) {
       if (supervisor || snap.pid > 0) snap.exit = RecordLost(dir);
     }
   }
+  snap.gap = dir.ReadLogGap();  // after the exit status, which is written after it
   if (count_records) snap.last_seq = LastSeqInLog(dir.log_path());
   if (snap.exit) {
     snap.state = snap.exit->lost                 ? JobState::kLost

@@ -38,14 +38,14 @@ void LogWriter::Append(LogStream stream, std::string_view data, int64_t time_ns)
   }
 }
 
-bool LogWriter::WriteMarker(size_t count, int64_t now_ns) {
+bool LogWriter::WriteMarker(size_t count, int64_t now_ns, bool final) {
   uint64_t chunks = dropped_chunks_ + count, bytes = dropped_bytes_;
   for (size_t i = 0; i < count; ++i) bytes += held_[i].data.size();
   const uint64_t seq = count > 0 ? held_[count - 1].seq : dropped_last_seq_;
   const std::string cause = gap_ ? gap_->cause : "unknown";
-  if (!TryWrite({seq, now_ns, LogStream::kStderr, GapMarkerText(chunks, bytes, cause)})) {
-    return false;
-  }
+  const bool written =
+      TryWrite({seq, now_ns, LogStream::kStderr, GapMarkerText(chunks, bytes, cause)});
+  if (!written && !final) return false;  // tried again later
   gap_->chunks += chunks;
   gap_->bytes += bytes;
   dropped_chunks_ = dropped_bytes_ = dropped_last_seq_ = 0;
@@ -54,11 +54,11 @@ bool LogWriter::WriteMarker(size_t count, int64_t now_ns) {
     marked_.push_back(std::move(held_.front()));
     held_.pop_front();
   }
-  return true;
+  return written;
 }
 
 void LogWriter::Retry(int64_t now_ns) {
-  if (dropped_chunks_ > 0 && !WriteMarker(0, now_ns)) return;
+  if (dropped_chunks_ > 0 && !WriteMarker(0, now_ns, false)) return;
   while (!held_.empty() && TryWrite(held_.front())) {
     held_bytes_ -= held_.front().data.size();
     held_.pop_front();
@@ -68,13 +68,11 @@ void LogWriter::Retry(int64_t now_ns) {
 void LogWriter::Finish(int64_t now_ns) {
   Retry(now_ns);
   if (held_.empty() && dropped_chunks_ == 0) return;
-  if (!reserve_released_) {
+  if (!reserve_released_) {  // the reserve is for the marker and the job's small files only
     reserve_released_ = true;
     release_reserve_();
-    Retry(now_ns);  // the reserve may be room enough for all of it
-    if (held_.empty() && dropped_chunks_ == 0) return;
   }
-  WriteMarker(held_.size(), now_ns);
+  WriteMarker(held_.size(), now_ns, /*final=*/true);  // the gap is counted even if it fails
 }
 
 std::vector<LogRecord> LogWriter::Held(uint64_t from_seq) const {

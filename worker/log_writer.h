@@ -46,7 +46,8 @@ class LogWriter {
   // Tries to write what is held (a marker first for what was dropped). Cheap when nothing is.
   void Retry(int64_t now_ns);
   // At the job's end: retries, and if the disk still refuses, releases the reserve and writes
-  // the gap marker for everything held (which stays in memory for live readers).
+  // the gap marker for everything held (which stays in memory for live readers); the rest of
+  // the reserve is left for the job's exit status and log_gap files.
   void Finish(int64_t now_ns);
 
   // Held records with seq >= from_seq (still in memory, not on disk).
@@ -58,8 +59,9 @@ class LogWriter {
 
  private:
   bool TryWrite(const LogRecord& record);
-  // Writes the marker for held_[0, count) plus what was dropped before them.
-  bool WriteMarker(size_t count, int64_t now_ns);
+  // Writes the marker for held_[0, count) plus what was dropped before them, and moves those
+  // held records to marked_. Unless `final`, does nothing if the marker cannot be written.
+  bool WriteMarker(size_t count, int64_t now_ns, bool final);
 
   AppendFn append_;
   ReleaseFn release_reserve_;

@@ -84,6 +84,12 @@ bool ProcessIdentity::Alive() const {
 std::vector<pid_t> GroupMembersSince(const ProcessIdentity& leader) {
   std::vector<pid_t> members;
   if (leader.boot_id != BootId() || leader.pid <= 0) return members;
+  // A pid is not reused while a process group of that number has members. So if another
+  // process now has the leader's pid, the job's group was gone before it came: whatever is in
+  // group `pid` now is that process's, not the job's.
+  if (auto now = ProcessIdentity::Of(leader.pid); now && now->start_ticks != leader.start_ticks) {
+    return members;
+  }
   DIR* proc = ::opendir("/proc");
   if (!proc) return members;
   while (dirent* entry = ::readdir(proc)) {

@@ -33,9 +33,10 @@ struct ProcessIdentity {
 // This machine's boot id ("" if unreadable).
 const std::string& BootId();
 
-// Process ids of the live (non-zombie) processes of process group `pgid` that started no
-// earlier than `leader` did in the same boot: the members a job's leader left behind, and never
-// an unrelated process that happens to get the group's number after the group is gone.
+// Process ids of the live (non-zombie) processes of the process group `leader` led, started no
+// earlier than it in the same boot: the members a job's leader left behind. Empty when another
+// process now has the leader's pid (the group was gone before that pid was reused), so that an
+// unrelated process that got the number is never taken for the job's.
 std::vector<pid_t> GroupMembersSince(const ProcessIdentity& leader);
 
 // Sends `sig` to the process group led by `leader`, only to processes that belong to it

@@ -466,6 +466,8 @@ void Supervisor::Finalize() {
   exit.stopped_by_request = stop_requested_;
   exit.killed = killed_;
   writer_->Finish(WallClockNs());
+  ::unlink(dir_.reserve_path().c_str());  // room for the outcome, in any case
+  // The gap first: whoever sees the exit status sees the gap too.
   if (auto gap = writer_->gap(); gap && gap->chunks > 0) {
     try {
       dir_.WriteLogGap(*gap);
@@ -473,7 +475,6 @@ void Supervisor::Finalize() {
       Say(e.what());
     }
   }
-  ::unlink(dir_.reserve_path().c_str());  // room for the exit status, in any case
   try {
     dir_.WriteExitStatus(exit);
   } catch (const std::exception& e) {
