@@ -1,0 +1,206 @@
+// Integration tests of faults on a worker during `podrun launch`, on a real 3-worker testpod
+// (DESIGN.md decisions 10 and 12): the agent SIGKILLed mid-run (the job goes on, the launch
+// succeeds, every line arrives once), the agent and the job's supervisor both SIGKILLed (the
+// worker is lost within a bounded time and the gang is stopped), and a worker whose ~/.podrun
+// is a small tmpfs that fills up (every line still reaches the attached launcher, the full disk
+// is reported naming the worker, the exit status is right).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/run_command.h"
+#include "tests/testpod.h"
+
+namespace podrun::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kWorkers = 3;
+constexpr int kPodId = 16;
+
+std::string Home() { return ::testing::TempDir() + "/podrun-agent-fault-test-home"; }
+std::string Podrun() { return "env PODRUN_HOME=" + Home() + " " + std::string(PODRUN_BINARY); }
+
+std::string WriteSpec(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name + ".yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Each worker printed "line 1" .. "line <lines[w]>" exactly once, in order, as "[wK] line N".
+void ExpectEveryLineOnce(const std::string& text, const std::map<int, int>& lines) {
+  std::map<int, int> last;
+  std::istringstream in(text);
+  const std::regex line_re(R"(\[w(\d)\] line (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, line_re)) continue;
+    const int w = std::stoi(m[1]), n = std::stoi(m[2]);
+    ASSERT_EQ(last[w] + 1, n) << "worker " << w;
+    last[w] = n;
+  }
+  for (const auto& [w, n] : lines) EXPECT_EQ(last[w], n) << "worker " << w;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return condition();
+}
+
+int CountProcesses(const std::string& marker) {
+  std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
+  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
+}
+
+class AgentFaultTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RunCommand("rm -rf " + Home());
+    pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
+  }
+  static void TearDownTestSuite() { pod_.reset(); }
+
+  static std::string Options() {
+    return " --hosts @" + pod_->host_file() + " -i " + pod_->identity() + " --known-hosts " +
+           pod_->known_hosts();
+  }
+  // Starts `podrun launch SPEC` in the background, stdout and stderr into files.
+  static pid_t StartLaunch(const std::string& spec, const std::string& out,
+                           const std::string& err) {
+    std::filesystem::remove(out);
+    std::filesystem::remove(err);
+    return StartCommand(Podrun() + " launch " + spec + Options() + " > " + out + " 2> " + err);
+  }
+  // The process id of worker i's agent (its socket's listener in the worker's network).
+  static std::string AgentPid(int i) {
+    return pod_->Exec(i, "ss -lxpH | grep -F /.podrun/run/agent.sock | grep -o 'pid=[0-9]*' | "
+                         "head -1 | cut -d= -f2")
+        .output;
+  }
+  // The process ids of worker i's job supervisors (named by their sockets).
+  static std::string SupervisorPids(int i) {
+    return pod_->Exec(i, "ls /root/.podrun/run | sed -n 's/^sup-\\([0-9]*\\)\\.sock$/\\1/p'")
+        .output;
+  }
+  static int WaitForExit(pid_t pid, std::chrono::seconds limit) {
+    int status = -1;
+    WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, limit);
+    return status;
+  }
+
+  static std::unique_ptr<TestPod> pod_;
+};
+
+std::unique_ptr<TestPod> AgentFaultTest::pod_;
+
+TEST_F(AgentFaultTest, AnAgentKilledMidRunLosesNothingAndTheLaunchSucceeds) {
+  constexpr int kLines = 3000;
+  const std::string spec = WriteSpec(
+      "agent-killed", "name: agent-killed\nrun: |\n  for i in $(seq 1 " + std::to_string(kLines) +
+                          "); do echo \"line $i\"; [ $((i % 100)) = 0 ] && sleep 0.1; done; "
+                          "exit 0\n");
+  const std::string out = ::testing::TempDir() + "/agent-killed.out";
+  const std::string err = ::testing::TempDir() + "/agent-killed.err";
+  const pid_t launcher = StartLaunch(spec, out, err);
+  WaitForText(out, "[w1] line 500\n");
+  const std::string agent = AgentPid(1);
+  ASSERT_FALSE(agent.empty());
+  ASSERT_EQ(0, pod_->Exec(1, "kill -9 " + agent).exit_code);
+  const int status = WaitForExit(launcher, 120s);
+  const std::string text = ReadTextFile(out), messages = ReadTextFile(err);
+  ASSERT_TRUE(WIFEXITED(status)) << messages;
+  EXPECT_EQ(0, WEXITSTATUS(status)) << messages;
+  ExpectEveryLineOnce(text, {{0, kLines}, {1, kLines}, {2, kLines}});
+  // A new agent serves w1 now, and status shows every worker's real exit.
+  EXPECT_NE(AgentPid(1), agent);
+  CommandResult st = RunCommand(Podrun() + " status agent-killed --json");
+  ASSERT_EQ(0, st.exit_code) << st.output;
+  EXPECT_EQ(3u, static_cast<size_t>(std::count_if(
+                    std::sregex_iterator(st.output.begin(), st.output.end(),
+                                         std::regex(R"("exit_code":\s*0)")),
+                    std::sregex_iterator(), [](const auto&) { return true; })))
+      << st.output;
+  EXPECT_EQ(std::string::npos, st.output.find("lost")) << st.output;
+}
+
+TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
+  const std::string marker = "podrun-fault-marker-" + std::to_string(::getpid());
+  const std::string spec =
+      WriteSpec("both-killed", "name: both-killed\ngrace_seconds: 2\nrun: |\n  echo up\n"
+                               "  exec -a " + marker + " sleep 600\n");
+  const std::string out = ::testing::TempDir() + "/both-killed.out";
+  const std::string err = ::testing::TempDir() + "/both-killed.err";
+  const pid_t launcher = StartLaunch(spec, out, err);
+  ASSERT_TRUE(WaitUntil([&] { return CountProcesses(marker) == kWorkers; }, 60s));
+  const std::string agent = AgentPid(2), supervisors = SupervisorPids(2);
+  ASSERT_FALSE(agent.empty());
+  ASSERT_FALSE(supervisors.empty());
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(0, pod_->Exec(2, "kill -9 " + agent + " " + supervisors).exit_code);
+  const int status = WaitForExit(launcher, 120s);
+  const auto took = std::chrono::steady_clock::now() - killed_at;
+  const std::string messages = ReadTextFile(err);
+  ASSERT_TRUE(WIFEXITED(status)) << messages;
+  EXPECT_EQ(1, WEXITSTATUS(status)) << messages;
+  EXPECT_LT(took, 60s) << messages;
+  EXPECT_NE(std::string::npos, messages.find("w2")) << messages;
+  EXPECT_NE(std::string::npos, messages.find("lost")) << messages;
+  // The gang was stopped: no job process remains anywhere (w2's own was ended as lost).
+  EXPECT_EQ(0, [&] {
+    WaitUntil([&] { return CountProcesses(marker) == 0; }, 30s);
+    return CountProcesses(marker);
+  }());
+  CommandResult st = RunCommand(Podrun() + " status both-killed");
+  EXPECT_NE(std::string::npos, st.output.find("lost")) << st.output;
+}
+
+TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
+  // w1's ~/.podrun is a 12 MB tmpfs: the agent (about 8.4 MB) fits, then the job's log fills it.
+  // (The workers share one PID namespace: only w1's own agent is ended.)
+  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
+  ASSERT_EQ(0, pod_->Exec(1, "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
+                             "mount -t tmpfs -o size=12m,mode=0700 tmpfs /root/.podrun")
+                   .exit_code);
+  constexpr int kLines = 1500000;  // about 20 MB on w1; the others print little
+  const std::string spec = WriteSpec(
+      "full-disk", "name: full-disk\nrun: |\n  if [ $PODRUN_WORKER_ID = 1 ]; then seq 1 " +
+                       std::to_string(kLines) +
+                       " | sed 's/^/line /'; exit 7; fi\n  seq 1 10 | sed 's/^/line /'\n");
+  const std::string out = ::testing::TempDir() + "/full-disk.out";
+  const std::string err = ::testing::TempDir() + "/full-disk.err";
+  const pid_t launcher = StartLaunch(spec, out, err);
+  const int status = WaitForExit(launcher, 300s);
+  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
+  pod_->Exec(1, "umount -l /root/.podrun");
+  const std::string messages = ReadTextFile(err);
+  ASSERT_TRUE(WIFEXITED(status)) << messages;
+  EXPECT_EQ(1, WEXITSTATUS(status)) << messages;  // w1 exited 7: the job failed
+  ExpectEveryLineOnce(ReadTextFile(out), {{0, 10}, {1, kLines}, {2, 10}});
+  // The full disk is named with the worker and its cause.
+  const std::regex gap_re("w1 \\([^)]*\\).*(No space left on device)");
+  EXPECT_TRUE(std::regex_search(messages, gap_re)) << messages;
+  CommandResult st = RunCommand(Podrun() + " status full-disk");
+  EXPECT_NE(std::string::npos, st.output.find("No space left on device")) << st.output;
+  EXPECT_NE(std::string::npos, st.output.find("7")) << st.output;
+}
+
+}  // namespace
+}  // namespace podrun::testing
