@@ -92,12 +92,13 @@ class AgentFaultTest : public ::testing::Test {
   // The process id of worker i's agent (its socket's listener in the worker's network).
   static std::string AgentPid(int i) {
     return pod_->Exec(i, "ss -lxpH | grep -F /.podrun/run/agent.sock | grep -o 'pid=[0-9]*' | "
-                         "head -1 | cut -d= -f2")
+                         "head -1 | cut -d= -f2 | tr -d '\\n'")
         .output;
   }
-  // The process ids of worker i's job supervisors (named by their sockets).
+  // The process ids of worker i's job supervisors (named by their sockets), space-separated.
   static std::string SupervisorPids(int i) {
-    return pod_->Exec(i, "ls /root/.podrun/run | sed -n 's/^sup-\\([0-9]*\\)\\.sock$/\\1/p'")
+    return pod_->Exec(i, "ls /root/.podrun/run | sed -n 's/^sup-\\([0-9]*\\)\\.sock$/\\1/p' | "
+                         "tr '\\n' ' '")
         .output;
   }
   static int WaitForExit(pid_t pid, std::chrono::seconds limit) {
@@ -133,10 +134,9 @@ TEST_F(AgentFaultTest, AnAgentKilledMidRunLosesNothingAndTheLaunchSucceeds) {
   EXPECT_NE(AgentPid(1), agent);
   CommandResult st = RunCommand(Podrun() + " status agent-killed --json");
   ASSERT_EQ(0, st.exit_code) << st.output;
-  EXPECT_EQ(3u, static_cast<size_t>(std::count_if(
-                    std::sregex_iterator(st.output.begin(), st.output.end(),
-                                         std::regex(R"("exit_code":\s*0)")),
-                    std::sregex_iterator(), [](const auto&) { return true; })))
+  const std::regex exited(R"("exit_code":0,[^}]*"state":"exited")");
+  EXPECT_EQ(3, std::distance(std::sregex_iterator(st.output.begin(), st.output.end(), exited),
+                             std::sregex_iterator()))
       << st.output;
   EXPECT_EQ(std::string::npos, st.output.find("lost")) << st.output;
 }

@@ -17,4 +17,8 @@ int PruneFinishedJobs(
     const std::filesystem::path& home, std::chrono::hours keep,
     std::filesystem::file_time_type now = std::filesystem::file_time_type::clock::now());
 
+// Removes the sockets of supervisors that are gone (`home`/run/sup-<pid>.sock whose process is
+// no supervisor any more: one killed by SIGKILL cannot remove its own). Returns how many.
+int RemoveStaleSupervisorSockets(const std::filesystem::path& home);
+
 }  // namespace podrun::agent

@@ -36,5 +36,21 @@ TEST(JobRetention, RemovesOnlyFinishedAttemptsOlderThanTheLimit) {
   fs::remove_all(home);
 }
 
+TEST(JobRetention, RemovesOnlyTheSocketsOfGoneSupervisors) {
+  const auto home = std::filesystem::path(::testing::TempDir()) /
+                    ("retention-sockets-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(home / "run");
+  // pid 1 is alive but no supervisor; a pid beyond pid_max is nobody.
+  for (const char* name : {"sup-1.sock", "sup-99999999.sock", "agent.sock", "sup-x.sock"}) {
+    std::ofstream(home / "run" / name) << "";
+  }
+  EXPECT_EQ(RemoveStaleSupervisorSockets(home), 2);
+  EXPECT_FALSE(std::filesystem::exists(home / "run" / "sup-1.sock"));
+  EXPECT_FALSE(std::filesystem::exists(home / "run" / "sup-99999999.sock"));
+  EXPECT_TRUE(std::filesystem::exists(home / "run" / "agent.sock"));
+  EXPECT_TRUE(std::filesystem::exists(home / "run" / "sup-x.sock"));
+  std::filesystem::remove_all(home);
+}
+
 }  // namespace
 }  // namespace podrun::agent

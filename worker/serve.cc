@@ -123,6 +123,7 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
 
   // Finished jobs older than the retention go, now and then once an hour.
   PruneFinishedJobs(options.home, options.keep_finished);
+  RemoveStaleSupervisorSockets(options.home);
   auto next_prune = std::chrono::steady_clock::now() + kPruneInterval;
   while (true) {
     if (std::chrono::steady_clock::now() >= next_prune) {

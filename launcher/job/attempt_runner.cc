@@ -350,7 +350,7 @@ void Runner::FollowAll(const std::vector<Worker*>& workers) {
   FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
     workers[i]->gap = result.gap;
     if (result.end && result.end->lost) {
-      OnLost(*workers[i], DescribeProcessEnd(*result.end));
+      OnLost(*workers[i], SupervisorVanished());  // the gang says "lost: "
     } else if (result.end) {
       OnEnded(*workers[i], *result.end, result.next_seq - 1);
     } else {

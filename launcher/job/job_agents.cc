@@ -98,12 +98,14 @@ void JobAgents::ForEachReachable(const std::function<void(JobAgent&)>& f) {
   ParallelFor(reachable.size(), [&](size_t i) { f(*reachable[i]); });
 }
 
+std::string SupervisorVanished() {
+  return "its supervisor vanished without recording how the job ended (killed, or the machine "
+         "rebooted)";
+}
+
 std::string DescribeProcessEnd(const AgentProcessEnd& end) {
   if (end.never_started) return "never started";
-  if (end.lost) {
-    return "lost: its supervisor vanished without recording how the job ended (killed, or the "
-           "machine rebooted)";
-  }
+  if (end.lost) return "lost: " + SupervisorVanished();
   const std::string how = DescribeExit(end.exit_code, end.signal);
   return end.stopped_by_request ? "stopped (" + how + ")" : how;
 }

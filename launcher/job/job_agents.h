@@ -71,6 +71,9 @@ class JobAgents {
 // Prints "podrun: <message>" on stderr.
 void SayToUser(const std::string& message);
 
+// Why a job is lost when the agent reports it so (its supervisor vanished).
+std::string SupervisorVanished();
+
 // "exit code 3", "killed by signal 9 (SIGKILL)", "stopped (exit code 143)", "never started".
 std::string DescribeProcessEnd(const AgentProcessEnd& end);
 
