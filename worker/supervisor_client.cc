@@ -72,7 +72,10 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull) throw std::runtime_error(Errno("/dev/null"));
 
-  std::vector<std::string> args = {launch.binary.string(), "supervise",
+  // argv[0] names the agent's binary (ps shows what it is), whatever path execs it.
+  std::error_code ec;
+  const auto shown = std::filesystem::read_symlink(launch.binary, ec);
+  std::vector<std::string> args = {ec ? launch.binary.string() : shown.string(), "supervise",
                                    "--home",               launch.home.string(),
                                    "--job",                launch.job_id,
                                    "--attempt",            std::to_string(launch.attempt)};
@@ -80,6 +83,7 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const int fds[2] = {control_theirs.get(), go_theirs.get()};
+  const char* binary = launch.binary.c_str();
 
   // fork, setsid, fork again: the supervisor is nobody's child here, and survives the agent.
   sigset_t all, old;
@@ -104,7 +108,7 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv[0], argv.data(), environ);
+    ::execve(binary, argv.data(), environ);
     ::_exit(127);
   }
   const int fork_errno = errno;
