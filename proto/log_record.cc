@@ -125,7 +125,8 @@ std::vector<LogRecord> DecodeLogRecords(std::string_view bytes) {
     if (bytes.size() - offset - kLogRecordHeaderBytes < header.length) break;
     const char* data = h + kLogRecordHeaderBytes;
     if (Crc(h, data, header.length) != header.crc) break;
-    records.push_back({header.seq, header.time_ns, header.stream, std::string(data, header.length)});
+    records.push_back(
+        {header.seq, header.time_ns, header.stream, std::string(data, header.length)});
     offset += kLogRecordHeaderBytes + header.length;
   }
   return records;

@@ -9,11 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <regex>
@@ -91,14 +91,18 @@ class AgentFaultTest : public ::testing::Test {
   }
   // The process id of worker i's agent (its socket's listener in the worker's network).
   static std::string AgentPid(int i) {
-    return pod_->Exec(i, "ss -lxpH | grep -F /.podrun/run/agent.sock | grep -o 'pid=[0-9]*' | "
-                         "head -1 | cut -d= -f2 | tr -d '\\n'")
+    return pod_
+        ->Exec(i,
+               "ss -lxpH | grep -F /.podrun/run/agent.sock | grep -o 'pid=[0-9]*' | "
+               "head -1 | cut -d= -f2 | tr -d '\\n'")
         .output;
   }
   // The process ids of worker i's job supervisors (named by their sockets), space-separated.
   static std::string SupervisorPids(int i) {
-    return pod_->Exec(i, "ls /root/.podrun/run | sed -n 's/^sup-\\([0-9]*\\)\\.sock$/\\1/p' | "
-                         "tr '\\n' ' '")
+    return pod_
+        ->Exec(i,
+               "ls /root/.podrun/run | sed -n 's/^sup-\\([0-9]*\\)\\.sock$/\\1/p' | "
+               "tr '\\n' ' '")
         .output;
   }
   static int WaitForExit(pid_t pid, std::chrono::seconds limit) {
@@ -143,9 +147,10 @@ TEST_F(AgentFaultTest, AnAgentKilledMidRunLosesNothingAndTheLaunchSucceeds) {
 
 TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
   const std::string marker = "podrun-fault-marker-" + std::to_string(::getpid());
-  const std::string spec =
-      WriteSpec("both-killed", "name: both-killed\ngrace_seconds: 2\nrun: |\n  echo up\n"
-                               "  exec -a " + marker + " sleep 600\n");
+  const std::string spec = WriteSpec("both-killed",
+                                     "name: both-killed\ngrace_seconds: 2\nrun: |\n  echo up\n"
+                                     "  exec -a " +
+                                         marker + " sleep 600\n");
   const std::string out = ::testing::TempDir() + "/both-killed.out";
   const std::string err = ::testing::TempDir() + "/both-killed.err";
   const pid_t launcher = StartLaunch(spec, out, err);
@@ -176,8 +181,9 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   // w1's ~/.podrun is a 12 MB tmpfs: the agent (about 8.4 MB) fits, then the job's log fills it.
   // (The workers share one PID namespace: only w1's own agent is ended.)
   if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
-  ASSERT_EQ(0, pod_->Exec(1, "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
-                             "mount -t tmpfs -o size=12m,mode=0700 tmpfs /root/.podrun")
+  ASSERT_EQ(0, pod_->Exec(1,
+                          "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
+                          "mount -t tmpfs -o size=12m,mode=0700 tmpfs /root/.podrun")
                    .exit_code);
   constexpr int kLines = 1500000;  // about 20 MB on w1; the others print little
   const std::string spec = WriteSpec(
@@ -200,6 +206,10 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   CommandResult st = RunCommand(Podrun() + " status full-disk");
   EXPECT_NE(std::string::npos, st.output.find("No space left on device")) << st.output;
   EXPECT_NE(std::string::npos, st.output.find("7")) << st.output;
+  // `logs` names it too (what the disk kept is the log's own copy, with a gap marker).
+  CommandResult logs = RunCommand(Podrun() + " logs full-disk -w 1");
+  EXPECT_NE(std::string::npos, logs.output.find("w1 (")) << logs.output.substr(0, 2000);
+  EXPECT_NE(std::string::npos, logs.output.find("log gap")) << logs.output.substr(0, 2000);
 }
 
 }  // namespace

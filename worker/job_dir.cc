@@ -159,10 +159,10 @@ std::optional<ProcessIdentity> JobDir::ReadJobProcess() const {
 }
 
 void JobDir::WriteLogGap(const LogGapInfo& gap) const {
-  WriteFileAtomically(path_ / "log_gap", "from_seq " + std::to_string(gap.from_seq) +
-                                             "\nbytes " + std::to_string(gap.bytes) +
-                                             "\nchunks " + std::to_string(gap.chunks) +
-                                             "\ncause " + gap.cause + "\n");
+  WriteFileAtomically(path_ / "log_gap", "from_seq " + std::to_string(gap.from_seq) + "\nbytes " +
+                                             std::to_string(gap.bytes) + "\nchunks " +
+                                             std::to_string(gap.chunks) + "\ncause " + gap.cause +
+                                             "\n");
 }
 
 std::optional<LogGapInfo> JobDir::ReadLogGap() const {

@@ -41,7 +41,7 @@ struct ExitStatus {
   int64_t end_time_ns = 0;
   bool stopped_by_request = false;
   bool never_started = false;  // stopped while only prepared: neither code nor signal is set
-  bool lost = false;  // its supervisor vanished without recording how it ended: neither is set
+  bool lost = false;    // its supervisor vanished without recording how it ended: neither is set
   bool killed = false;  // a requested stop needed SIGKILL after the grace period
 
   bool operator==(const ExitStatus&) const = default;

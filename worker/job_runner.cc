@@ -172,7 +172,6 @@ std::filesystem::path ResolveWorkdir(const std::string& workdir) {
   return canonical;
 }
 
-
 // ---- Job --------------------------------------------------------------------------------------
 
 Job::Job(JobSpec spec, JobDir dir, std::filesystem::path workdir, const std::filesystem::path& home,
@@ -181,7 +180,7 @@ Job::Job(JobSpec spec, JobDir dir, std::filesystem::path workdir, const std::fil
       workdir_(std::move(workdir)),
       home_(home),
       grace_period_(spec.grace_period) {
-  SupervisorLaunch launch{supervisor_binary, home,      spec.job_id,       spec.attempt,
+  SupervisorLaunch launch{supervisor_binary, home,     spec.job_id,       spec.attempt,
                           workdir_,          spec.run, spec.grace_period, std::move(spec.env)};
   for (auto& [key, value] : spec.env) ::explicit_bzero(value.data(), value.size());
   try {
@@ -265,11 +264,11 @@ StartResult Job::Start(int64_t start_at_ns) {
   const bool failed = sent != 1 || ReadReport(go.get(), &report);
   go.reset();
   if (failed) {
-    const std::string why =
-        sent != 1 ? "its prepared process had ended"
-                  : "cannot run " + std::string(kShell) + " in " + workdir_.string() + ": " +
-                        DescribeReport(report);
-    WaitFor(dir_, Clock::now() + kFailedStartWait, [&] { return dir_.ReadExitStatus().has_value(); });
+    const std::string why = sent != 1 ? "its prepared process had ended"
+                                      : "cannot run " + std::string(kShell) + " in " +
+                                            workdir_.string() + ": " + DescribeReport(report);
+    WaitFor(dir_, Clock::now() + kFailedStartWait,
+            [&] { return dir_.ReadExitStatus().has_value(); });
     std::lock_guard lock(mu_);
     start_error_ = why;
     throw AgentError(ErrorKind::kInternal, why);
@@ -368,7 +367,7 @@ StartResult JobRunner::Start(const std::string& job_id, uint32_t attempt, int64_
 }
 
 JobSnapshot JobRunner::Status(const std::string& job_id, uint32_t attempt,
-                             bool count_records) const {
+                              bool count_records) const {
   if (!IsValidJobId(job_id)) {
     throw AgentError(ErrorKind::kInvalidArgument, "bad job id \"" + job_id + "\"");
   }
@@ -404,10 +403,9 @@ StopResult JobRunner::Stop(const std::string& job_id, uint32_t attempt,
     return exit.has_value();
   });
   if (!ended) {
-    throw AgentError(ErrorKind::kInternal, "job " + Key(job_id, attempt) +
-                                               ": no outcome recorded " +
-                                               std::to_string((grace + kOutcomeWait).count()) +
-                                               " s after SIGTERM");
+    throw AgentError(ErrorKind::kInternal,
+                     "job " + Key(job_id, attempt) + ": no outcome recorded " +
+                         std::to_string((grace + kOutcomeWait).count()) + " s after SIGTERM");
   }
   return {snap.state == JobState::kRunning, exit->killed || exit->signal == SIGKILL, *exit};
 }

@@ -98,8 +98,8 @@ class Job {
   const std::chrono::seconds grace_period_;
 
   mutable std::mutex mu_;
-  UniqueFd go_;          // until Start or Discard
-  pid_t job_pid_ = 0;    // the prepared (then running) process
+  UniqueFd go_;        // until Start or Discard
+  pid_t job_pid_ = 0;  // the prepared (then running) process
   bool starting_ = false;
   std::optional<StartResult> started_;
   std::string start_error_;  // why Start failed, once it has

@@ -1,9 +1,33 @@
 // The supervisor's log writer (see log_writer.h).
 #include "worker/log_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 #include <system_error>
 
 namespace podrun::agent {
+
+AppendOnlyLog::AppendOnlyLog(const std::filesystem::path& path)
+    : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) {
+  if (!fd_) throw std::runtime_error("open " + path.string() + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) == 0) size_ = st.st_size;
+}
+
+void AppendOnlyLog::Append(const LogRecord& record) {
+  try {
+    AppendRecord(fd_.get(), record);
+  } catch (const std::system_error& e) {
+    (void)!::ftruncate(fd_.get(), size_);
+    throw;
+  }
+  size_ += static_cast<off_t>(kLogRecordHeaderBytes + record.data.size());
+}
 
 std::string GapMarkerText(uint64_t chunks, uint64_t bytes, const std::string& cause) {
   return "podrun-agent: log gap: " + std::to_string(chunks) + " chunk(s), " +

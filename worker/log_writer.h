@@ -8,9 +8,12 @@
 // Not thread-safe: the supervisor's one loop owns it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "proto/log_record.h"
+#include "proto/unique_fd.h"
 
 namespace podrun::agent {
 
@@ -74,6 +78,20 @@ class LogWriter {
   std::vector<LogRecord> marked_;
   std::optional<LogGapInfo> gap_;
   bool reserve_released_ = false;
+};
+
+// A job's log file, appended all or nothing: a partial write (a full disk) is cut off again
+// (ftruncate), so that a torn record never hides the records after it from readers.
+class AppendOnlyLog {
+ public:
+  // Opens (creates, 0600) `path` for appending. Throws std::runtime_error.
+  explicit AppendOnlyLog(const std::filesystem::path& path);
+  // Throws std::system_error (the file is as before the call).
+  void Append(const LogRecord& record);
+
+ private:
+  UniqueFd fd_;
+  off_t size_ = 0;
 };
 
 // The text of a gap marker record.

@@ -2,10 +2,10 @@
 // exit when idle (see serve.h).
 #include "worker/serve.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -143,7 +143,9 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
     lock.Release();
   }
   std::fprintf(stderr, "podrun-agent: exiting (%s)\n",
-               handover ? "handed over" : shutdown_requested ? "shutdown" : "idle");
+               handover             ? "handed over"
+               : shutdown_requested ? "shutdown"
+                                    : "idle");
   service.BeginShutdown();
   server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   if (!handover) ::unlink(socket_path.c_str());  // else it is the new agent's by now

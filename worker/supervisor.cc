@@ -8,7 +8,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,8 +26,10 @@
 #include "worker/job_dir.h"
 #include "worker/job_runner.h"
 #include "worker/log_writer.h"
+#include "worker/plan_codec.h"
 #include "worker/prepared_child.h"
 #include "worker/process_identity.h"
+#include "worker/unix_socket.h"
 
 extern char** environ;
 
@@ -65,32 +66,6 @@ int MsUntil(Clock::time_point t) {
   return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
 }
 
-// Appends to the log file all or nothing: a partial write (a full disk) is cut off again, so
-// that a torn record never hides the records after it from readers.
-class LogFile {
- public:
-  explicit LogFile(const std::filesystem::path& path)
-      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) {
-    if (!fd_) throw std::runtime_error(Errno("open " + path.string()));
-    struct stat st {};
-    if (::fstat(fd_.get(), &st) == 0) size_ = st.st_size;
-  }
-  void Append(const LogRecord& record) {
-    try {
-      AppendRecord(fd_.get(), record);
-    } catch (const std::system_error&) {
-      const int err = errno;
-      (void)!::ftruncate(fd_.get(), size_);
-      throw std::system_error(err, std::generic_category(), "append log record");
-    }
-    size_ += static_cast<off_t>(kLogRecordHeaderBytes + record.data.size());
-  }
-
- private:
-  UniqueFd fd_;
-  off_t size_ = 0;
-};
-
 class Supervisor {
  public:
   explicit Supervisor(const SuperviseArgs& args)
@@ -108,8 +83,10 @@ class Supervisor {
   void ReadPipe(int s);
   void Finalize();
   void Linger();
-  void Say(const std::string& text) { std::fprintf(stderr, "podrun-agent supervise %s/%u: %s\n",
-                                                   args_.job_id.c_str(), args_.attempt, text.c_str()); }
+  void Say(const std::string& text) {
+    std::fprintf(stderr, "podrun-agent supervise %s/%u: %s\n", args_.job_id.c_str(), args_.attempt,
+                 text.c_str());
+  }
 
   const SuperviseArgs args_;
   const JobDir dir_;
@@ -118,7 +95,7 @@ class Supervisor {
   std::vector<std::string> env_;
 
   UniqueFd listen_, sigfd_, ran_, pipes_[2];
-  std::optional<LogFile> log_;
+  std::optional<AppendOnlyLog> log_;
   std::optional<LogWriter> writer_;
   pid_t child_ = 0;
   std::optional<int> wait_status_;
@@ -243,19 +220,7 @@ int Supervisor::Run() {
     writer_.emplace([this](const LogRecord& r) { log_->Append(r); },
                     [this] { ::unlink(dir_.reserve_path().c_str()); });
     // Listen before the agent is told READY, so that a STOP can never miss us.
-    const std::filesystem::path socket_path = SupervisorSocketPath(args_.home, ::getpid());
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (socket_path.string().size() >= sizeof addr.sun_path) {
-      throw std::runtime_error("socket path too long: " + socket_path.string());
-    }
-    std::strcpy(addr.sun_path, socket_path.c_str());
-    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    ::unlink(socket_path.c_str());
-    if (!listen_ || ::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listen_.get(), 16) != 0) {
-      throw std::runtime_error(Errno("listen on " + socket_path.string()));
-    }
+    listen_ = ListenUnix(SupervisorSocketPath(args_.home, ::getpid()));
     child_ = ForkChild();
     if (auto id = ProcessIdentity::Of(child_)) dir_.WriteJobProcess(*id);
     reply = "READY " + std::to_string(child_) + "\n";
@@ -293,7 +258,7 @@ void Supervisor::Loop() {
     }
     if (wait_status_ && (pipes_[0] || pipes_[1]) && now >= drain_until_) {
       if (term_sent_ && kill_at_ != Clock::time_point::max() && kill_at_ > drain_until_) {
-        drain_until_ = kill_at_;  // during a requested stop, the group has its grace period
+        drain_until_ = kill_at_;   // during a requested stop, the group has its grace period
       } else if (!killed_rest_) {  // the leader is gone; what remains of its group goes too
         ::kill(-child_, SIGKILL);
         killed_rest_ = true;
@@ -326,7 +291,8 @@ void Supervisor::Loop() {
     }
     int timeout = -1;
     for (auto t : {kill_at_, drain_until_, next_retry_}) {
-      if (t != Clock::time_point::max()) timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
+      if (t != Clock::time_point::max())
+        timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
     }
     if (pause) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
     if (::poll(fds, n, timeout) < 0) {
@@ -337,10 +303,18 @@ void Supervisor::Loop() {
     for (nfds_t i = 0; i < n; ++i) {
       if (!fds[i].revents) continue;
       switch (kinds[i]) {
-        case 0: OnSignal(); break;
-        case 1: ServeRequest(); break;
-        case 2: OnChildReport(); break;
-        default: ReadPipe(kinds[i] - 3); break;
+        case 0:
+          OnSignal();
+          break;
+        case 1:
+          ServeRequest();
+          break;
+        case 2:
+          OnChildReport();
+          break;
+        default:
+          ReadPipe(kinds[i] - 3);
+          break;
       }
     }
   }
@@ -373,8 +347,8 @@ void Supervisor::OnChildReport() {
     report_ = report;
     if (report.step != kNotStarted) {
       writer_->Append(LogStream::kStderr,
-                      "podrun-agent: cannot run " + std::string(kShell) + " in " + workdir_ +
-                          ": " + DescribeReport(report) + "\n",
+                      "podrun-agent: cannot run " + std::string(kShell) + " in " + workdir_ + ": " +
+                          DescribeReport(report) + "\n",
                       WallClockNs());
     }
     return;  // end-of-file follows
@@ -494,30 +468,6 @@ void Supervisor::Linger() {
 
 std::filesystem::path SupervisorSocketPath(const std::filesystem::path& home, pid_t pid) {
   return home / "run" / ("sup-" + std::to_string(pid) + ".sock");
-}
-
-std::string EncodeStrings(const std::vector<std::string>& strings) {
-  std::string out;
-  for (const auto& s : strings) {
-    const uint32_t n = static_cast<uint32_t>(s.size());
-    out.append(reinterpret_cast<const char*>(&n), sizeof n);
-    out += s;
-  }
-  return out;
-}
-
-std::vector<std::string> DecodeStrings(std::string_view bytes) {
-  std::vector<std::string> out;
-  while (!bytes.empty()) {
-    uint32_t n = 0;
-    if (bytes.size() < sizeof n) throw std::runtime_error("malformed plan");
-    std::memcpy(&n, bytes.data(), sizeof n);
-    bytes.remove_prefix(sizeof n);
-    if (bytes.size() < n) throw std::runtime_error("malformed plan");
-    out.emplace_back(bytes.substr(0, n));
-    bytes.remove_prefix(n);
-  }
-  return out;
 }
 
 int Supervise(const SuperviseArgs& args) { return Supervisor(args).Run(); }

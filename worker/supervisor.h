@@ -40,9 +40,4 @@ int Supervise(const SuperviseArgs& args);
 // Where the supervisor with process id `pid` listens.
 std::filesystem::path SupervisorSocketPath(const std::filesystem::path& home, pid_t pid);
 
-// The plan's wire format (see the top of this file).
-std::string EncodeStrings(const std::vector<std::string>& strings);
-// Throws std::runtime_error if malformed.
-std::vector<std::string> DecodeStrings(std::string_view bytes);
-
 }  // namespace podrun::agent

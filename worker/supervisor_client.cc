@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,7 +15,9 @@
 
 #include "proto/private_state.h"
 #include "worker/prepared_child.h"
+#include "worker/plan_codec.h"
 #include "worker/supervisor.h"
+#include "worker/unix_socket.h"
 
 extern char** environ;
 
@@ -35,7 +36,8 @@ bool ReadAll(int fd, std::string* out, Clock::time_point deadline) {
   char buf[64 << 10];
   while (true) {
     pollfd p{fd, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
     const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
     if (rc < 0 && errno == EINTR) continue;
@@ -75,10 +77,14 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   // argv[0] names the agent's binary (ps shows what it is), whatever path execs it.
   std::error_code ec;
   const auto shown = std::filesystem::read_symlink(launch.binary, ec);
-  std::vector<std::string> args = {ec ? launch.binary.string() : shown.string(), "supervise",
-                                   "--home",               launch.home.string(),
-                                   "--job",                launch.job_id,
-                                   "--attempt",            std::to_string(launch.attempt)};
+  std::vector<std::string> args = {ec ? launch.binary.string() : shown.string(),
+                                   "supervise",
+                                   "--home",
+                                   launch.home.string(),
+                                   "--job",
+                                   launch.job_id,
+                                   "--attempt",
+                                   std::to_string(launch.attempt)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -169,17 +175,11 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
 std::optional<std::string> AskSupervisor(const std::filesystem::path& home, pid_t pid,
                                          std::string_view request,
                                          std::chrono::milliseconds timeout) {
-  const std::string path = SupervisorSocketPath(home, pid).string();
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) return std::nullopt;
-  std::strcpy(addr.sun_path, path.c_str());
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return std::nullopt;
-  }
+  UniqueFd fd = ConnectUnix(SupervisorSocketPath(home, pid));
+  if (!fd) return std::nullopt;
   const std::string line = std::string(request) + "\n";
-  if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+  if (::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(line.size())) {
     return std::nullopt;
   }
   std::string reply;

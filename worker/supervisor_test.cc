@@ -17,9 +17,9 @@ class SupervisorTest : public AgentTest {
     int fds[2];
     EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
     UniqueFd read_end(fds[0]), write_end(fds[1]);
-    const pid_t pid = Spawn({binary, "serve", "--foreground", "--home", home_.string(),
-                             "--idle-exit", "0"},
-                            -1, write_end.get());
+    const pid_t pid =
+        Spawn({binary, "serve", "--foreground", "--home", home_.string(), "--idle-exit", "0"}, -1,
+              write_end.get());
     write_end.reset();
     EXPECT_EQ(ReadLine(read_end.get(), 30s), "PODRUN-AGENT READY 1 " PODRUN_VERSION " " + socket_);
     stub_ = v1::Agent::NewStub(
@@ -186,7 +186,8 @@ TEST_F(SupervisorTest, AnAgentOfAnotherBuildHandsOverAndItsJobsAreAdopted) {
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
   UniqueFd read_end(fds[0]), write_end(fds[1]);
-  const pid_t serve = Spawn({other.string(), "serve", "--home", home_.string()}, -1, write_end.get());
+  const pid_t serve =
+      Spawn({other.string(), "serve", "--home", home_.string()}, -1, write_end.get());
   write_end.reset();
   EXPECT_EQ(ReadLine(read_end.get(), 30s), "PODRUN-AGENT READY 1 " PODRUN_VERSION " " + socket_);
   EXPECT_TRUE(WIFEXITED(WaitExit(serve, 20s)));
@@ -245,7 +246,8 @@ TEST_F(SupervisorTest, AFullDiskLosesNoLineForALiveReaderAndIsReported) {
   EXPECT_EQ(status.log_gap().cause(), std::strerror(ENOSPC));
   Stream from_disk = ReadStream("full", 1, /*follow=*/false);
   bool marker = false;
-  for (const auto& r : from_disk.records) marker = marker || r.data().find("log gap") != std::string::npos;
+  for (const auto& r : from_disk.records)
+    marker = marker || r.data().find("log gap") != std::string::npos;
   EXPECT_TRUE(marker || from_disk.records.size() == logs.records.size());
 }
 

@@ -162,6 +162,7 @@ struct LogRead {
   bool unknown = false;                // the agent never heard of this attempt
   bool cancelled = false;              // on_batch asked to stop
   std::string error;                   // the log could not be read to its end
+  std::optional<AgentLogGap> gap;      // output the worker could not keep on its disk
 };
 
 // The workers to show: -w (pod-wide indexes, each part of the attempt) or all of the attempt.
@@ -236,6 +237,7 @@ ExitCode RunLogs(const LogsRequest& request) {
     std::lock_guard lock(mutex);
     LogRead& read = reads[agent.index];
     read.end = result.end;
+    read.gap = result.gap;
     read.cancelled = result.cancelled;
     read.error = result.lost;
   };
@@ -313,6 +315,7 @@ ExitCode RunLogs(const LogsRequest& request) {
         SayToUser(fmt::format("warning: job store: {}", e.what()));
       }
     }
+    if (read.gap) SayToUser(fmt::format("{}: {}", agent.description, DescribeLogGap(*read.gap)));
     if (request.follow && read.end) ends[DescribeProcessEnd(*read.end)].push_back(agent.index);
   }
   if (!ends.empty()) {
