@@ -194,8 +194,6 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   const std::string err = ::testing::TempDir() + "/full-disk.err";
   const pid_t launcher = StartLaunch(spec, out, err);
   const int status = WaitForExit(launcher, 300s);
-  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
-  pod_->Exec(1, "umount -l /root/.podrun");
   const std::string messages = ReadTextFile(err);
   ASSERT_TRUE(WIFEXITED(status)) << messages;
   EXPECT_EQ(1, WEXITSTATUS(status)) << messages;  // w1 exited 7: the job failed
@@ -210,6 +208,8 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   CommandResult logs = RunCommand(Podrun() + " logs full-disk -w 1");
   EXPECT_NE(std::string::npos, logs.output.find("w1 (")) << logs.output.substr(0, 2000);
   EXPECT_NE(std::string::npos, logs.output.find("log gap")) << logs.output.substr(0, 2000);
+  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
+  pod_->Exec(1, "umount -l /root/.podrun");
 }
 
 }  // namespace

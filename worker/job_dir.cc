@@ -48,7 +48,8 @@ bool IsValidJobId(std::string_view job_id) {
   return true;
 }
 
-void WriteFileAtomically(const std::filesystem::path& path, std::string_view content) {
+void WriteFileAtomically(const std::filesystem::path& path, std::string_view content,
+                         bool durable) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd) throw std::system_error(errno, std::generic_category(), "create " + tmp.string());
@@ -63,7 +64,7 @@ void WriteFileAtomically(const std::filesystem::path& path, std::string_view con
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0) {
+  if (durable && ::fsync(fd.get()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
     throw std::system_error(err, std::generic_category(), "fsync " + tmp.string());
@@ -105,7 +106,7 @@ void JobDir::WriteExitStatus(const ExitStatus& status) const {
   if (status.killed) text += "killed 1\n";
   text += "end_time_ns " + std::to_string(status.end_time_ns) + "\n";
   text += std::string("stopped_by_request ") + (status.stopped_by_request ? "1" : "0") + "\n";
-  WriteFileAtomically(path_ / "exit_status", text);
+  WriteFileAtomically(path_ / "exit_status", text, /*durable=*/true);
 }
 
 std::optional<uint32_t> JobDir::ReadWorkerId() const {
@@ -162,7 +163,8 @@ void JobDir::WriteLogGap(const LogGapInfo& gap) const {
   WriteFileAtomically(path_ / "log_gap", "from_seq " + std::to_string(gap.from_seq) + "\nbytes " +
                                              std::to_string(gap.bytes) + "\nchunks " +
                                              std::to_string(gap.chunks) + "\ncause " + gap.cause +
-                                             "\n");
+                                             "\n",
+                      /*durable=*/true);
 }
 
 std::optional<LogGapInfo> JobDir::ReadLogGap() const {
