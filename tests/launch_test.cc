@@ -313,6 +313,30 @@ TEST_F(LaunchTest, DetachedJobShowsRunningInStatus) {
   EXPECT_EQ(0, WaitForProcessCount("podrun-test-detached", 0));
 }
 
+TEST_F(LaunchTest, FreeAcceleratorsRemovesAStaleLibtpuLockfileBeforeRun) {
+  // A Ctrl-C'd run under plain SSH left libtpu's lockfile on w1 (each worker has its own /tmp).
+  ASSERT_EQ(0, pod_->Exec(1, "touch /tmp/libtpu_lockfile").exit_code);
+  // Off: left alone.
+  std::string off = WriteSpec("accel-off",
+                              "name: accel-off\nfree_accelerators: false\n"
+                              "run: if [ -e /tmp/libtpu_lockfile ]; then echo still-there; fi\n");
+  CommandResult kept = Launch(off);
+  EXPECT_EQ(0, kept.exit_code) << kept.output;
+  EXPECT_NE(std::string::npos, kept.output.find("[w1] still-there")) << kept.output;
+  // On (the default): removed before run, and said so naming the worker.
+  std::string on = WriteSpec("accel-on",
+                             "name: accel-on\n"
+                             "run: test -e /tmp/libtpu_lockfile || echo lockfile-gone\n");
+  CommandResult freed = Launch(on);
+  EXPECT_EQ(0, freed.exit_code) << freed.output;
+  EXPECT_NE(std::string::npos, freed.output.find("[w1] lockfile-gone")) << freed.output;
+  EXPECT_NE(std::string::npos,
+            freed.output.find("w1 (" + pod_->hosts()[1] +
+                              "): freeing accelerators: removed a stale /tmp/libtpu_lockfile"))
+      << freed.output;
+  EXPECT_NE(0, pod_->Exec(1, "test -e /tmp/libtpu_lockfile").exit_code);
+}
+
 TEST(LaunchWithoutForwarding, DialStdioCarriesTheTunnel) {
   TestPod pod(2, kPodId + 1, {"AllowStreamLocalForwarding no"});
   std::string spec = WriteSpec("nofwd", "name: nofwd\nrun: echo via $(hostname)\n");

@@ -9,6 +9,7 @@
 
 #include "proto/log_record.h"
 #include "proto/protocol_version.h"
+#include "worker/accelerators.h"
 #include "worker/agent_error.h"
 #include "worker/supervisor_client.h"
 
@@ -23,6 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 // How often a following StreamLogs checks whether its client went away.
 constexpr auto kFollowCheckInterval = std::chrono::milliseconds(500);
+// How long processes holding the accelerators get between SIGTERM and SIGKILL.
+constexpr auto kFreeAcceleratorsGrace = std::chrono::milliseconds(5000);
 // How soon a follower looks again while the supervisor holds output in memory (a full disk).
 constexpr auto kHeldCheckInterval = std::chrono::milliseconds(20);
 
@@ -129,7 +132,8 @@ Clock::duration ActivityTracker::IdleFor() const {
 
 std::vector<std::string> AcceleratorDevices() {
   std::vector<std::string> devices;
-  for (const char* pattern : {"/dev/accel*", "/dev/vfio/*"}) {
+  for (const std::string& p : AcceleratorPatterns()) {
+    const char* pattern = p.c_str();
     glob_t g{};
     if (::glob(pattern, 0, nullptr, &g) == 0) {
       for (size_t i = 0; i < g.gl_pathc; ++i) devices.emplace_back(g.gl_pathv[i]);
@@ -202,6 +206,12 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
     spec.env.insert(req->env().begin(), req->env().end());
     spec.run = req->run();
     spec.grace_period = std::chrono::seconds(req->grace_seconds());
+    if (req->free_accelerators()) {
+      for (auto& action :
+           FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile, kFreeAcceleratorsGrace)) {
+        reply->add_accelerator_actions(std::move(action));
+      }
+    }
     PrepareResult result = runner_.Prepare(std::move(spec));
     reply->set_workdir(result.workdir.string());
     reply->set_job_dir(result.job_dir.string());

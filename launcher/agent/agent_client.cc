@@ -168,7 +168,7 @@ AgentHello AgentClient::Hello() {
   return hello;
 }
 
-std::string AgentClient::Prepare(const AgentPrepareRequest& request) {
+AgentPrepareReply AgentClient::Prepare(const AgentPrepareRequest& request) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kPrepareTimeout);
   v1::PrepareRequest req;
@@ -179,9 +179,11 @@ std::string AgentClient::Prepare(const AgentPrepareRequest& request) {
   req.mutable_env()->insert(request.env.begin(), request.env.end());
   req.set_run(request.run);
   req.set_grace_seconds(request.grace_seconds);
+  req.set_free_accelerators(request.free_accelerators);
   v1::PrepareReply reply;
   Check(stub_->stub->Prepare(&ctx, req, &reply), "Prepare");
-  return reply.workdir();
+  return {reply.workdir(),
+          {reply.accelerator_actions().begin(), reply.accelerator_actions().end()}};
 }
 
 AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,

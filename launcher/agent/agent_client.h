@@ -43,6 +43,12 @@ struct AgentPrepareRequest {
   std::map<std::string, std::string> env;  // may hold secrets: sent, never stored by the agent
   std::string run;
   uint32_t grace_seconds = 10;
+  bool free_accelerators = false;  // end what holds the chips, remove a stale libtpu lockfile
+};
+
+struct AgentPrepareReply {
+  std::string workdir;                           // resolved on the worker
+  std::vector<std::string> accelerator_actions;  // what free_accelerators did
 };
 
 struct AgentStartReply {
@@ -126,8 +132,8 @@ class AgentClient {
 
   // Version handshake; throws if the agent speaks another protocol version.
   AgentHello Hello();
-  // Creates the workdir and job directory; returns the resolved absolute workdir.
-  std::string Prepare(const AgentPrepareRequest& request);
+  // Creates the workdir and job directory (freeing the accelerators first if asked).
+  AgentPrepareReply Prepare(const AgentPrepareRequest& request);
   // GO: spawns the prepared process, at `start_at_ns` of the agent's wall clock if that is
   // ahead (the lockstep start), else at once.
   AgentStartReply Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);

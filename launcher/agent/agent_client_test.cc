@@ -85,7 +85,7 @@ TEST_F(AgentClientTest, RunsAJobAndStreamsItsLog) {
   EXPECT_EQ(hello.pid, agent_pid_);
 
   const std::string workdir =
-      client_->Prepare(Request("job1", "echo $GREETING; echo oops >&2; exit 4"));
+      client_->Prepare(Request("job1", "echo $GREETING; echo oops >&2; exit 4")).workdir;
   EXPECT_EQ(workdir, std::filesystem::canonical(dir_ / "work").string());
   AgentStartReply start = client_->Start("job1", 1);
   EXPECT_GT(start.pid, 0);

@@ -217,7 +217,11 @@ void Runner::PrepareAll() {
       request.env = BuildJobEnv(params).vars;
       request.run = plan_.spec.run;
       request.grace_seconds = static_cast<uint32_t>(plan_.spec.grace_seconds);
-      Client(w)->Prepare(request);
+      request.free_accelerators = plan_.spec.free_accelerators;
+      const AgentPrepareReply reply = Client(w)->Prepare(request);
+      for (const std::string& action : reply.accelerator_actions) {
+        Say(fmt::format("{}: freeing accelerators: {}", w.link->description(), action));
+      }
       UpdateWorker(w.index, {.state = WorkerState::kSetup});
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: prepare: {}", w.link->description(), e.what());

@@ -1,0 +1,149 @@
+// Freeing a worker's accelerators (see accelerators.h).
+#include "worker/accelerators.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "proto/unique_fd.h"
+#include "worker/process_identity.h"
+
+namespace podrun::agent {
+namespace {
+
+using FileId = std::pair<dev_t, ino_t>;
+using Clock = std::chrono::steady_clock;
+
+std::optional<FileId> IdOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+std::string CommandName(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name.empty() ? "?" : name;
+}
+
+// Processes (but this one) with a descriptor open on one of `files`, and which file.
+std::map<pid_t, std::string> Holders(const std::map<FileId, std::string>& files) {
+  std::map<pid_t, std::string> holders;
+  if (files.empty()) return holders;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return holders;
+  while (dirent* entry = ::readdir(proc)) {
+    pid_t pid = 0;
+    const char* name = entry->d_name;
+    const char* end = name + std::strlen(name);
+    if (std::from_chars(name, end, pid).ptr != end || pid <= 0 || pid == ::getpid()) continue;
+    const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* fds = ::opendir(fd_dir.c_str());
+    if (!fds) continue;  // gone, or another user's
+    while (dirent* fd = ::readdir(fds)) {
+      if (fd->d_name[0] == '.') continue;
+      if (auto id = IdOf(fd_dir + "/" + fd->d_name)) {
+        if (auto it = files.find(*id); it != files.end()) {
+          holders[pid] = it->second;
+          break;
+        }
+      }
+    }
+    ::closedir(fds);
+  }
+  ::closedir(proc);
+  return holders;
+}
+
+}  // namespace
+
+std::vector<std::string> AcceleratorPatterns() { return {"/dev/accel*", "/dev/vfio/*"}; }
+
+std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
+                                          const std::filesystem::path& lockfile,
+                                          std::chrono::milliseconds grace) {
+  std::vector<std::string> actions;
+  std::map<FileId, std::string> devices;
+  for (const std::string& pattern : device_patterns) {
+    glob_t g{};
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        // /dev/vfio/vfio is the container, not a chip: every VFIO user holds it.
+        if (std::string(g.gl_pathv[i]) == "/dev/vfio/vfio") continue;
+        if (auto id = IdOf(g.gl_pathv[i])) devices[*id] = g.gl_pathv[i];
+      }
+    }
+    ::globfree(&g);
+  }
+  // SIGTERM to every holder, then SIGKILL to those still there after the grace period.
+  std::map<pid_t, std::pair<ProcessIdentity, std::string>> ended;
+  for (const auto& [pid, device] : Holders(devices)) {
+    auto id = ProcessIdentity::Of(pid);
+    if (!id) continue;
+    const std::string name = CommandName(pid);
+    if (::kill(pid, SIGTERM) != 0) {
+      actions.push_back("could not end pid " + std::to_string(pid) + " (" + name + ") holding " +
+                        device + ": " + std::strerror(errno));
+      continue;
+    }
+    ended.emplace(pid, std::make_pair(*id, "pid " + std::to_string(pid) + " (" + name +
+                                               ") holding " + device));
+  }
+  const auto deadline = Clock::now() + grace;
+  auto any_alive = [&] {
+    for (const auto& [pid, what] : ended) {
+      if (what.first.Alive()) return true;
+    }
+    return false;
+  };
+  while (any_alive() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (const auto& [pid, what] : ended) {
+    if (what.first.Alive()) {
+      ::kill(pid, SIGKILL);
+      actions.push_back("killed " + what.second + " (SIGKILL after " +
+                        std::to_string(grace.count()) + " ms)");
+    } else {
+      actions.push_back("ended " + what.second);
+    }
+  }
+  // The lockfile is stale when nobody has it open and nobody holds its lock.
+  if (auto id = IdOf(lockfile)) {
+    for (int i = 0; i < 250 && any_alive(); ++i) {  // killed holders of the chips may hold it
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const auto holders = Holders({{*id, lockfile.string()}});
+    UniqueFd fd(::open(lockfile.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    const bool locked = fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (!holders.empty()) {
+      const auto& [pid, path] = *holders.begin();
+      actions.push_back("left " + lockfile.string() + ": pid " + std::to_string(pid) + " (" +
+                        CommandName(pid) + ") holds it");
+    } else if (locked) {
+      actions.push_back("left " + lockfile.string() + ": another process holds its lock");
+    } else if (::unlink(lockfile.c_str()) == 0) {
+      actions.push_back("removed a stale " + lockfile.string());
+    } else {
+      actions.push_back("could not remove a stale " + lockfile.string() + ": " +
+                        std::strerror(errno));
+    }
+  }
+  return actions;
+}
+
+}  // namespace podrun::agent

@@ -1,0 +1,29 @@
+// Freeing a worker's accelerators before a job runs (the spec's free_accelerators): a TPU VM's
+// chips stay held by the processes of an earlier run that did not end (a Ctrl-C'd launch under
+// plain SSH), and libtpu refuses to start while /tmp/libtpu_lockfile exists, even after its
+// holder is gone ("TPU is already in use").
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace podrun::agent {
+
+inline constexpr char kLibtpuLockfile[] = "/tmp/libtpu_lockfile";
+
+// The accelerator device patterns: /dev/accel* (TPU v4 and later) and /dev/vfio/* (v2, v3).
+std::vector<std::string> AcceleratorPatterns();
+
+// Ends the processes that hold a file matching `device_patterns` open (SIGTERM, SIGKILL after
+// `grace`; each identified by pid, start time and boot id before every signal), then removes
+// `lockfile` if no process holds it (open or flock'ed). Files are compared by device and inode,
+// so a process in another mount namespace with a path that reads the same is not taken for a
+// holder. Returns what was done, one sentence each ("ended pid 123 (python3) holding
+// /dev/accel0", "removed a stale /tmp/libtpu_lockfile"); failures are sentences too.
+std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
+                                          const std::filesystem::path& lockfile,
+                                          std::chrono::milliseconds grace);
+
+}  // namespace podrun::agent
