@@ -184,6 +184,10 @@ void Runner::PrepareAll() {
   std::vector<std::string> addresses;
   for (const PodWorker& pw : plan_.pod.workers) {
     auto it = by_index_.find(pw.index);
+    if (!pw.peer_address.empty()) {  // a discovered TPU VM: its internal IP
+      addresses.push_back(pw.peer_address);
+      continue;
+    }
     addresses.push_back(it != by_index_.end() && it->second->error.empty()
                             ? it->second->link->peer_address()
                             : pw.host.host);
@@ -206,6 +210,11 @@ void Runner::PrepareAll() {
       params.worker_index = w.index;
       params.worker_addresses = addresses;
       params.coordinator_port = plan_.spec.coordinator_port;
+      params.discovered_cloud_tpu = plan_.pod.cloud_tpu;
+      params.megascale_port = plan_.spec.megascale_port;
+      if (plan_.pod.slices > 1) {
+        for (const PodWorker& pw : plan_.pod.workers) params.worker_slices.push_back(pw.slice);
+      }
       params.spec_env = plan_.spec.env;
       params.secrets = plan_.secrets;
       params.overrides = plan_.overrides;

@@ -2,6 +2,7 @@
 // torch.distributed, JAX, the TPU runtime and SkyPilot scripts expect, and the user's values.
 #include "launcher/job/job_env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -56,6 +57,18 @@ JobEnv BuildJobEnv(const JobEnvParams& p) {
   if (!p.discovered_cloud_tpu) {
     v["TPU_WORKER_ID"] = rank;
     v["TPU_WORKER_HOSTNAMES"] = Join(p.worker_addresses, ",");
+  }
+  if (!p.worker_slices.empty()) {
+    if (p.worker_slices.size() != p.worker_addresses.size()) {
+      throw UsageError("job environment: a slice for every worker is needed");
+    }
+    const int slices = *std::max_element(p.worker_slices.begin(), p.worker_slices.end()) + 1;
+    if (slices > 1) {  // slice 0's worker 0 coordinates the slices
+      v["MEGASCALE_COORDINATOR_ADDRESS"] = HostPort(head, p.megascale_port);
+      v["MEGASCALE_PORT"] = std::to_string(p.megascale_port);
+      v["MEGASCALE_NUM_SLICES"] = std::to_string(slices);
+      v["MEGASCALE_SLICE_ID"] = std::to_string(p.worker_slices[p.worker_index]);
+    }
   }
   v["SKYPILOT_NODE_RANK"] = rank;
   v["SKYPILOT_NUM_NODES"] = size;

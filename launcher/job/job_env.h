@@ -21,7 +21,11 @@ struct JobEnvParams {
   // each other (on a Cloud TPU: the internal IPs).
   std::vector<std::string> worker_addresses;
   int coordinator_port = 8476;
-  bool discovered_cloud_tpu = false;             // true: the TPU runtime sets TPU_WORKER_* itself
+  bool discovered_cloud_tpu = false;  // true: the TPU runtime sets TPU_WORKER_* itself
+  // Multislice (--tpu A,B,...): each worker's slice, in rank order (empty: one slice), and the
+  // port of MEGASCALE_COORDINATOR_ADDRESS.
+  std::vector<int> worker_slices;
+  int megascale_port = 8081;
   std::map<std::string, std::string> spec_env;   // the spec's `env:`
   std::map<std::string, std::string> secrets;    // name -> value, from ReadSecrets
   std::map<std::string, std::string> overrides;  // `-e KEY=VALUE`, from ParseEnvAssignments

@@ -75,6 +75,26 @@ TEST(JobEnv, CloudTpuLeavesTpuVariablesToTheRuntime) {
   EXPECT_EQ("1", env.vars["RANK"]);
 }
 
+TEST(JobEnv, MultisliceGetsTheMegascaleVariables) {
+  JobEnvParams p = FourWorkers(3);
+  p.discovered_cloud_tpu = true;
+  p.worker_slices = {0, 0, 1, 1};  // two nodes of two workers
+  p.megascale_port = 9000;
+  JobEnv env = BuildJobEnv(p);
+  EXPECT_EQ("10.0.0.2:9000", env.vars["MEGASCALE_COORDINATOR_ADDRESS"]);
+  EXPECT_EQ("9000", env.vars["MEGASCALE_PORT"]);
+  EXPECT_EQ("2", env.vars["MEGASCALE_NUM_SLICES"]);
+  EXPECT_EQ("1", env.vars["MEGASCALE_SLICE_ID"]);
+  // Ranks and the JAX variables span every slice.
+  EXPECT_EQ("3", env.vars["JAX_PROCESS_ID"]);
+  EXPECT_EQ("4", env.vars["JAX_NUM_PROCESSES"]);
+  // One slice: no MEGASCALE variables at all.
+  p.worker_slices = {0, 0, 0, 0};
+  EXPECT_EQ(0u, BuildJobEnv(p).vars.count("MEGASCALE_SLICE_ID"));
+  p.worker_slices = {};
+  EXPECT_EQ(0u, BuildJobEnv(p).vars.count("MEGASCALE_PORT"));
+}
+
 TEST(JobEnv, WholePodEvenWhenOneWorkerIsSelected) {
   // The caller builds worker 3's environment alone (--workers 3): counts describe the pod.
   JobEnv env = BuildJobEnv(FourWorkers(3));

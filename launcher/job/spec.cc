@@ -36,6 +36,7 @@ constexpr std::string_view kTopKeys[] = {
     "grace_seconds",
     "stall_seconds",
     "coordinator_port",
+    "megascale_port",
     "free_accelerators",
 };
 constexpr std::string_view kPodKeys[] = {
@@ -183,6 +184,8 @@ class Parser : private YamlReader {
         spec.stall_seconds = Int(key, value, 0, 100000000);
       } else if (k == "coordinator_port") {
         spec.coordinator_port = Int(key, value, 1, 65535);
+      } else if (k == "megascale_port") {
+        spec.megascale_port = Int(key, value, 1, 65535);
       } else if (k == "free_accelerators") {
         spec.free_accelerators = Bool(key, value);
       } else if (std::find(std::begin(kPodKeys), std::end(kPodKeys), k) != std::end(kPodKeys)) {

@@ -19,6 +19,7 @@ struct PodSettings {
   std::optional<std::string> zone;
   std::optional<std::string> project;
   std::optional<bool> internal_ip;
+  std::optional<bool> refresh;         // --refresh only: describe the TPU node again (no spec key)
   std::optional<int> local;            // number of local workers, >= 1
   std::optional<std::string> workers;  // index list, e.g. "0,2-3" (syntax checked)
   std::optional<std::string> user;
@@ -65,6 +66,7 @@ struct JobSpec {
   int grace_seconds = 10;
   int stall_seconds = 0;  // 0: no stall detection
   int coordinator_port = 8476;
+  int megascale_port = 8081;  // multislice only (MEGASCALE_COORDINATOR_ADDRESS, MEGASCALE_PORT)
   bool free_accelerators = true;
 
   std::string text;  // the spec's source text, as read (the job store keeps it)

@@ -5,8 +5,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "launcher/error.h"
+#include "launcher/job/podrun_home.h"
+#include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/worker_range.h"
 
 namespace podrun {
@@ -43,6 +46,10 @@ void AddPodOptions(CLI::App& app, PodSettings& pod) {
   app.add_flag_function(
          "--internal-ip", [&pod](std::int64_t) { pod.internal_ip = true; },
          "With --tpu: connect to the workers' internal addresses")
+      ->group("Pod");
+  app.add_flag_function(
+         "--refresh", [&pod](std::int64_t) { pod.refresh = true; },
+         "With --tpu: describe the node again instead of using the cached answer")
       ->group("Pod");
   app.add_option_function<int>(
          "--local", [&pod](int n) { pod.local = n; },
@@ -105,6 +112,7 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   pick(out.zone, cli.zone);
   pick(out.project, cli.project);
   pick(out.internal_ip, cli.internal_ip);
+  pick(out.refresh, cli.refresh);
   pick(out.workers, cli.workers);
   pick(out.user, cli.user);
   pick(out.port, cli.port);
@@ -117,6 +125,44 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   return out;
 }
 
+namespace {
+
+// --tpu A[,B,...]: the workers of each node in order (A's first), each reached at its external
+// IP unless --internal-ip (or it has none), each reaching the others at its internal IP.
+void DiscoverTpuWorkers(const PodSettings& s, Pod* pod) {
+  if (!s.zone) throw UsageError("--tpu needs --zone ZONE (and --project P unless gcloud has one)");
+  std::vector<std::string> names;
+  std::stringstream list(*s.tpu);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name.empty()) throw UsageError(fmt::format("--tpu {}: an empty node name", *s.tpu));
+    names.push_back(name);
+  }
+  const std::filesystem::path cache = PodrunHome() / "cache";
+  for (size_t slice = 0; slice < names.size(); ++slice) {
+    const TpuNode node =
+        DescribeTpuNode({names[slice], *s.zone, s.project}, cache, s.refresh.value_or(false));
+    if (node.state != "READY") {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("tpu {} is {}, not READY: nothing was started", names[slice],
+                              node.state.empty() ? "in no state" : node.state));
+    }
+    for (const TpuEndpoint& e : node.endpoints) {
+      PodWorker w;
+      w.index = static_cast<int>(pod->workers.size());
+      const bool internal = s.internal_ip.value_or(false) || !e.external_ip;
+      w.host = HostSpec{{}, internal ? e.internal_ip : *e.external_ip, {}};
+      w.peer_address = e.internal_ip;
+      w.slice = static_cast<int>(slice);
+      pod->workers.push_back(std::move(w));
+    }
+  }
+  pod->cloud_tpu = true;
+  pod->slices = static_cast<int>(names.size());
+  pod->description = "tpu:" + *s.tpu;
+}
+
+}  // namespace
+
 Pod ResolvePod(const PodSettings& s) {
   int choices = (s.hosts ? 1 : 0) + (s.tpu ? 1 : 0) + (s.local ? 1 : 0);
   if (choices == 0) {
@@ -127,13 +173,15 @@ Pod ResolvePod(const PodSettings& s) {
   if (choices > 1) throw UsageError("choose one of --hosts, --tpu and --local");
   Pod pod;
   if (s.tpu) {
-    throw UsageError(
-        "--tpu discovery is not available in this version yet; list the workers "
-        "with --hosts");
-  }
-  if (s.local) {
+    DiscoverTpuWorkers(s, &pod);
+  } else if (s.local) {
     pod.local = *s.local;
-    for (int i = 0; i < pod.local; ++i) pod.workers.push_back({i, HostSpec{{}, "localhost", {}}});
+    for (int i = 0; i < pod.local; ++i) {
+      PodWorker w;
+      w.index = i;
+      w.host = HostSpec{{}, "localhost", {}};
+      pod.workers.push_back(std::move(w));
+    }
     pod.description = fmt::format("local:{}", pod.local);
   } else {
     std::vector<HostSpec> hosts;
@@ -141,7 +189,10 @@ Pod ResolvePod(const PodSettings& s) {
       for (HostSpec& h : ParseHostList(entry)) hosts.push_back(std::move(h));
     }
     for (size_t i = 0; i < hosts.size(); ++i) {
-      pod.workers.push_back({static_cast<int>(i), hosts[i]});
+      PodWorker w;
+      w.index = static_cast<int>(i);
+      w.host = hosts[i];
+      pod.workers.push_back(std::move(w));
     }
     pod.description = fmt::format("hosts:{}", hosts.size());
   }

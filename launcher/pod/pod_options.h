@@ -23,6 +23,10 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec);
 struct PodWorker {
   int index = 0;  // pod-wide rank
   HostSpec host;  // as written (an ssh_config alias is resolved when connecting)
+  // How the other workers reach this one (a discovered TPU VM's internal IP); empty: the
+  // address the launcher connected to.
+  std::string peer_address;
+  int slice = 0;  // --tpu A,B,...: the node (0-based) this worker belongs to
 };
 
 struct Pod {
@@ -31,11 +35,14 @@ struct Pod {
   int local = 0;                   // > 0: --local N, no SSH
   SshOptions ssh;
   int fanout = 64;
-  std::string description;  // "hosts:8", "local:4"
+  std::string description;  // "hosts:8", "local:4", "tpu:node-1"
+  bool cloud_tpu = false;   // discovered with --tpu: the TPU runtime sets TPU_WORKER_* itself
+  int slices = 1;           // --tpu A,B,...: the number of nodes (multislice when > 1)
 };
 
-// Resolves the pod: reads a host file, checks -w against the pod size, fills SSH defaults
-// (known_hosts ~/.ssh/known_hosts). Throws Error(kUsage) for missing or contradictory options.
+// Resolves the pod: reads a host file or discovers a TPU pod (tpu_discovery.h), checks -w against
+// the pod size, fills SSH defaults (known_hosts ~/.ssh/known_hosts). Throws Error(kUsage) for
+// missing or contradictory options, Error(kUnreachable) when discovery fails.
 Pod ResolvePod(const PodSettings& settings);
 
 }  // namespace podrun

@@ -1,0 +1,34 @@
+// Discovery of a Cloud TPU VM pod's workers (CONTRACT.md, "Discovery"): runs
+// `gcloud compute tpus tpu-vm describe NAME --zone ZONE [--project P] --format=json` (the gcloud
+// on PATH, or $PODRUN_GCLOUD) and keeps the answer for a few minutes, since one describe costs
+// about a second of gcloud's own start-up, more than a whole fan-out to 16 workers.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/pod/tpu_node.h"
+
+namespace podrun {
+
+inline constexpr auto kTpuCacheTtl = std::chrono::minutes(5);
+
+struct TpuQuery {
+  std::string name;
+  std::string zone;
+  std::optional<std::string> project;  // default: gcloud's configured project
+};
+
+// gcloud's argv for `query` ($PODRUN_GCLOUD or "gcloud" first).
+std::vector<std::string> GcloudDescribeCommand(const TpuQuery& query);
+
+// The node, from the cache in `cache_dir` if it is younger than kTpuCacheTtl and READY (unless
+// `refresh`), else from gcloud (and then cached). Throws Error(kUnreachable) with gcloud's own
+// message when it fails (no such node, not logged in, no gcloud) or its answer is not a node.
+TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir,
+                        bool refresh);
+
+}  // namespace podrun

@@ -1,0 +1,159 @@
+// Integration tests of Cloud TPU discovery (`--tpu`, CONTRACT.md "Discovery") against a real
+// 4-worker testpod, with a stand-in for the gcloud CLI ($PODRUN_GCLOUD: a script that answers
+// `describe` with the Node JSON the test wrote, or gcloud's own NOT_FOUND error). What is
+// checked: the exact command line podrun runs, endpoints in order as workers, external
+// addresses to connect to and internal ones for the workers (or --internal-ip), a node that is
+// not READY refused naming its state, gcloud's error shown, the answer cached (--refresh asks
+// again), and two nodes as one multislice job with the MEGASCALE variables on every worker.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "tests/run_command.h"
+#include "tests/testpod.h"
+
+namespace podrun::testing {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kPodId = 18;
+
+std::string Dir() { return ::testing::TempDir() + "/podrun-discovery-test"; }
+std::string Home() { return Dir() + "/home"; }
+
+class DiscoveryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RunCommand("rm -rf " + Dir());
+    std::filesystem::create_directories(Dir());
+    pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
+    // The gcloud stand-in: logs its argv, answers from <name>.json or fails as gcloud does.
+    std::ofstream(Gcloud())
+        << "#!/bin/sh\n"
+           "echo \"$*\" >> " +
+               Dir() +
+               "/calls\n"
+               "f=" +
+               Dir() +
+               "/$5.json\n"
+               "if [ -f \"$f\" ]; then cat \"$f\"; exit 0; fi\n"
+               "echo \"ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: "
+               "Resource 'projects/p/locations/$7/nodes/$5' was not found\" >&2\n"
+               "exit 1\n";
+    std::filesystem::permissions(Gcloud(), std::filesystem::perms::owner_all);
+    // node-a: w0, w1; node-b: w2, w3. External IPs are the addresses this host reaches; the
+    // internal "IPs" are the workers' names, which the workers (and the pod's ssh_config) know.
+    WriteNode("node-a", "READY", {0, 1});
+    WriteNode("node-b", "READY", {2, 3});
+    WriteNode("node-c", "CREATING", {});
+  }
+  static void TearDownTestSuite() { pod_.reset(); }
+
+  static std::string Gcloud() { return Dir() + "/gcloud"; }
+  static void WriteNode(const std::string& name, const std::string& state,
+                        const std::vector<int>& workers) {
+    std::string endpoints;
+    for (int i : workers) {
+      if (!endpoints.empty()) endpoints += ",";
+      endpoints += R"({"ipAddress": ")" + pod_->name(i) + R"(", "port": 8470, "accessConfig": )" +
+                   R"({"externalIp": ")" + pod_->address(i) + R"("}})";
+    }
+    std::ofstream(Dir() + "/" + name + ".json")
+        << R"({"name": "projects/p/locations/zone-1/nodes/)" << name << R"(", "state": ")" << state
+        << R"(", "acceleratorType": "v4-16")"
+        << (workers.empty() ? "" : R"(, "networkEndpoints": [)" + endpoints + "]") << "}";
+  }
+  static std::string Podrun() {
+    return "env PODRUN_HOME=" + Home() + " PODRUN_GCLOUD=" + Gcloud() + " " +
+           std::string(PODRUN_BINARY);
+  }
+  static std::string Keys() {
+    return " -i " + pod_->identity() + " --known-hosts " + pod_->known_hosts();
+  }
+  static int Calls() {
+    return std::stoi(RunCommand("cat " + Dir() + "/calls 2>/dev/null | wc -l").output);
+  }
+
+  static std::unique_ptr<TestPod> pod_;
+};
+
+std::unique_ptr<TestPod> DiscoveryTest::pod_;
+
+TEST_F(DiscoveryTest, EndpointsAreWorkersReachedAtTheirExternalAddresses) {
+  CommandResult r = RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project p" + Keys() +
+                               " -- 'echo $(hostname)'");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] w0")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] w1")) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("[w2]")) << r.output;
+  // The exact command line gcloud got.
+  EXPECT_NE(std::string::npos,
+            ReadTextFile(Dir() + "/calls")
+                .find("compute tpus tpu-vm describe node-a --zone zone-1 --project p "
+                      "--format=json"));
+  // Cached: the next command asks gcloud nothing; --refresh asks again.
+  const int calls = Calls();
+  ASSERT_EQ(
+      0, RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project p" + Keys() + " -- true")
+             .exit_code);
+  EXPECT_EQ(calls, Calls());
+  ASSERT_EQ(0, RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project p --refresh" +
+                          Keys() + " -- true")
+                   .exit_code);
+  EXPECT_EQ(calls + 1, Calls());
+}
+
+TEST_F(DiscoveryTest, InternalIpConnectsToTheInternalAddresses) {
+  // The internal "IPs" (w0, w1) resolve through the pod's ssh_config only.
+  CommandResult r = RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --internal-ip -F " +
+                               pod_->ssh_config() + Keys() + " -- 'echo $(hostname)'");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] w1")) << r.output;
+}
+
+TEST_F(DiscoveryTest, ANodeThatIsNotReadyOrUnknownIsRefusedWithTheReason) {
+  CommandResult creating =
+      RunCommand(Podrun() + " exec --tpu node-c --zone zone-1" + Keys() + " -- true");
+  EXPECT_EQ(3, creating.exit_code) << creating.output;
+  EXPECT_NE(std::string::npos, creating.output.find("tpu node-c is CREATING, not READY"))
+      << creating.output;
+  CommandResult unknown =
+      RunCommand(Podrun() + " exec --tpu node-x --zone zone-1" + Keys() + " -- true");
+  EXPECT_EQ(3, unknown.exit_code) << unknown.output;
+  EXPECT_NE(std::string::npos,
+            unknown.output.find("NOT_FOUND: Resource 'projects/p/locations/zone-1/nodes/node-x' "
+                                "was not found"))
+      << unknown.output;
+  CommandResult no_zone = RunCommand(Podrun() + " exec --tpu node-a" + Keys() + " -- true");
+  EXPECT_EQ(2, no_zone.exit_code) << no_zone.output;
+}
+
+TEST_F(DiscoveryTest, TwoNodesRunAsOneMultisliceJob) {
+  const std::string spec = Dir() + "/multislice.yaml";
+  std::ofstream(spec) << "name: multislice\nmegascale_port: 8090\npod:\n  tpu: node-a,node-b\n"
+                         "  zone: zone-1\nrun: |\n"
+                         "  echo \"env $PODRUN_WORKER_ID/$PODRUN_NUM_WORKERS $PODRUN_WORKER_HOSTS "
+                         "${TPU_WORKER_ID:-unset} $MEGASCALE_SLICE_ID/$MEGASCALE_NUM_SLICES "
+                         "$MEGASCALE_COORDINATOR_ADDRESS $MEGASCALE_PORT $JAX_PROCESS_ID\"\n";
+  CommandResult r = RunCommand(Podrun() + " launch " + spec + Keys());
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    const std::string expected = "[w" + std::to_string(i) + "] env " + std::to_string(i) +
+                                 "/4 w0,w1,w2,w3 unset " + std::to_string(i / 2) +
+                                 "/2 w0:8090 8090 " + std::to_string(i);
+    EXPECT_NE(std::string::npos, r.output.find(expected)) << expected << "\n" << r.output;
+  }
+  // The job record keeps the resolved pod: status needs no gcloud.
+  const int calls = Calls();
+  CommandResult status = RunCommand(Podrun() + " status multislice");
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_NE(std::string::npos, status.output.find(pod_->address(3))) << status.output;
+  EXPECT_EQ(calls, Calls());
+}
+
+}  // namespace
+}  // namespace podrun::testing
