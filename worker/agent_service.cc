@@ -59,6 +59,13 @@ grpc::Status Handle(ActivityTracker& activity, Body&& body) {
   return status;
 }
 
+// The text as one word for /bin/sh.
+std::string ShellWord(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 void CheckJobId(const std::string& job_id, uint32_t attempt) {
   if (!IsValidJobId(job_id)) {
     throw AgentError(ErrorKind::kInvalidArgument, "bad job id \"" + job_id + "\"");
@@ -146,6 +153,23 @@ std::vector<std::string> AcceleratorDevices() {
 
 // ---- AgentService -----------------------------------------------------------------------------
 
+std::filesystem::path AgentService::SetupStampPath(const std::string& stamp) const {
+  if (stamp.size() != 64 || stamp.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw AgentError(ErrorKind::kInvalidArgument, "bad setup stamp \"" + stamp + "\"");
+  }
+  // Per host: a home shared over NFS keeps each worker's stamps apart.
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  const std::filesystem::path dir = std::filesystem::path(info_.home) / "stamps" / hostname;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // 0700: the agent's umask
+  if (ec) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "setup stamps " + dir.string() + ": " + ec.message());
+  }
+  return dir / stamp;
+}
+
 AgentService::AgentService(AgentInfo info, JobRunner& runner, ActivityTracker& activity,
                            std::function<void(bool handover)> on_shutdown)
     : info_(std::move(info)),
@@ -211,6 +235,15 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
            FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile, kFreeAcceleratorsGrace)) {
         reply->add_accelerator_actions(std::move(action));
       }
+    }
+    if (!req->setup_stamp().empty()) {
+      const std::filesystem::path stamp = SetupStampPath(req->setup_stamp());
+      if (!req->force_setup() && std::filesystem::exists(stamp)) {
+        reply->set_setup_cached(true);
+        return grpc::Status::OK;
+      }
+      // The stamp is recorded by the setup's own shell once the setup succeeded.
+      spec.run = "/bin/bash -c " + ShellWord(spec.run) + " && touch " + ShellWord(stamp.string());
     }
     PrepareResult result = runner_.Prepare(std::move(spec));
     reply->set_workdir(result.workdir.string());

@@ -63,6 +63,10 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
   void BeginShutdown();
 
  private:
+  // <home>/stamps/<hostname>/<stamp> (the directory created 0700); throws AgentError for a stamp
+  // that is not 64 hex digits.
+  std::filesystem::path SetupStampPath(const std::string& stamp) const;
+
   AgentInfo info_;
   JobRunner& runner_;
   ActivityTracker& activity_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/error.h"
+#include "launcher/sha256.h"
 
 namespace podrun {
 namespace {
@@ -23,15 +24,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
 }
 
 std::string Gzip(const std::string& data) {

@@ -180,10 +180,13 @@ AgentPrepareReply AgentClient::Prepare(const AgentPrepareRequest& request) {
   req.set_run(request.run);
   req.set_grace_seconds(request.grace_seconds);
   req.set_free_accelerators(request.free_accelerators);
+  req.set_setup_stamp(request.setup_stamp);
+  req.set_force_setup(request.force_setup);
   v1::PrepareReply reply;
   Check(stub_->stub->Prepare(&ctx, req, &reply), "Prepare");
   return {reply.workdir(),
-          {reply.accelerator_actions().begin(), reply.accelerator_actions().end()}};
+          {reply.accelerator_actions().begin(), reply.accelerator_actions().end()},
+          reply.setup_cached()};
 }
 
 AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,

@@ -44,11 +44,14 @@ struct AgentPrepareRequest {
   std::string run;
   uint32_t grace_seconds = 10;
   bool free_accelerators = false;  // end what holds the chips, remove a stale libtpu lockfile
+  std::string setup_stamp;         // a setup attempt: skipped where the worker has this stamp
+  bool force_setup = false;        // run the setup whatever the stamps say
 };
 
 struct AgentPrepareReply {
   std::string workdir;                           // resolved on the worker
   std::vector<std::string> accelerator_actions;  // what free_accelerators did
+  bool setup_cached = false;                     // the stamp was there: nothing prepared
 };
 
 struct AgentStartReply {

@@ -10,6 +10,7 @@
 #include "launcher/job/job_pod.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/job/setup_phase.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/pod/pod_options.h"
 
@@ -23,7 +24,6 @@ void RefuseUnsupported(const JobSpec& spec) {
         fmt::format("{}: '{}' is not supported by this version of podrun yet", spec.path, key));
   };
   if (!spec.mounts.empty()) refuse("mounts");
-  if (!spec.setup.empty()) refuse("setup");
   if (spec.restarts > 0) refuse("restarts");
   if (spec.stall_seconds > 0) refuse("stall_seconds");
 }
@@ -44,6 +44,8 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
   std::map<std::string, std::string> secrets = ReadSecrets(spec.secret_env);
+  // Before anything is recorded: an unreadable setup input is a bad spec (exit 2).
+  const std::string setup_stamp = spec.setup.empty() ? "" : SetupStamp(spec, overrides);
 
   std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
@@ -69,6 +71,8 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   plan.secrets = secrets;
   plan.overrides = overrides;
   plan.detach = request.detach;
+  plan.force_setup = request.force_setup;
+  plan.setup_stamp = setup_stamp;
   return RunAttempt(store, plan);
 }
 

@@ -26,6 +26,7 @@
 #include "launcher/job/job_pod.h"
 #include "launcher/job/log_follower.h"
 #include "launcher/job/parallel_for.h"
+#include "launcher/job/setup_phase.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/log_merger.h"
 #include "launcher/pod/worker_range.h"
@@ -114,6 +115,11 @@ class Runner {
   }
 
   void ConnectAll();
+  // The addresses the workers reach each other at, rank order (PODRUN_WORKER_HOSTS).
+  std::vector<std::string> WorkerAddresses() const;
+  // Worker w's Prepare request for the run (env, workdir, ...). Throws Error (kUsage).
+  AgentPrepareRequest RunRequest(const Worker& w, const std::vector<std::string>& addresses) const;
+  void SetupAll();  // the spec's setup on every connected worker; failures set Worker::error
   void PrepareAll();
   void StartAll();
   void FollowAll(const std::vector<Worker*>& workers);  // until every log is done
@@ -180,7 +186,7 @@ void Runner::ConnectAll() {
   });
 }
 
-void Runner::PrepareAll() {
+std::vector<std::string> Runner::WorkerAddresses() const {
   std::vector<std::string> addresses;
   for (const PodWorker& pw : plan_.pod.workers) {
     auto it = by_index_.find(pw.index);
@@ -192,6 +198,84 @@ void Runner::PrepareAll() {
                             ? it->second->link->peer_address()
                             : pw.host.host);
   }
+  return addresses;
+}
+
+AgentPrepareRequest Runner::RunRequest(const Worker& w,
+                                       const std::vector<std::string>& addresses) const {
+  JobEnvParams params;
+  params.job_id = plan_.job.id;
+  params.attempt = plan_.attempt;
+  params.worker_index = w.index;
+  params.worker_addresses = addresses;
+  params.coordinator_port = plan_.spec.coordinator_port;
+  params.discovered_cloud_tpu = plan_.pod.cloud_tpu;
+  params.megascale_port = plan_.spec.megascale_port;
+  if (plan_.pod.slices > 1) {
+    for (const PodWorker& pw : plan_.pod.workers) params.worker_slices.push_back(pw.slice);
+  }
+  params.spec_env = plan_.spec.env;
+  params.secrets = plan_.secrets;
+  params.overrides = plan_.overrides;
+  AgentPrepareRequest request;
+  request.job_id = plan_.job.id;
+  request.attempt = static_cast<uint32_t>(plan_.attempt);
+  request.worker_id = static_cast<uint32_t>(w.index);
+  request.workdir = plan_.spec.workdir;
+  request.env = BuildJobEnv(params).vars;
+  request.run = plan_.spec.run;
+  request.grace_seconds = static_cast<uint32_t>(plan_.spec.grace_seconds);
+  request.free_accelerators = plan_.spec.free_accelerators;
+  return request;
+}
+
+void Runner::SetupAll() {
+  if (plan_.spec.setup.empty()) return;
+  const std::vector<std::string> addresses = WorkerAddresses();
+  std::vector<SetupWorker> setup;
+  for (auto& w : workers_) {
+    if (!w->error.empty()) continue;
+    Worker* worker = w.get();
+    SetupWorker s;
+    s.index = w->index;
+    s.description = w->link->description();
+    s.client = Client(*w);
+    try {
+      s.request = RunRequest(*w, addresses);
+    } catch (const std::exception& e) {
+      w->error = fmt::format("{}: setup: {}", s.description, e.what());
+      continue;
+    }
+    s.hooks = {[this, worker] { return Client(*worker); },
+               [this, worker] { return Reconnect(*worker); }, Say};
+    setup.push_back(std::move(s));
+  }
+  const auto began = Clock::now();
+  Say(fmt::format("setup on {} worker{}{}", setup.size(), setup.size() == 1 ? "" : "s",
+                  plan_.force_setup ? " (--force-setup)" : ""));
+  LogMerger merger(plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt) / "setup",
+                   LabelledOutput::ShouldColor(STDOUT_FILENO));
+  std::vector<int> cached, ran;
+  for (const SetupResult& r :
+       RunSetup(plan_.spec, plan_.setup_stamp, plan_.force_setup, setup, merger)) {
+    Worker& w = *by_index_.at(r.index);
+    if (!r.error.empty()) {
+      w.error = r.error;
+      for (const std::string& line : merger.LastLines(r.index)) {
+        w.error += "\n  | " + line;
+      }
+    } else {
+      (r.cached ? cached : ran).push_back(r.index);
+    }
+  }
+  Say(fmt::format(
+      "setup {} in {:.2f} s{}{}", ran.size() + cached.size() == setup.size() ? "done" : "failed",
+      SecondsSince(began), ran.empty() ? "" : fmt::format("; ran on w{}", FormatWorkerRange(ran)),
+      cached.empty() ? "" : fmt::format("; cached (unchanged) on w{}", FormatWorkerRange(cached))));
+}
+
+void Runner::PrepareAll() {
+  const std::vector<std::string> addresses = WorkerAddresses();
   {
     std::lock_guard lock(store_mutex_);
     try {
@@ -204,29 +288,7 @@ void Runner::PrepareAll() {
   ForEachParallel(workers_, [&](Worker& w) {
     if (!w.error.empty()) return;
     try {
-      JobEnvParams params;
-      params.job_id = plan_.job.id;
-      params.attempt = plan_.attempt;
-      params.worker_index = w.index;
-      params.worker_addresses = addresses;
-      params.coordinator_port = plan_.spec.coordinator_port;
-      params.discovered_cloud_tpu = plan_.pod.cloud_tpu;
-      params.megascale_port = plan_.spec.megascale_port;
-      if (plan_.pod.slices > 1) {
-        for (const PodWorker& pw : plan_.pod.workers) params.worker_slices.push_back(pw.slice);
-      }
-      params.spec_env = plan_.spec.env;
-      params.secrets = plan_.secrets;
-      params.overrides = plan_.overrides;
-      AgentPrepareRequest request;
-      request.job_id = plan_.job.id;
-      request.attempt = static_cast<uint32_t>(plan_.attempt);
-      request.worker_id = static_cast<uint32_t>(w.index);
-      request.workdir = plan_.spec.workdir;
-      request.env = BuildJobEnv(params).vars;
-      request.run = plan_.spec.run;
-      request.grace_seconds = static_cast<uint32_t>(plan_.spec.grace_seconds);
-      request.free_accelerators = plan_.spec.free_accelerators;
+      const AgentPrepareRequest request = RunRequest(w, addresses);
       const AgentPrepareReply reply = Client(w)->Prepare(request);
       for (const std::string& action : reply.accelerator_actions) {
         Say(fmt::format("{}: freeing accelerators: {}", w.link->description(), action));
@@ -448,8 +510,11 @@ ExitCode Runner::Run() {
                                           "dial-stdio on {})",
                                           relayed)
                             : ""));
+    SetupAll();
     phase = Clock::now();
-    PrepareAll();
+    if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
+      PrepareAll();
+    }
   }
   {
     std::lock_guard lock(gang_mutex_);

@@ -23,6 +23,8 @@ struct AttemptPlan {
   std::map<std::string, std::string> secrets;    // values: sent to agents, never stored
   std::map<std::string, std::string> overrides;  // -e
   bool detach = false;
+  bool force_setup = false;  // run the spec's setup whatever the workers' stamps say
+  std::string setup_stamp;   // SetupStamp(spec, overrides), when the spec has a setup
 };
 
 // Runs the attempt and returns the contract's exit code. Prints progress and the outcome to

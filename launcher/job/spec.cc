@@ -30,6 +30,7 @@ constexpr std::string_view kTopKeys[] = {
     "secret_env",
     "mounts",
     "setup",
+    "setup_inputs",
     "run",
     "on_failure",
     "restarts",
@@ -164,6 +165,13 @@ class Parser : private YamlReader {
         ParseMounts(key, value, &spec.mounts);
       } else if (k == "setup") {
         if (!value.IsNull()) spec.setup = String(key, value);
+      } else if (k == "setup_inputs") {
+        for (auto& [input, mark] : List(key, value, true)) {
+          if (input.empty() || input.front() == '/' || input.find("..") != std::string::npos) {
+            Fail(mark, "'" + input + "': a path relative to the spec's directory, inside it");
+          }
+          spec.setup_inputs.push_back(input);
+        }
       } else if (k == "run") {
         spec.run = value.IsNull() ? "" : String(key, value);
         if (Trim(spec.run).empty()) Fail(At(key, value), "'run' must not be empty");

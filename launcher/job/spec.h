@@ -59,8 +59,9 @@ struct JobSpec {
   std::map<std::string, std::string> env;  // scalars keep their text: `N: 3` gives "3"
   std::vector<std::string> secret_env;     // names only; values come from the launcher's env
   std::vector<Mount> mounts;
-  std::string setup;  // empty: no setup
-  std::string run;    // never empty
+  std::string setup;                      // empty: no setup
+  std::vector<std::string> setup_inputs;  // files (relative to the spec) in setup's cache key
+  std::string run;                        // never empty
   OnFailure on_failure = OnFailure::kStopAll;
   int restarts = 0;
   int grace_seconds = 10;

@@ -29,8 +29,10 @@ TEST(LogMergeQueue, MergesInTimeOrderWithBoundedQueues) {
     for (int b = 0; b < 50; ++b) {
       ASSERT_TRUE(queue.Push(w, Batch(offset + b * 100, 10, 10)));  // times offset+0..+990*
       ++pushed[w];
-      size_t ahead = static_cast<size_t>(pushed[0] + pushed[1]) * 10 - taken;
-      if (ahead > max_ahead) max_ahead = ahead;
+      // `taken` is read last and may have grown past the pushes read before it: signed.
+      const int64_t ahead = int64_t{pushed[0] + pushed[1]} * 10 - taken;
+      if (ahead > 0 && static_cast<size_t>(ahead) > max_ahead)
+        max_ahead = static_cast<size_t>(ahead);
     }
     queue.End(w);
   };
