@@ -155,5 +155,66 @@ TEST_F(DiscoveryTest, TwoNodesRunAsOneMultisliceJob) {
   EXPECT_EQ(calls, Calls());
 }
 
+// TPU VMs given by --hosts: each agent asks its VM's metadata server (here a real HTTP server at
+// 169.254.169.254:80 in each worker's network namespace) for its TPU worker number.
+TEST(TpuIdentityTest, AHostOrderThatContradictsTheTpuRuntimeIsRefused) {
+  constexpr int kIdentityPodId = 20;
+  TestPod pod(3, kIdentityPodId);
+  // Written into each worker's own /tmp (the workers do not see this host's).
+  const std::string script =
+      "import http.server, sys\n"
+      "n = sys.argv[1]\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "    def do_GET(self):\n"
+      "        if (self.path == '/computeMetadata/v1/instance/attributes/agent-worker-number'\n"
+      "                and self.headers.get('Metadata-Flavor') == 'Google'):\n"
+      "            body = n.encode()\n"
+      "            self.send_response(200)\n"
+      "            self.send_header('Content-Length', str(len(body)))\n"
+      "            self.end_headers()\n"
+      "            self.wfile.write(body)\n"
+      "        else:\n"
+      "            self.send_response(404)\n"
+      "            self.end_headers()\n"
+      "    def log_message(self, *args):\n"
+      "        pass\n"
+      "http.server.HTTPServer(('169.254.169.254', 80), H).serve_forever()\n";
+  const std::string server = "/tmp/podrun-test-metadata.py";
+  // The VMs' TPU worker numbers: w0 is 0, w1 is 2, w2 is 1.
+  const int numbers[3] = {0, 2, 1};
+  for (int i = 0; i < 3; ++i) {
+    CommandResult up = pod.Exec(
+        i, "cat > " + server + " <<'PYEOF'\n" + script + "PYEOF\n" +
+               "ip addr add 169.254.169.254/32 dev lo && (setsid /usr/bin/python3 " + server + " " +
+               std::to_string(numbers[i]) +
+               " >/dev/null 2>&1 &) && "
+               "for t in $(seq 50); do curl -sf -o /dev/null http://169.254.169.254/ ; "
+               "[ $? = 22 ] && break; sleep 0.1; done; curl -sf -H 'Metadata-Flavor: Google' "
+               "http://169.254.169.254/computeMetadata/v1/instance/attributes/agent-worker-number");
+    ASSERT_EQ(0, up.exit_code) << up.output;
+    ASSERT_EQ(std::to_string(numbers[i]), up.output);
+  }
+  const std::string spec = Dir() + "/identity.yaml";
+  std::ofstream(spec)
+      << "name: identity\nrun: echo \"rank $PODRUN_WORKER_ID tpu ${TPU_WORKER_ID:-unset}\"\n";
+  const std::string podrun = "env PODRUN_HOME=" + Dir() + "/home-identity " +
+                             std::string(PODRUN_BINARY) + " launch " + spec + " -i " +
+                             pod.identity() + " --known-hosts " + pod.known_hosts();
+  // In the pod's order: w1 and w2 are the wrong way round.
+  CommandResult wrong = RunCommand(podrun + " --hosts " + pod.hosts()[0] + "," + pod.hosts()[1] +
+                                   "," + pod.hosts()[2]);
+  EXPECT_EQ(2, wrong.exit_code) << wrong.output;
+  EXPECT_NE(std::string::npos, wrong.output.find("w1 (" + pod.hosts()[1] + ") is TPU worker 2"))
+      << wrong.output;
+  EXPECT_NE(std::string::npos, wrong.output.find("w2 (" + pod.hosts()[2] + ") is TPU worker 1"))
+      << wrong.output;
+  // In TPU worker order: it runs, and TPU_WORKER_ID is the runtime's, not podrun's.
+  CommandResult right = RunCommand(podrun + " --hosts " + pod.hosts()[0] + "," + pod.hosts()[2] +
+                                   "," + pod.hosts()[1]);
+  EXPECT_EQ(0, right.exit_code) << right.output;
+  EXPECT_NE(std::string::npos, right.output.find("[w1] rank 1 tpu unset")) << right.output;
+  RunCommand("pkill -f '[p]odrun-test-metadata.py' || true");
+}
+
 }  // namespace
 }  // namespace podrun::testing

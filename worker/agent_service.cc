@@ -12,6 +12,7 @@
 #include "worker/accelerators.h"
 #include "worker/agent_error.h"
 #include "worker/supervisor_client.h"
+#include "worker/tpu_metadata.h"
 
 namespace podrun::agent {
 
@@ -204,6 +205,7 @@ grpc::Status AgentService::Hello(grpc::ServerContext*, const v1::HelloRequest* r
     reply->set_idle_exit_seconds(static_cast<uint32_t>(info_.idle_exit.count()));
     reply->set_agent_start_time_ns(info_.start_time_ns);
     reply->set_build_id(info_.build_id);
+    reply->set_tpu_worker_number(TpuWorkerNumber().value_or(-1));
     return grpc::Status::OK;
   });
 }

@@ -23,6 +23,7 @@
 #include "worker/daemon.h"
 #include "worker/job_runner.h"
 #include "worker/process_identity.h"
+#include "worker/tpu_metadata.h"
 
 namespace podrun::agent {
 namespace {
@@ -84,6 +85,9 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
     }
   }
 
+  // Asked now, in the background: off Google Cloud the metadata server's timeout would
+  // otherwise hold up the first Hello.
+  std::thread([] { TpuWorkerNumber(); }).detach();
   // Jobs' supervisors are this very binary, in its `supervise` mode.
   JobRunner runner(options.home, "/proc/self/exe");
   ActivityTracker activity;

@@ -165,6 +165,7 @@ AgentHello AgentClient::Hello() {
   hello.now_ns = reply.now_ns();
   hello.running_jobs = reply.running_jobs();
   hello.idle_exit_seconds = reply.idle_exit_seconds();
+  if (reply.tpu_worker_number() >= 0) hello.tpu_worker_number = reply.tpu_worker_number();
   return hello;
 }
 

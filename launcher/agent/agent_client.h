@@ -33,6 +33,7 @@ struct AgentHello {
   int64_t now_ns = 0;                            // the worker's wall clock when it answered
   uint32_t running_jobs = 0;
   uint32_t idle_exit_seconds = 0;
+  std::optional<int> tpu_worker_number;  // on a Cloud TPU VM: its TPU worker number
 };
 
 struct AgentPrepareRequest {

@@ -26,6 +26,7 @@
 #include "launcher/job/job_pod.h"
 #include "launcher/job/log_follower.h"
 #include "launcher/job/parallel_for.h"
+#include "launcher/job/run_request.h"
 #include "launcher/job/setup_phase.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/log_merger.h"
@@ -80,6 +81,7 @@ class Runner {
     int64_t clock_offset_ns = 0;     // agent wall clock minus ours
     int64_t rtt_ns = 0;              // of the Hello that measured the offset
     std::optional<AgentLogGap> gap;  // output the worker could not keep on its disk
+    AgentHello hello;                // the agent's answer when it was connected
   };
 
   std::shared_ptr<AgentClient> Client(Worker& w) {
@@ -115,10 +117,11 @@ class Runner {
   }
 
   void ConnectAll();
+  // On Cloud TPU VMs given by --hosts: refuses an order of hosts that contradicts the VMs' TPU
+  // worker numbers (exit 2, naming which host is which worker). True if the ranks may stand.
+  bool CheckTpuWorkerNumbers();
   // The addresses the workers reach each other at, rank order (PODRUN_WORKER_HOSTS).
   std::vector<std::string> WorkerAddresses() const;
-  // Worker w's Prepare request for the run (env, workdir, ...). Throws Error (kUsage).
-  AgentPrepareRequest RunRequest(const Worker& w, const std::vector<std::string>& addresses) const;
   void SetupAll();  // the spec's setup on every connected worker; failures set Worker::error
   void PrepareAll();
   void StartAll();
@@ -147,6 +150,7 @@ class Runner {
   std::vector<std::thread> stoppers_;  // guarded by gang_mutex_
 
   std::unique_ptr<LogMerger> merger_;
+  bool tpu_vms_ = false;  // the agents run on Cloud TPU VMs (their metadata says so)
   Clock::time_point started_ = Clock::now();
   std::chrono::nanoseconds prepare_fan_out_{0};  // how long Prepare to every worker took
 };
@@ -175,7 +179,7 @@ void Runner::ConnectAll() {
       auto client = std::make_shared<AgentClient>(channel);
       // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
       // start can be scheduled at one instant on every worker.
-      const ClockOffset offset = MeasureClockOffset(*client, kClockProbes);
+      const ClockOffset offset = MeasureClockOffset(*client, kClockProbes, &w.hello);
       w.clock_offset_ns = offset.offset_ns;
       w.rtt_ns = offset.rtt_ns;
       std::lock_guard lock(w.client_mutex);
@@ -201,32 +205,29 @@ std::vector<std::string> Runner::WorkerAddresses() const {
   return addresses;
 }
 
-AgentPrepareRequest Runner::RunRequest(const Worker& w,
-                                       const std::vector<std::string>& addresses) const {
-  JobEnvParams params;
-  params.job_id = plan_.job.id;
-  params.attempt = plan_.attempt;
-  params.worker_index = w.index;
-  params.worker_addresses = addresses;
-  params.coordinator_port = plan_.spec.coordinator_port;
-  params.discovered_cloud_tpu = plan_.pod.cloud_tpu;
-  params.megascale_port = plan_.spec.megascale_port;
-  if (plan_.pod.slices > 1) {
-    for (const PodWorker& pw : plan_.pod.workers) params.worker_slices.push_back(pw.slice);
+bool Runner::CheckTpuWorkerNumbers() {
+  if (plan_.pod.cloud_tpu) return true;  // discovered: the ranks are the VMs' own numbers
+  std::vector<std::string> wrong;
+  bool any_tpu = false;
+  for (auto& w : workers_) {
+    if (!w->hello.tpu_worker_number) continue;
+    any_tpu = true;
+    if (*w->hello.tpu_worker_number != w->index) {
+      wrong.push_back(
+          fmt::format("{} is TPU worker {}", w->link->description(), *w->hello.tpu_worker_number));
+    }
   }
-  params.spec_env = plan_.spec.env;
-  params.secrets = plan_.secrets;
-  params.overrides = plan_.overrides;
-  AgentPrepareRequest request;
-  request.job_id = plan_.job.id;
-  request.attempt = static_cast<uint32_t>(plan_.attempt);
-  request.worker_id = static_cast<uint32_t>(w.index);
-  request.workdir = plan_.spec.workdir;
-  request.env = BuildJobEnv(params).vars;
-  request.run = plan_.spec.run;
-  request.grace_seconds = static_cast<uint32_t>(plan_.spec.grace_seconds);
-  request.free_accelerators = plan_.spec.free_accelerators;
-  return request;
+  if (!wrong.empty()) {
+    std::string message = fmt::format(
+        "job {} did not start: the order of --hosts contradicts the TPU runtime's worker "
+        "numbers (rank K must be TPU worker K): ",
+        plan_.job.id);
+    for (size_t i = 0; i < wrong.size(); ++i) message += (i ? "; " : "") + wrong[i];
+    Say(message + ". List the hosts in TPU worker order, or use --tpu NAME --zone ZONE");
+    return false;
+  }
+  tpu_vms_ = any_tpu;
+  return true;
 }
 
 void Runner::SetupAll() {
@@ -241,7 +242,7 @@ void Runner::SetupAll() {
     s.description = w->link->description();
     s.client = Client(*w);
     try {
-      s.request = RunRequest(*w, addresses);
+      s.request = MakeRunRequest(plan_, w->index, addresses, tpu_vms_);
     } catch (const std::exception& e) {
       w->error = fmt::format("{}: setup: {}", s.description, e.what());
       continue;
@@ -268,10 +269,7 @@ void Runner::SetupAll() {
       (r.cached ? cached : ran).push_back(r.index);
     }
   }
-  Say(fmt::format(
-      "setup {} in {:.2f} s{}{}", ran.size() + cached.size() == setup.size() ? "done" : "failed",
-      SecondsSince(began), ran.empty() ? "" : fmt::format("; ran on w{}", FormatWorkerRange(ran)),
-      cached.empty() ? "" : fmt::format("; cached (unchanged) on w{}", FormatWorkerRange(cached))));
+  Say(DescribeSetup(setup.size(), ran, cached, SecondsSince(began)));
 }
 
 void Runner::PrepareAll() {
@@ -288,7 +286,7 @@ void Runner::PrepareAll() {
   ForEachParallel(workers_, [&](Worker& w) {
     if (!w.error.empty()) return;
     try {
-      const AgentPrepareRequest request = RunRequest(w, addresses);
+      const AgentPrepareRequest request = MakeRunRequest(plan_, w.index, addresses, tpu_vms_);
       const AgentPrepareReply reply = Client(w)->Prepare(request);
       for (const std::string& action : reply.accelerator_actions) {
         Say(fmt::format("{}: freeing accelerators: {}", w.link->description(), action));
@@ -510,6 +508,11 @@ ExitCode Runner::Run() {
                                           "dial-stdio on {})",
                                           relayed)
                             : ""));
+    if (!CheckTpuWorkerNumbers()) {
+      ReleasePrepared();
+      SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
+      return ExitCode::kUsage;
+    }
     SetupAll();
     phase = Clock::now();
     if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {

@@ -22,12 +22,14 @@ ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples) {
   return best;
 }
 
-ClockOffset MeasureClockOffset(AgentClient& client, int probes) {
+ClockOffset MeasureClockOffset(AgentClient& client, int probes, AgentHello* hello) {
   std::vector<ClockSample> samples;
   for (int i = 0; i < probes; ++i) {
     ClockSample sample;
     sample.sent_ns = NowUnixNs();
-    sample.agent_now_ns = client.Hello().now_ns;
+    AgentHello answer = client.Hello();
+    sample.agent_now_ns = answer.now_ns;
+    if (hello) *hello = std::move(answer);
     sample.received_ns = NowUnixNs();
     samples.push_back(sample);
   }

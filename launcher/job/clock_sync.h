@@ -27,10 +27,12 @@ struct ClockOffset {
 ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples);
 
 class AgentClient;
+struct AgentHello;
 
 // Greets `client` with `probes` Hellos (which also checks its protocol version) and returns its
 // clock offset from the quickest one. Throws what AgentClient::Hello throws.
-ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3);
+// `hello`, if given, receives the last Hello's answer.
+ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3, AgentHello* hello = nullptr);
 
 // How far ahead of now the start is scheduled: at least `minimum`, 8 round trips of the slowest
 // worker, and twice as long as the last fan-out to every worker took (`fan_out`, e.g. Prepare

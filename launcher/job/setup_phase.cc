@@ -9,6 +9,7 @@
 #include "launcher/error.h"
 #include "launcher/job/job_agents.h"
 #include "launcher/job/parallel_for.h"
+#include "launcher/pod/worker_range.h"
 #include "launcher/sha256.h"
 
 namespace podrun {
@@ -103,6 +104,14 @@ std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp,
     }
   });
   return results;
+}
+
+std::string DescribeSetup(size_t workers, const std::vector<int>& ran,
+                          const std::vector<int>& cached, double seconds) {
+  return fmt::format(
+      "setup {} in {:.2f} s{}{}", ran.size() + cached.size() == workers ? "done" : "failed",
+      seconds, ran.empty() ? "" : fmt::format("; ran on w{}", FormatWorkerRange(ran)),
+      cached.empty() ? "" : fmt::format("; cached (unchanged) on w{}", FormatWorkerRange(cached)));
 }
 
 }  // namespace podrun

@@ -1,0 +1,36 @@
+// The Prepare request of a job's run on one worker (see run_request.h).
+#include "launcher/job/run_request.h"
+
+#include "launcher/job/job_env.h"
+
+namespace podrun {
+
+AgentPrepareRequest MakeRunRequest(const AttemptPlan& plan, int index,
+                                   const std::vector<std::string>& addresses, bool on_tpu_vms) {
+  JobEnvParams params;
+  params.job_id = plan.job.id;
+  params.attempt = plan.attempt;
+  params.worker_index = index;
+  params.worker_addresses = addresses;
+  params.coordinator_port = plan.spec.coordinator_port;
+  params.discovered_cloud_tpu = plan.pod.cloud_tpu || on_tpu_vms;
+  params.megascale_port = plan.spec.megascale_port;
+  if (plan.pod.slices > 1) {
+    for (const PodWorker& pw : plan.pod.workers) params.worker_slices.push_back(pw.slice);
+  }
+  params.spec_env = plan.spec.env;
+  params.secrets = plan.secrets;
+  params.overrides = plan.overrides;
+  AgentPrepareRequest request;
+  request.job_id = plan.job.id;
+  request.attempt = static_cast<uint32_t>(plan.attempt);
+  request.worker_id = static_cast<uint32_t>(index);
+  request.workdir = plan.spec.workdir;
+  request.env = BuildJobEnv(params).vars;
+  request.run = plan.spec.run;
+  request.grace_seconds = static_cast<uint32_t>(plan.spec.grace_seconds);
+  request.free_accelerators = plan.spec.free_accelerators;
+  return request;
+}
+
+}  // namespace podrun
