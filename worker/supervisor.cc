@@ -158,6 +158,7 @@ pid_t Supervisor::ForkChild() {
   }
   for (auto& kv : env_) env_strings.push_back(kv);
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::string bash = kShell, flag = "-lc";

@@ -86,6 +86,7 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
                                    "--attempt",
                                    std::to_string(launch.attempt)};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const int fds[2] = {control_theirs.get(), go_theirs.get()};

@@ -42,6 +42,7 @@ ProgramResult RunProgram(const std::vector<std::string>& args) {
   posix_spawn_file_actions_adddup2(&fa, err_w.get(), STDERR_FILENO);
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
+  argv.reserve(copy.size() + 1);
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
