@@ -85,6 +85,20 @@ TEST_F(ExecTest, JsonGivesOneObjectPerWorker) {
   EXPECT_EQ(2, std::count(r.output.begin(), r.output.end(), '\n'));
 }
 
+TEST_F(ExecTest, FoldPrintsEachDistinctLineOnceWithItsWorkerRanges) {
+  // "Which workers have jax 0.4.30?": w3 and w5 differ; every worker names itself.
+  CommandResult r = Exec("--fold",
+                         "case $(hostname) in w3|w5) echo jax 0.4.29;; *) echo jax 0.4.30;; esac; "
+                         "echo same line",
+                         /*merge_stderr=*/false);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  // As clush -b: workers with identical output form one group, printed once.
+  EXPECT_NE(std::string::npos, r.output.find("[w0-2,4,6-7] jax 0.4.30\n[w0-2,4,6-7] same line\n"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w3,5] jax 0.4.29\n[w3,5] same line\n")) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("[w0] ")) << r.output;
+}
+
 TEST_F(ExecTest, UnreachableWorkerGivesExit3WithinTimeoutOthersComplete) {
   pod_->Cut(3);
   auto start = std::chrono::steady_clock::now();

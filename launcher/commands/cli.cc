@@ -71,6 +71,9 @@ ExitCode ExecMain(int argc, char** argv) {
                "One JSON object per worker at the end. Of a stream past 2 MiB it keeps the first "
                "and the last MiB: \"truncated\": true and \"stdout_dropped_bytes\"/"
                "\"stderr_dropped_bytes\" count what was left out between them");
+  app.add_flag("--fold", request.fold,
+               "Print each distinct line once, labelled with the workers that printed it as\n"
+               "ranges ('[w0-3,5] text'), as clush -b does");
   app.add_option("command", request.command,
                  "The command (after --). Its words are joined with spaces, as ssh does, and\n"
                  "the worker's login shell runs the result: -- echo 'a  b' prints 'a b'.\n"
@@ -81,6 +84,7 @@ ExitCode ExecMain(int argc, char** argv) {
   if (!Parse(app, argc, argv, &help_exit)) return help_exit;
   if (request.command.empty())
     throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
+  if (request.json && request.fold) throw UsageError("--json and --fold do not go together");
   request.pod = ResolvePod(settings);
   EnsureOpenFiles(request.pod.selected.size());
   return RunExec(request);

@@ -12,11 +12,16 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "launcher/agent/local_process.h"
 #include "launcher/job/podrun_home.h"
 #include "launcher/output/bounded_capture.h"
+#include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
+#include "launcher/output/line_splitter.h"
+#include "launcher/output/output_groups.h"
+#include "launcher/pod/worker_range.h"
 #include "launcher/ssh/fan_out.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
@@ -31,29 +36,62 @@ constexpr auto kTickPeriod = std::chrono::milliseconds(100);
 // and the last kJsonHeadBytes/kJsonTailBytes of each stream). Event loop only.
 class ExecSink {
  public:
-  explicit ExecSink(bool json)
-      : json_(json), printer_(STDOUT_FILENO, STDERR_FILENO, LabelledOutput::ShouldColor(1)) {}
+  ExecSink(bool json, bool fold)
+      : json_(json),
+        fold_(fold),
+        printer_(STDOUT_FILENO, STDERR_FILENO, LabelledOutput::ShouldColor(1)) {}
 
   void Write(WorkerOutcome& outcome, Stream stream, std::string_view data) {
+    const int w = outcome.worker;
     if (json_) {
-      captured(stream, outcome.worker).Append(data);
+      captured(stream, w).Append(data);
+    } else if (fold_ && !unfolded_.count(w)) {
+      if (!groups_.Add(w, stream, data)) {  // too much to keep: this worker prints unfolded
+        unfolded_.insert(w);
+        for (auto& [s, chunk] : groups_.TakeOverflowed(w)) printer_.Write(w, s, chunk);
+      }
     } else {
-      printer_.Write(outcome.worker, stream, data);
+      printer_.Write(w, stream, data);
     }
   }
   void Finish(int worker) {
-    if (!json_) printer_.Finish(worker);
+    if (!json_ && (!fold_ || unfolded_.count(worker))) printer_.Finish(worker);
   }
   void Tick() {
     if (!json_) printer_.Tick();
   }
+  // --fold: each distinct output once, labelled with its workers' ranges.
+  void PrintGroups() {
+    if (!fold_) return;
+    const bool color = LabelledOutput::ShouldColor(STDOUT_FILENO);
+    for (const OutputGroups::Group& g : groups_.Groups()) {
+      const std::string label = "[w" + FormatWorkerRange(g.workers) + "]";
+      const std::string prefix = (color ? "\x1b[1m" + label + "\x1b[0m" : label) + " ";
+      for (const auto& [fd, text] : {std::pair{STDOUT_FILENO, &g.out}, {STDERR_FILENO, &g.err}}) {
+        std::string out;
+        LineSplitter splitter;
+        auto line = [&](std::string_view l) {
+          out += prefix;
+          out += ::isatty(fd) == 1 ? EscapeControls(l, scratch_) : l;
+          out += '\n';
+        };
+        splitter.Feed(*text, line);
+        splitter.Finish(line);
+        WriteAll(fd, out);
+      }
+    }
+  }
+
   BoundedCapture& captured(Stream stream, int worker) {
     return stream == Stream::kStdout ? stdout_[worker] : stderr_[worker];
   }
 
  private:
-  bool json_;
+  bool json_, fold_;
   LabelledOutput printer_;
+  OutputGroups groups_;     // --fold
+  std::set<int> unfolded_;  // --fold: workers whose output was too large to keep
+  std::string scratch_;
   std::map<int, BoundedCapture> stdout_, stderr_;
 };
 
@@ -153,7 +191,7 @@ ExitCode RunExec(const ExecRequest& request) {
   }
   asio::io_context context(1);
   FanOutWindow window(context.get_executor(), request.pod.fanout);
-  ExecSink sink(request.json);
+  ExecSink sink(request.json, request.fold);
   std::vector<WorkerOutcome> outcomes;
   for (int index : request.pod.selected) {
     WorkerOutcome o;
@@ -194,6 +232,7 @@ ExitCode RunExec(const ExecRequest& request) {
     }
   }
   context.run();
+  sink.PrintGroups();
   if (interrupted) {
     PrintError("interrupted");
     return ExitCode::kInterrupted;

@@ -14,6 +14,7 @@ struct ExecRequest {
   Pod pod;
   std::vector<std::string> command;  // joined with spaces, as ssh does
   bool json = false;                 // one JSON object per worker at the end
+  bool fold = false;  // each distinct line once, labelled with its workers' ranges (clush -b)
 };
 
 // Runs the request to the end and returns the contract's exit code. Prints output and
