@@ -16,6 +16,7 @@
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
 #include "launcher/commands/open_files.h"
+#include "launcher/commands/rerun_command.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
 #include "launcher/commands/version.h"
@@ -188,6 +189,25 @@ ExitCode LsMain(int argc, char** argv) {
   return RunLs(request);
 }
 
+ExitCode RerunMain(int argc, char** argv) {
+  CLI::App app(
+      "Run JOB again as a new attempt, with its recorded spec, hosts and options (no\n"
+      "gcloud needed). --failed: only the workers whose process failed, was lost or\n"
+      "never started in the latest attempt; their indexes and the counts still describe\n"
+      "the whole pod. That fits per-worker work (a setup step, data preparation, shards\n"
+      "processed independently); a collective training job needs the whole gang again.\n"
+      "Exit codes as for launch.",
+      "podrun rerun");
+  RerunRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name")->required();
+  app.add_flag("--failed", request.failed, "Only the workers that failed in the latest attempt");
+  app.add_flag("-d,--detach", request.detach, "Return once every worker has started");
+  app.footer("Example: podrun rerun bert-base --failed");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunRerun(request);
+}
+
 ExitCode HelpMain(int argc, char** argv);
 
 const std::vector<Command>& Commands() {
@@ -198,6 +218,7 @@ const std::vector<Command>& Commands() {
       {"status", "show a job's state per worker", StatusMain},
       {"stop", "stop a job on every worker", StopMain},
       {"ls", "list jobs, newest first", LsMain},
+      {"rerun", "run a job again (--failed: only the workers that failed)", RerunMain},
       {"help", "show help for podrun or a command", HelpMain},
   };
   return commands;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "launcher/error.h"
@@ -35,6 +36,12 @@ std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_ro
   j["known_hosts"] = pod.ssh.known_hosts;
   j["strict_host_keys"] = pod.ssh.strict_host_keys;
   j["connect_timeout_ms"] = pod.ssh.connect_timeout.count();
+  j["cloud_tpu"] = pod.cloud_tpu;
+  if (pod.slices > 1) {
+    std::vector<int> slices;
+    for (const PodWorker& w : pod.workers) slices.push_back(w.slice);
+    j["slices"] = slices;
+  }
   return j.dump();
 }
 
@@ -53,6 +60,7 @@ Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
     pod.ssh.known_hosts = j.value("known_hosts", std::string());
     pod.ssh.strict_host_keys = j.value("strict_host_keys", false);
     pod.ssh.connect_timeout = std::chrono::milliseconds(j.value("connect_timeout_ms", 10000));
+    pod.cloud_tpu = j.value("cloud_tpu", false);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("job {}: unreadable pod record: {}", job.id, e.what()));
   }
@@ -62,8 +70,17 @@ Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
     if (!h.user.empty()) w.host.user = h.user;
     w.host.host = h.host;
     if (h.port > 0) w.host.port = h.port;
+    if (pod.cloud_tpu) w.peer_address = h.address;  // a TPU VM's internal IP
     pod.workers.push_back(w);
     pod.selected.push_back(h.index);
+  }
+  if (j.contains("slices") && j["slices"].is_array() && j["slices"].size() == pod.workers.size()) {
+    int slices = 1;
+    for (size_t i = 0; i < pod.workers.size(); ++i) {
+      pod.workers[i].slice = j["slices"][i].get<int>();
+      slices = std::max(slices, pod.workers[i].slice + 1);
+    }
+    pod.slices = slices;
   }
   pod.description = job.pod;
   return pod;
