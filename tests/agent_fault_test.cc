@@ -212,5 +212,31 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   pod_->Exec(1, "umount -l /root/.podrun");
 }
 
+TEST_F(AgentFaultTest, AJobSilentForStallSecondsIsHungAndStopped) {
+  const std::string marker = "podrun-stall-marker-" + std::to_string(::getpid());
+  const std::string spec = WriteSpec(
+      "hung", "name: hung\nstall_seconds: 2\ngrace_seconds: 1\nrun: |\n  echo initializing\n"
+              "  exec -a " + marker + " sleep 600\n");
+  const std::string out = ::testing::TempDir() + "/hung.out";
+  const std::string err = ::testing::TempDir() + "/hung.err";
+  const auto began = std::chrono::steady_clock::now();
+  const pid_t launcher = StartLaunch(spec, out, err);
+  const int status = WaitForExit(launcher, 60s);
+  const std::string messages = ReadTextFile(err);
+  ASSERT_TRUE(WIFEXITED(status)) << messages;
+  EXPECT_EQ(1, WEXITSTATUS(status)) << messages;
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 30s) << messages;
+  EXPECT_NE(std::string::npos, messages.find("hung: no output from any worker for 2 s"))
+      << messages;
+  // Each worker named with its silence and its last line.
+  for (int i = 0; i < kWorkers; ++i) {
+    EXPECT_TRUE(std::regex_search(
+        messages, std::regex("w" + std::to_string(i) +
+                             " \\([^)]*\\): silent for [0-9]+ s; last line: initializing")))
+        << "w" << i << "\n" << messages;
+  }
+  EXPECT_TRUE(WaitUntil([&] { return CountProcesses(marker) == 0; }, 30s)) << messages;
+}
+
 }  // namespace
 }  // namespace podrun::testing

@@ -25,7 +25,6 @@ void RefuseUnsupported(const JobSpec& spec) {
   };
   if (!spec.mounts.empty()) refuse("mounts");
   if (spec.restarts > 0) refuse("restarts");
-  if (spec.stall_seconds > 0) refuse("stall_seconds");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "launcher/job/parallel_for.h"
 #include "launcher/job/run_request.h"
 #include "launcher/job/setup_phase.h"
+#include "launcher/job/stall_watch.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/log_merger.h"
 #include "launcher/pod/worker_range.h"
@@ -78,10 +79,11 @@ class Runner {
     std::shared_ptr<AgentClient> client;
     std::string error;
     AgentStartReply start;
-    int64_t clock_offset_ns = 0;     // agent wall clock minus ours
-    int64_t rtt_ns = 0;              // of the Hello that measured the offset
-    std::optional<AgentLogGap> gap;  // output the worker could not keep on its disk
-    AgentHello hello;                // the agent's answer when it was connected
+    int64_t clock_offset_ns = 0;             // agent wall clock minus ours
+    int64_t rtt_ns = 0;                      // of the Hello that measured the offset
+    std::optional<AgentLogGap> gap;          // output the worker could not keep on its disk
+    AgentHello hello;                        // the agent's answer when it was connected
+    std::atomic<int64_t> last_output_ns{0};  // steady clock, of its last output (0: none)
   };
 
   std::shared_ptr<AgentClient> Client(Worker& w) {
@@ -125,7 +127,9 @@ class Runner {
   void SetupAll();  // the spec's setup on every connected worker; failures set Worker::error
   void PrepareAll();
   void StartAll();
-  void FollowAll(const std::vector<Worker*>& workers);  // until every log is done
+  void FollowAll(const std::vector<Worker*>& workers);
+  void OnStall(
+      std::chrono::seconds silent);  // on the stall watch's thread  // until every log is done
   void OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq);
   void OnLost(Worker& w, const std::string& reason);
   void StopRunning();          // caller holds gang_mutex_
@@ -150,7 +154,8 @@ class Runner {
   std::vector<std::thread> stoppers_;  // guarded by gang_mutex_
 
   std::unique_ptr<LogMerger> merger_;
-  bool tpu_vms_ = false;  // the agents run on Cloud TPU VMs (their metadata says so)
+  bool tpu_vms_ = false;             // the agents run on Cloud TPU VMs (their metadata says so)
+  std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
   Clock::time_point started_ = Clock::now();
   std::chrono::nanoseconds prepare_fan_out_{0};  // how long Prepare to every worker took
 };
@@ -414,11 +419,20 @@ void Runner::FollowAll(const std::vector<Worker*>& workers) {
     job.params.reconnect_pause = kReconnectPause;
     job.hooks = {[this, w] { return Client(*w); }, [this, w] { return Reconnect(*w); }, Say};
     const int index = w->index;
-    job.on_batch = [this, index](std::vector<LogRecord>&& records) {
-      if (!records.empty()) merger_->Add(index, records);
+    job.on_batch = [this, index, w](std::vector<LogRecord>&& records) {
+      if (!records.empty()) {
+        const auto now = Clock::now();
+        if (stall_) stall_->Output(now);
+        w->last_output_ns = now.time_since_epoch().count();
+        merger_->Add(index, records);
+      }
       return true;
     };
     jobs.push_back(std::move(job));
+  }
+  if (plan_.spec.stall_seconds > 0) {
+    stall_.emplace(std::chrono::seconds(plan_.spec.stall_seconds), started_,
+                   [this](std::chrono::seconds silent) { OnStall(silent); });
   }
   FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
     workers[i]->gap = result.gap;
@@ -430,6 +444,15 @@ void Runner::FollowAll(const std::vector<Worker*>& workers) {
       OnLost(*workers[i], result.lost);
     }
   });
+  stall_.reset();  // joins its thread: no stall is reported after the logs are done
+}
+
+void Runner::OnStall(std::chrono::seconds silent) {
+  std::lock_guard lock(gang_mutex_);
+  const std::string reason =
+      fmt::format("hung: no output from any worker for {} s (stall_seconds: {})", silent.count(),
+                  plan_.spec.stall_seconds);
+  if (gang_.Hung(reason)) StopRunning();
 }
 
 ExitCode Runner::Report() {
@@ -441,7 +464,19 @@ ExitCode Runner::Report() {
   } else if (code == ExitCode::kOk) {
     Say(fmt::format("job {} succeeded on {} workers ({:.1f} s after the start)", id,
                     gang_.workers().size(), SecondsSince(started_)));
-  } else if (const auto& cause = gang_.root_cause()) {
+  } else if (const auto& cause = gang_.root_cause();
+             cause && cause->worker == RootCause::kWholeGang) {
+    Say(fmt::format("job {} failed: {}", id, cause->reason));
+    const auto now = Clock::now().time_since_epoch().count();
+    for (auto& w : workers_) {  // each worker's last line, and how long it has been silent
+      const auto lines = merger_->LastLines(w->index);
+      const int64_t last = w->last_output_ns;
+      Say(fmt::format("  {}: {}; last line: {}", w->link->description(),
+                      last ? fmt::format("silent for {:.0f} s", (now - last) / 1e9)
+                           : std::string("no output at all"),
+                      lines.empty() ? "(none)" : lines.back()));
+    }
+  } else if (cause) {
     Worker* w = by_index_.at(cause->worker);
     Say(fmt::format("job {} failed: {}: {}", id, w->link->description(), cause->reason));
     auto lines = merger_->LastLines(cause->worker);

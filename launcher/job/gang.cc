@@ -70,6 +70,15 @@ bool Gang::Ended(int worker, bool failed, const std::string& reason, bool stoppe
   return stop;
 }
 
+bool Gang::Hung(const std::string& reason) {
+  any_failed_ = true;
+  if (!root_cause_) root_cause_ = RootCause{RootCause::kWholeGang, reason};
+  if (phase_ != GangPhase::kRunning) return false;
+  phase_ = GangPhase::kStopping;
+  for (int w : Running()) stopped_by_us_[w] = true;
+  return !Running().empty();
+}
+
 bool Gang::Lost(int worker, const std::string& reason) {
   states_.at(worker) = WorkerState::kLost;
   bool stop = Fail(worker, "lost: " + reason);

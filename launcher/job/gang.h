@@ -26,7 +26,8 @@ enum class GangPhase {
 
 // The worker whose failure decided the attempt, and why ("exit code 3", "lost: ...").
 struct RootCause {
-  int worker = 0;
+  static constexpr int kWholeGang = -1;
+  int worker = 0;  // kWholeGang: the job as a whole (a hang)
   std::string reason;
 };
 
@@ -49,6 +50,10 @@ class Gang {
   bool StartFailed(int worker, const std::string& reason);
   bool Ended(int worker, bool failed, const std::string& reason, bool stopped_by_request);
   bool Lost(int worker, const std::string& reason);
+  // The whole job printed nothing for stall_seconds: a failure with no single worker as its
+  // cause (RootCause::worker is kWholeGang); every running worker is stopped, whatever the
+  // on_failure policy.
+  bool Hung(const std::string& reason);
   bool Interrupt();
 
   GangPhase phase() const { return phase_; }
