@@ -4,6 +4,7 @@
 // rerun with nothing failed runs nothing.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -55,6 +56,35 @@ TEST(RerunTest, FailedWorkersOnlyThenTheWholeGang) {
     const std::string line =
         "[w" + std::to_string(i) + "] shard " + std::to_string(i) + "/4 attempt 3";
     EXPECT_NE(std::string::npos, all.output.find(line)) << line << "\n" << all.output;
+  }
+  CommandResult ls = RunCommand(podrun + " ls --json");
+  EXPECT_TRUE(std::regex_search(ls.output, std::regex(R"("attempts":\s*3)"))) << ls.output;
+}
+
+// restarts: 2 with worker 2 failing on attempts 1 and 2: the whole gang runs three attempts
+// (after 5 s and 10 s) and the launch succeeds.
+TEST(RestartsTest, TheGangRestartsAfterFailuresUntilItSucceeds) {
+  std::filesystem::create_directories(Dir());
+  TestPod pod(3, kPodId + 1);
+  const std::string spec = Dir() + "/restarts.yaml";
+  std::ofstream(spec) << "name: restarts\nrestarts: 2\nrun: |\n"
+                         "  echo \"attempt $PODRUN_ATTEMPT\"\n"
+                         "  if [ $PODRUN_WORKER_ID = 2 ] && [ $PODRUN_ATTEMPT -lt 3 ]; then exit 3; "
+                         "fi\n";
+  const std::string podrun =
+      "env PODRUN_HOME=" + Dir() + "/home-restarts " + std::string(PODRUN_BINARY);
+  const auto began = std::chrono::steady_clock::now();
+  CommandResult r = RunCommand(podrun + " launch " + spec + " --hosts @" + pod.host_file() +
+                               " -i " + pod.identity() + " --known-hosts " + pod.known_hosts());
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::seconds(15));  // 5 s + 10 s
+  EXPECT_NE(std::string::npos, r.output.find("restarting the whole gang in 5 s (restart 1 of 2"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("restarting the whole gang in 10 s (restart 2 of 2"))
+      << r.output;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(std::string::npos, r.output.find("[w" + std::to_string(i) + "] attempt 3"))
+        << r.output;
   }
   CommandResult ls = RunCommand(podrun + " ls --json");
   EXPECT_TRUE(std::regex_search(ls.output, std::regex(R"("attempts":\s*3)"))) << ls.output;

@@ -10,6 +10,7 @@
 #include "launcher/job/job_pod.h"
 #include "launcher/job/job_store.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/job/restarts.h"
 #include "launcher/job/setup_phase.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/pod/pod_options.h"
@@ -24,7 +25,6 @@ void RefuseUnsupported(const JobSpec& spec) {
         fmt::format("{}: '{}' is not supported by this version of podrun yet", spec.path, key));
   };
   if (!spec.mounts.empty()) refuse("mounts");
-  if (spec.restarts > 0) refuse("restarts");
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   plan.detach = request.detach;
   plan.force_setup = request.force_setup;
   plan.setup_stamp = setup_stamp;
-  return RunAttempt(store, plan);
+  return RunAttemptsWithRestarts(store, plan);
 }
 
 }  // namespace podrun

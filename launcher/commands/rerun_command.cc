@@ -9,6 +9,7 @@
 #include "launcher/job/job_env.h"
 #include "launcher/job/job_pod.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/job/restarts.h"
 #include "launcher/job/setup_phase.h"
 #include "launcher/job/spec.h"
 #include "launcher/pod/worker_range.h"
@@ -62,7 +63,7 @@ ExitCode RunRerun(const RerunRequest& request) {
   plan.overrides = job.env_overrides;
   plan.detach = request.detach;
   plan.setup_stamp = setup_stamp;
-  return RunAttempt(store, plan);
+  return RunAttemptsWithRestarts(store, plan);
 }
 
 }  // namespace podrun

@@ -494,7 +494,9 @@ ExitCode Runner::Report() {
   if (!stopped.empty() && !gang_.interrupted()) {
     Say(fmt::format("stopped by podrun because of that failure: w{}", FormatWorkerRange(stopped)));
   }
-  AttemptState state = gang_.interrupted()     ? AttemptState::kStopped
+  // Without a root cause, an attempt that did not succeed was stopped (podrun stop, elsewhere).
+  AttemptState state = gang_.interrupted() || (code != ExitCode::kOk && !gang_.root_cause())
+                           ? AttemptState::kStopped
                        : code == ExitCode::kOk ? AttemptState::kSucceeded
                                                : AttemptState::kFailed;
   SetAttempt(state, static_cast<int>(code), /*ended=*/true);
