@@ -74,13 +74,22 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
       return 0;
     }
     // Another build (older or newer) runs: it hands over to us. Its jobs run on under their
-    // supervisors, and we read them from their files.
+    // supervisors, and we read them from their files. The lock is let go meanwhile: an agent of
+    // an older build takes it on its way out.
     std::fprintf(stderr, "podrun-agent %s: taking over from agent %s (pid %d)\n", PODRUN_VERSION,
                  running->agent_version.c_str(), running->pid);
-    if (!HandOver(socket_path, running->pid)) {
-      announcer.Error("the running agent (pid " + std::to_string(running->pid) + ", version " +
-                      running->agent_version + ") did not hand over; stop it with kill " +
-                      std::to_string(running->pid));
+    lock.Release();
+    const bool handed_over = HandOver(socket_path, running->pid);
+    lock = FileLock::Acquire(lock_path, kLockTimeout);
+    if (auto now = ProbeAgent(socket_path)) {  // another serve of ours may have won meanwhile
+      if (now->build_id == BuildId()) {
+        announcer.Ready(now->protocol_version, now->agent_version, socket_path.string());
+        return 0;
+      }
+      announcer.Error("the running agent (pid " + std::to_string(now->pid) + ", version " +
+                      now->agent_version + ") did not hand over" +
+                      (handed_over ? "" : " (it refuses while it holds jobs itself)") +
+                      "; stop it with kill " + std::to_string(now->pid));
       return 1;
     }
   }
