@@ -69,14 +69,8 @@ std::map<pid_t, std::string> Holders(const std::map<FileId, std::string>& files)
   return holders;
 }
 
-}  // namespace
-
-std::vector<std::string> AcceleratorPatterns() { return {"/dev/accel*", "/dev/vfio/*"}; }
-
-std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
-                                          const std::filesystem::path& lockfile,
-                                          std::chrono::milliseconds grace) {
-  std::vector<std::string> actions;
+// The chips matching the patterns, by device and inode.
+std::map<FileId, std::string> Devices(const std::vector<std::string>& device_patterns) {
   std::map<FileId, std::string> devices;
   for (const std::string& pattern : device_patterns) {
     glob_t g{};
@@ -89,6 +83,38 @@ std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device
     }
     ::globfree(&g);
   }
+  return devices;
+}
+
+}  // namespace
+
+std::vector<AcceleratorHolder> AcceleratorHolders(const std::vector<std::string>& device_patterns) {
+  std::vector<AcceleratorHolder> holders;
+  for (const auto& [pid, device] : Holders(Devices(device_patterns))) {
+    holders.push_back({pid, CommandName(pid), device});
+  }
+  return holders;
+}
+
+LockfileState InspectLockfile(const std::filesystem::path& lockfile) {
+  LockfileState state;
+  const auto id = IdOf(lockfile);
+  if (!id) return state;
+  state.exists = true;
+  UniqueFd fd(::open(lockfile.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  const bool locked = fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  fd.reset();
+  state.stale = !locked && Holders({{*id, lockfile.string()}}).empty();
+  return state;
+}
+
+std::vector<std::string> AcceleratorPatterns() { return {"/dev/accel*", "/dev/vfio/*"}; }
+
+std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
+                                          const std::filesystem::path& lockfile,
+                                          std::chrono::milliseconds grace) {
+  std::vector<std::string> actions;
+  const std::map<FileId, std::string> devices = Devices(device_patterns);
   // SIGTERM to every holder, then SIGKILL to those still there after the grace period.
   std::map<pid_t, std::pair<ProcessIdentity, std::string>> ended;
   for (const auto& [pid, device] : Holders(devices)) {

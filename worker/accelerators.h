@@ -22,6 +22,22 @@ std::vector<std::string> AcceleratorPatterns();
 // so a process in another mount namespace with a path that reads the same is not taken for a
 // holder. Returns what was done, one sentence each ("ended pid 123 (python3) holding
 // /dev/accel0", "removed a stale /tmp/libtpu_lockfile"); failures are sentences too.
+// A process holding an accelerator device.
+struct AcceleratorHolder {
+  int pid = 0;
+  std::string command;  // /proc/<pid>/comm
+  std::string device;
+};
+
+// What FreeAccelerators would act on, without touching anything: the holders of the devices
+// matching `device_patterns`, and whether `lockfile` exists and is stale (nobody holds it).
+std::vector<AcceleratorHolder> AcceleratorHolders(const std::vector<std::string>& device_patterns);
+struct LockfileState {
+  bool exists = false;
+  bool stale = false;
+};
+LockfileState InspectLockfile(const std::filesystem::path& lockfile);
+
 std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
                                           const std::filesystem::path& lockfile,
                                           std::chrono::milliseconds grace);

@@ -1,8 +1,13 @@
 // The agent's RPC handlers: translate requests to JobRunner calls and errors to gRPC statuses.
 #include "worker/agent_service.h"
 
+#include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +18,8 @@
 #include "worker/agent_error.h"
 #include "worker/supervisor_client.h"
 #include "worker/tpu_metadata.h"
+
+extern char** environ;
 
 namespace podrun::agent {
 
@@ -58,6 +65,42 @@ grpc::Status Handle(ActivityTracker& activity, Body&& body) {
   }
   activity.RpcEnded();
   return status;
+}
+
+// LD_PRELOAD as the user's login shell sets it (a TCMalloc preload there breaks gsutil and
+// more); "" if unset or the shell does not answer within a few seconds.
+std::string LoginLdPreload() {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return "";
+  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  std::string bash = "/bin/bash", flag = "-lc", script = "printf %s \"$LD_PRELOAD\"";
+  char* argv[] = {bash.data(), flag.data(), script.data(), nullptr};
+  const pid_t pid = ::fork();  // the child makes only async-signal-safe calls
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(devnull, STDERR_FILENO);
+    ::execve(argv[0], argv, environ);
+    ::_exit(127);
+  }
+  if (devnull >= 0) ::close(devnull);
+  ::close(out[1]);
+  std::string text;
+  char buf[4096];
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  if (pid > 0) {
+    ::kill(pid, SIGKILL);  // done, or too slow
+    ::waitpid(pid, nullptr, 0);
+  }
+  return text;
 }
 
 // The text as one word for /bin/sh.
@@ -385,6 +428,34 @@ grpc::Status AgentService::Stop(grpc::ServerContext*, const v1::StopRequest* req
     reply->set_was_running(result.was_running);
     reply->set_killed(result.killed);
     FillEnd(result.exit, reply->mutable_end());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::Inspect(grpc::ServerContext*, const v1::InspectRequest* req,
+                                   v1::InspectReply* reply) {
+  return Handle(activity_, [&] {
+    if (req->fix()) {
+      for (auto& action :
+           FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile, kFreeAcceleratorsGrace)) {
+        reply->add_fix_actions(std::move(action));
+      }
+    }
+    for (auto& device : AcceleratorDevices()) reply->add_accelerator_devices(device);
+    for (const AcceleratorHolder& h : AcceleratorHolders(AcceleratorPatterns())) {
+      v1::AcceleratorHolder* out = reply->add_holders();
+      out->set_pid(h.pid);
+      out->set_command(h.command);
+      out->set_device(h.device);
+    }
+    const LockfileState lockfile = InspectLockfile(kLibtpuLockfile);
+    reply->set_lockfile_exists(lockfile.exists);
+    reply->set_lockfile_stale(lockfile.stale);
+    struct statvfs fs {};
+    if (::statvfs(info_.home.c_str(), &fs) == 0)
+      reply->set_home_free_bytes(fs.f_bavail * fs.f_frsize);
+    if (::statvfs("/tmp", &fs) == 0) reply->set_tmp_free_bytes(fs.f_bavail * fs.f_frsize);
+    reply->set_login_ld_preload(LoginLdPreload());
     return grpc::Status::OK;
   });
 }

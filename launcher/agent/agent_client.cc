@@ -18,7 +18,8 @@ namespace v1 = agent::v1;
 constexpr auto kHelloTimeout = std::chrono::seconds(15);
 constexpr auto kPrepareTimeout = std::chrono::seconds(60);  // creates directories
 constexpr auto kStartTimeout = std::chrono::seconds(15);
-constexpr auto kStatusTimeout = std::chrono::seconds(30);  // may scan a large log
+constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large log
+constexpr auto kInspectTimeout = std::chrono::seconds(30);  // a login shell, freeing chips
 // Stop waits for the grace period, then for the killed group to disappear.
 constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(30);
@@ -201,6 +202,26 @@ AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,
   v1::StartReply reply;
   Check(stub_->stub->Start(&ctx, req, &reply), "Start");
   return {reply.pid(), reply.start_time_ns(), reply.already_started()};
+}
+
+AgentInspection AgentClient::Inspect(bool fix) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kInspectTimeout);
+  v1::InspectRequest req;
+  req.set_fix(fix);
+  v1::InspectReply reply;
+  Check(stub_->stub->Inspect(&ctx, req, &reply), "Inspect");
+  AgentInspection out;
+  out.accelerator_devices.assign(reply.accelerator_devices().begin(),
+                                 reply.accelerator_devices().end());
+  for (const auto& h : reply.holders()) out.holders.push_back({h.pid(), h.command(), h.device()});
+  out.lockfile_exists = reply.lockfile_exists();
+  out.lockfile_stale = reply.lockfile_stale();
+  out.home_free_bytes = reply.home_free_bytes();
+  out.tmp_free_bytes = reply.tmp_free_bytes();
+  out.login_ld_preload = reply.login_ld_preload();
+  out.fix_actions.assign(reply.fix_actions().begin(), reply.fix_actions().end());
+  return out;
 }
 
 std::optional<AgentJobStatus> AgentClient::Status(const std::string& job_id, uint32_t attempt) {

@@ -94,6 +94,20 @@ struct AgentJobStatus {
   std::optional<AgentLogGap> gap;      // set when output could not be written to disk
 };
 
+// `podrun doctor`'s view of a worker (proto's InspectReply).
+struct AgentInspection {
+  std::vector<std::string> accelerator_devices;
+  struct Holder {
+    int pid = 0;
+    std::string command, device;
+  };
+  std::vector<Holder> holders;                           // processes holding the accelerators
+  bool lockfile_exists = false, lockfile_stale = false;  // /tmp/libtpu_lockfile
+  uint64_t home_free_bytes = 0, tmp_free_bytes = 0;
+  std::string login_ld_preload;          // "" if unset
+  std::vector<std::string> fix_actions;  // with fix: what was done
+};
+
 struct AgentStopReply {
   bool was_running = false;
   bool killed = false;  // SIGKILL was needed after the grace period
@@ -145,6 +159,8 @@ class AgentClient {
   std::optional<AgentJobStatus> Status(const std::string& job_id, uint32_t attempt);
   // SIGTERM to the job's process group, SIGKILL after grace; returns when none is left.
   AgentStopReply Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);
+  // The worker's health for `podrun doctor`; `fix`: free the accelerators first.
+  AgentInspection Inspect(bool fix);
   // Asks the agent to exit (force: even with running jobs, which are stopped first).
   void Shutdown(bool force);
 

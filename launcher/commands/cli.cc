@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/commands/doctor_command.h"
 #include "launcher/commands/exec_command.h"
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
@@ -208,6 +209,27 @@ ExitCode RerunMain(int argc, char** argv) {
   return RunRerun(request);
 }
 
+ExitCode DoctorMain(int argc, char** argv) {
+  CLI::App app(
+      "Per worker: reachable and authenticated, agent version, clock offset, accelerator\n"
+      "devices and the processes holding them, a stale /tmp/libtpu_lockfile, free disk,\n"
+      "and a TCMalloc LD_PRELOAD in the login environment. Exit: 3 if a worker cannot be\n"
+      "reached, 1 if a problem is left, else 0.",
+      "podrun doctor");
+  PodSettings settings;
+  AddPodOptions(app, settings);
+  DoctorRequest request;
+  app.add_flag("--fix", request.fix,
+               "End the processes holding the accelerators, remove a stale lockfile");
+  app.add_flag("--json", request.json, "One JSON object per worker");
+  app.footer("Example: podrun doctor --tpu node-1 --zone us-central2-b --fix");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  request.pod = ResolvePod(settings);
+  EnsureOpenFiles(request.pod.selected.size());
+  return RunDoctor(request);
+}
+
 ExitCode HelpMain(int argc, char** argv);
 
 const std::vector<Command>& Commands() {
@@ -219,6 +241,7 @@ const std::vector<Command>& Commands() {
       {"stop", "stop a job on every worker", StopMain},
       {"ls", "list jobs, newest first", LsMain},
       {"rerun", "run a job again (--failed: only the workers that failed)", RerunMain},
+      {"doctor", "check every worker: reachability, accelerators, lockfile, disk", DoctorMain},
       {"help", "show help for podrun or a command", HelpMain},
   };
   return commands;

@@ -33,7 +33,9 @@ std::string Reason(const std::exception& e, const std::string& description) {
 
 void SayToUser(const std::string& message) { WriteAll(STDERR_FILENO, "podrun: " + message + "\n"); }
 
-JobAgents::JobAgents(const JobRecord& job, const std::vector<int>& indexes) {
+namespace {
+
+Pod CheckedPodOfJob(const JobRecord& job, const std::vector<int>& indexes) {
   std::filesystem::path local_root;
   Pod pod = PodOfJob(job, &local_root);
   for (int index : indexes) {
@@ -42,6 +44,22 @@ JobAgents::JobAgents(const JobRecord& job, const std::vector<int>& indexes) {
           fmt::format("job {}: worker {} is not part of its pod ({})", job.id, index, job.pod));
     }
   }
+  return pod;
+}
+
+std::filesystem::path LocalRootOf(const JobRecord& job) {
+  std::filesystem::path local_root;
+  PodOfJob(job, &local_root);
+  return local_root;
+}
+
+}  // namespace
+
+JobAgents::JobAgents(const JobRecord& job, const std::vector<int>& indexes)
+    : JobAgents(CheckedPodOfJob(job, indexes), LocalRootOf(job), indexes) {}
+
+JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
+                     const std::vector<int>& indexes) {
   // The tunnels write to socketpairs whose gRPC end may close first.
   ::signal(SIGPIPE, SIG_IGN);
   binary_.emplace(AgentBinary::Locate());

@@ -14,6 +14,7 @@
 #include "launcher/agent/agent_client.h"
 #include "launcher/agent/agent_link.h"
 #include "launcher/job/job_store.h"
+#include "launcher/pod/pod_options.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
 
@@ -39,6 +40,10 @@ class JobAgents {
   // part of the pod. Sets SIGPIPE to be ignored (the SSH tunnels need that): writers to
   // stdout must handle EPIPE.
   JobAgents(const JobRecord& job, const std::vector<int>& indexes);
+  // The same for the workers `indexes` of `pod` (no job: `podrun doctor`); `local_root` is the
+  // --local workers' root.
+  JobAgents(const Pod& pod, const std::filesystem::path& local_root,
+            const std::vector<int>& indexes);
   // Closes the links (before the event loop they live on).
   ~JobAgents();
   JobAgents(const JobAgents&) = delete;
