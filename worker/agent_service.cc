@@ -14,6 +14,7 @@
 
 #include "proto/log_record.h"
 #include "proto/protocol_version.h"
+#include "proto/shell_quote.h"
 #include "worker/accelerators.h"
 #include "worker/agent_error.h"
 #include "worker/supervisor_client.h"
@@ -101,13 +102,6 @@ std::string LoginLdPreload() {
     ::waitpid(pid, nullptr, 0);
   }
   return text;
-}
-
-// The text as one word for /bin/sh.
-std::string ShellWord(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 void CheckJobId(const std::string& job_id, uint32_t attempt) {
@@ -288,7 +282,7 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
         return grpc::Status::OK;
       }
       // The stamp is recorded by the setup's own shell once the setup succeeded.
-      spec.run = "/bin/bash -c " + ShellWord(spec.run) + " && touch " + ShellWord(stamp.string());
+      spec.run = "/bin/bash -c " + ShellQuote(spec.run) + " && touch " + ShellQuote(stamp.string());
     }
     PrepareResult result = runner_.Prepare(std::move(spec));
     reply->set_workdir(result.workdir.string());
@@ -393,7 +387,13 @@ grpc::Status AgentService::StreamLogs(grpc::ServerContext* ctx, const v1::LogsRe
       }
       // Output held in memory arrives without a change on disk: look again soon.
       quiet = !watch.Wait(Clock::now() + (holding ? kHeldCheckInterval : kFollowCheckInterval));
-      snap = ReadJobSnapshot(dir, /*count_records=*/false);  // a vanished supervisor: lost
+      // The log's own growth wakes this loop often while a job prints: then only the exit status
+      // is looked at. The whole state (a vanished supervisor makes the job lost) when quiet.
+      if (quiet) {
+        snap = ReadJobSnapshot(dir, /*count_records=*/false);
+      } else if ((snap.exit = dir.ReadExitStatus())) {
+        snap.gap = dir.ReadLogGap();  // written before the exit status
+      }
     }
   });
 }

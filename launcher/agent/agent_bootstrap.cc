@@ -7,6 +7,7 @@
 
 #include "launcher/error.h"
 #include "proto/protocol_version.h"
+#include "proto/shell_quote.h"
 
 namespace podrun {
 namespace {

@@ -20,6 +20,7 @@
 #include "launcher/error.h"
 #include "launcher/ssh/ssh_session.h"
 #include "proto/private_state.h"
+#include "proto/shell_quote.h"
 
 namespace podrun {
 namespace {

@@ -25,6 +25,7 @@
 #include "launcher/ssh/fan_out.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
+#include "proto/shell_quote.h"
 
 namespace podrun {
 namespace {

@@ -24,19 +24,6 @@ void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*
 
 }  // namespace
 
-std::string ShellQuote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += "'";
-  return out;
-}
-
 void SshChannel::Deleter::operator()(ssh_channel c) const {
   if (c == nullptr) return;
   ssh_channel_free(c);  // no blocking close here: the session is non-blocking

@@ -63,7 +63,5 @@ class SshChannel {
   ExitStatus status_;
 };
 
-// Quotes `text` for a POSIX shell as one word.
-std::string ShellQuote(std::string_view text);
 
 }  // namespace podrun
