@@ -178,9 +178,12 @@ TEST_F(SshTest, AgentTunnelCarriesGrpcToTheAgentsUnixSocket) {
   EventLoop loop;
   std::shared_ptr<SshSession> session;
   std::unique_ptr<AgentTunnel> tunnel;
-  // Start an agent on worker 0 (the build's binary: the workers share this filesystem), in a
-  // home of this test's own, idle-exiting soon after the test.
-  std::string serve = std::string(PODRUN_AGENT) + " serve --home /tmp/ssh-test-agent --idle-exit 5";
+  // Start an agent on worker 0, in a home of this test's own, idle-exiting soon after the test.
+  // The binary is copied into the worker's home (its /root, from this host <pod dir>/w0/home):
+  // a build tree under /root or /tmp is not what the worker sees there.
+  const std::string copy = pod_->dir() + "/w0/home/ssh-test-podrun-agent";
+  std::filesystem::copy_file(PODRUN_AGENT, copy, std::filesystem::copy_options::overwrite_existing);
+  std::string serve = "/root/ssh-test-podrun-agent serve --home /tmp/ssh-test-agent --idle-exit 5";
   ExecResult started = loop.Run(ConnectAndExec(Worker(0), PodSsh(), serve));
   ASSERT_EQ(0, started.status.exit_code.value_or(-1)) << started.out << started.err;
   std::string prefix = "PODRUN-AGENT READY ";
