@@ -15,6 +15,7 @@
 #include "worker/dial_stdio.h"
 #include "worker/job_dir.h"
 #include "worker/serve.h"
+#include "worker/stream_log.h"
 #include "worker/supervisor.h"
 
 namespace podrun::agent {
@@ -115,6 +116,33 @@ int RunSupervise(const std::vector<std::string>& args) {
   return Supervise(sup);
 }
 
+int RunStreamLog(const std::vector<std::string>& args) {
+  constexpr std::string_view kUsage =
+      "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow]";
+  StreamLogArgs sl;
+  sl.home = DefaultHome();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string error;
+    if (TakeHome(args, &i, &sl.home, &error)) {
+      if (!error.empty()) return UsageError(error, kUsage);
+    } else if (args[i] == "--job" && i + 1 < args.size()) {
+      sl.job_id = args[++i];
+    } else if (args[i] == "--attempt" && i + 1 < args.size()) {
+      sl.attempt = static_cast<uint32_t>(std::strtoul(args[++i].c_str(), nullptr, 10));
+    } else if (args[i] == "--from" && i + 1 < args.size()) {
+      sl.from_seq = std::strtoull(args[++i].c_str(), nullptr, 10);
+    } else if (args[i] == "--follow") {
+      sl.follow = true;
+    } else {
+      return UsageError("unknown option " + args[i], kUsage);
+    }
+  }
+  if (!IsValidJobId(sl.job_id) || sl.attempt == 0) {
+    return UsageError("--job and --attempt are needed", kUsage);
+  }
+  return StreamLog(sl);
+}
+
 int RunVersion(const std::vector<std::string>&) {
   std::printf("podrun-agent %s (protocol %u)\n", PODRUN_VERSION, kProtocolVersion);
   return 0;
@@ -128,6 +156,9 @@ const std::vector<Command>& Commands() {
        RunDialStdio},
       {"supervise", "supervise --home DIR --job ID --attempt N",
        "hold one job attempt's process, log and outcome (started by the agent)", RunSupervise},
+      {"stream-log", "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow]",
+       "write a job attempt's log as framed records to stdout (the launcher's bulk log channel)",
+       RunStreamLog},
       {"--version", "--version", "print the version", RunVersion},
   };
   return commands;

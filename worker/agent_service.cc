@@ -17,6 +17,8 @@
 #include "proto/shell_quote.h"
 #include "worker/accelerators.h"
 #include "worker/agent_error.h"
+#include "worker/agent_proto.h"
+#include "worker/job_log_stream.h"
 #include "worker/supervisor_client.h"
 #include "worker/tpu_metadata.h"
 
@@ -31,12 +33,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How often a following StreamLogs checks whether its client went away.
-constexpr auto kFollowCheckInterval = std::chrono::milliseconds(500);
 // How long processes holding the accelerators get between SIGTERM and SIGKILL.
 constexpr auto kFreeAcceleratorsGrace = std::chrono::milliseconds(5000);
-// How soon a follower looks again while the supervisor holds output in memory (a full disk).
-constexpr auto kHeldCheckInterval = std::chrono::milliseconds(20);
 
 grpc::StatusCode ToStatusCode(ErrorKind kind) {
   switch (kind) {
@@ -109,30 +107,6 @@ void CheckJobId(const std::string& job_id, uint32_t attempt) {
     throw AgentError(ErrorKind::kInvalidArgument, "bad job id \"" + job_id + "\"");
   }
   if (attempt == 0) throw AgentError(ErrorKind::kInvalidArgument, "attempt must be >= 1");
-}
-
-void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end) {
-  if (exit.exit_code) end->set_exit_code(*exit.exit_code);
-  if (exit.signal) end->set_signal(*exit.signal);
-  end->set_end_time_ns(exit.end_time_ns);
-  end->set_stopped_by_request(exit.stopped_by_request);
-  end->set_never_started(exit.never_started);
-  end->set_lost(exit.lost);
-}
-
-void FillGap(const LogGapInfo& gap, v1::LogGap* out) {
-  out->set_from_seq(gap.from_seq);
-  out->set_bytes(gap.bytes);
-  out->set_chunks(gap.chunks);
-  out->set_cause(gap.cause);
-}
-
-void AddRecord(LogRecord& r, v1::LogBatch* batch) {
-  v1::LogRecord* out = batch->add_records();
-  out->set_seq(r.seq);
-  out->set_time_ns(r.time_ns);
-  out->set_stream(static_cast<v1::LogRecord::Stream>(r.stream));
-  out->set_data(std::move(r.data));
 }
 
 v1::StatusReply::State ToProtoState(JobState state) {
@@ -304,97 +278,48 @@ grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* r
   });
 }
 
+namespace {
+
+// StreamLogs' sink: records as LogBatch messages.
+class GrpcLogSink : public JobLogSink {
+ public:
+  explicit GrpcLogSink(grpc::ServerWriter<v1::LogBatch>* writer) : writer_(writer) {}
+  bool Records(std::vector<LogRecord>&& records) override {
+    v1::LogBatch batch;
+    for (LogRecord& r : records) AddRecord(r, &batch);
+    return writer_->Write(batch);
+  }
+  bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
+    writer_->Write(EndBatch(exit, gap));
+    return true;
+  }
+
+ private:
+  grpc::ServerWriter<v1::LogBatch>* writer_;
+};
+
+}  // namespace
+
 grpc::Status AgentService::StreamLogs(grpc::ServerContext* ctx, const v1::LogsRequest* req,
                                       grpc::ServerWriter<v1::LogBatch>* writer) {
   return Handle(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
-    // The job's files are the whole truth, whichever agent started it (job_state.h). Records the
-    // supervisor could not write to disk (a full disk) are fetched from its memory, in order.
+    // The job's files are the whole truth, whichever agent started it (job_state.h).
     JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
     const JobDir dir(runner_.home(), req->job_id(), req->attempt());
-    JobDirWatch watch(dir);
-    uint64_t next = std::max<uint64_t>(req->from_seq(), 1);
-    LogReader reader(dir.log_path(), next);
-    bool holding = false;  // the supervisor served records from memory lately
-    bool quiet = false;    // the last wait saw no change on disk
-    // Sends the held records that continue at `next`; true if there were any.
-    auto send_held = [&](uint64_t before_seq) -> std::optional<bool> {
-      if (snap.supervisor_pid <= 0) return false;
-      std::vector<LogRecord> held = FetchHeldRecords(runner_.home(), snap.supervisor_pid, next);
-      if (held.empty() || held.front().seq != next) return false;
-      v1::LogBatch batch;
-      size_t bytes = 0;
-      for (LogRecord& r : held) {
-        if (r.seq != next || r.seq >= before_seq) break;
-        bytes += r.data.size();
-        next = r.seq + 1;
-        AddRecord(r, &batch);
-        if (bytes >= kLogBatchBytes) {
-          if (!writer->Write(batch)) return std::nullopt;
-          batch.Clear();
-          bytes = 0;
-        }
-      }
-      if (batch.records_size() > 0 && !writer->Write(batch)) return std::nullopt;
-      return true;
-    };
-    while (true) {
-      // Taken before reading: if the job had ended by then, the read sees every record.
-      const bool ended = snap.exit.has_value();
-      std::vector<LogRecord> records = reader.ReadSome();
-      if (!records.empty()) {
-        v1::LogBatch batch;
-        for (LogRecord& r : records) {
-          if (r.seq < next) continue;  // sent already (from the supervisor's memory)
-          if (r.seq > next) {  // a gap on disk: the supervisor may still hold what it replaced
-            if (batch.records_size() > 0 && !writer->Write(batch)) {
-              return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-            }
-            batch.Clear();
-            if (!send_held(r.seq + 1)) {
-              return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-            }
-            if (r.seq < next) continue;
-          }
-          next = r.seq + 1;
-          AddRecord(r, &batch);
-        }
-        if (batch.records_size() > 0 && !writer->Write(batch)) {
-          return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-        }
-        holding = quiet = false;
-        continue;
-      }
-      // Nothing new on disk: what the supervisor holds in memory (a full disk) comes next, if
-      // anything. Asked only once the disk has been quiet, so a busy log costs no requests.
-      if (ended || quiet || holding) {
-        auto held = send_held(UINT64_MAX);
-        if (!held) return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-        holding = *held || (holding && quiet);
-        if (*held) continue;
-      }
-      if (ended) {
-        v1::LogBatch last;
-        FillEnd(*snap.exit, last.mutable_end());
-        if (snap.gap) FillGap(*snap.gap, last.mutable_log_gap());
-        writer->Write(last);
+    GrpcLogSink sink(writer);
+    switch (StreamJobLog(runner_.home(), dir, std::move(snap), req->from_seq(), req->follow(), sink,
+                         [&] { return !ctx->IsCancelled() && !shutting_down_; })) {
+      case JobLogStreamEnd::kEnded:
+      case JobLogStreamEnd::kCaughtUp:
         return grpc::Status::OK;
-      }
-      if (!req->follow()) return grpc::Status::OK;
-      if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-      if (shutting_down_) {
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent is shutting down");
-      }
-      // Output held in memory arrives without a change on disk: look again soon.
-      quiet = !watch.Wait(Clock::now() + (holding ? kHeldCheckInterval : kFollowCheckInterval));
-      // The log's own growth wakes this loop often while a job prints: then only the exit status
-      // is looked at. The whole state (a vanished supervisor makes the job lost) when quiet.
-      if (quiet) {
-        snap = ReadJobSnapshot(dir, /*count_records=*/false);
-      } else if ((snap.exit = dir.ReadExitStatus())) {
-        snap.gap = dir.ReadLogGap();  // written before the exit status
-      }
+      case JobLogStreamEnd::kReaderGone:
+        return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      case JobLogStreamEnd::kInterrupted:
+        break;
     }
+    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent is shutting down");
   });
 }
 

@@ -132,6 +132,18 @@ AgentJobState FromProto(v1::StatusReply::State state) {
 
 }  // namespace
 
+std::optional<AgentLogStreamEnd> LogStreamEndFromBytes(std::string_view payload) {
+  v1::LogBatch batch;
+  if (!batch.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
+      !batch.has_end()) {
+    return std::nullopt;
+  }
+  AgentLogStreamEnd out;
+  out.end = FromProto(batch.end());
+  out.gap = GapFromProto(batch.has_log_gap(), batch.log_gap());
+  return out;
+}
+
 struct AgentClient::Stub {
   std::unique_ptr<v1::Agent::Stub> stub;
 };

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/error.h"
@@ -121,6 +122,10 @@ struct AgentLogStreamEnd {
   bool cancelled = false;              // stopped by the caller (on_batch or the stop token)
   std::optional<AgentLogGap> gap;      // with `end`: output the worker could not keep on disk
 };
+
+// How a log stream ended, from its last message (a serialized LogBatch with `end`, as the end
+// frame of `podrun-agent stream-log` carries it); nullopt if it is not one. next_seq unset.
+std::optional<AgentLogStreamEnd> LogStreamEndFromBytes(std::string_view payload);
 
 // An agent that answered and refused the request (a bad argument, an unknown job, a workdir it
 // cannot use): trying again through a new connection cannot help. Still exit code 3 (the worker

@@ -17,6 +17,7 @@
 #include "launcher/agent/agent_bootstrap.h"
 #include "launcher/agent/agent_tunnel.h"
 #include "launcher/agent/local_process.h"
+#include "launcher/agent/ssh_log_stream.h"
 #include "launcher/error.h"
 #include "launcher/ssh/ssh_session.h"
 #include "proto/private_state.h"
@@ -59,6 +60,23 @@ class SshAgentLink : public AgentLink {
 
   bool uploaded_agent() const override { return uploaded_; }
   bool uses_dial_stdio() const override { return dial_stdio_; }
+
+  std::shared_ptr<AgentLogStream> StartLogStream(const std::string& job_id, uint32_t attempt,
+                                                 uint64_t from_seq, bool follow,
+                                                 AgentClient::OnBatch on_batch,
+                                                 AgentClient::OnStreamDone on_done) override {
+    SshLogStreamRequest request;
+    request.agent_path = RemoteAgentPath(*ctx_.agent);
+    request.job_id = job_id;
+    request.attempt = attempt;
+    request.from_seq = from_seq;
+    request.follow = follow;
+    request.description = description();
+    // session_ is read on the loop, where Connect sets it.
+    return StartSshLogStream(
+        ctx_.loop->executor(), [this] { return session_; }, std::move(request), std::move(on_batch),
+        std::move(on_done));
+  }
 
  private:
   asio::awaitable<std::shared_ptr<grpc::Channel>> ConnectOnLoop() {

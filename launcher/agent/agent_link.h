@@ -11,6 +11,7 @@
 #include <string>
 
 #include "launcher/agent/agent_binary.h"
+#include "launcher/agent/agent_client.h"
 #include "launcher/pod/pod_options.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
@@ -32,6 +33,17 @@ class AgentLink {
 
   // "w3 (root@10.0.0.5:22)", for messages.
   virtual std::string description() const = 0;
+
+  // Streams a job attempt's log over a channel of its own (the SSH link: ssh_log_stream.h),
+  // with the contract of AgentClient::StartStreamLogs; null when the link has none (local
+  // agents are reached without a tunnel: their StreamLogs is as fast). Call after Connect().
+  virtual std::shared_ptr<AgentLogStream> StartLogStream(const std::string& job_id,
+                                                         uint32_t attempt, uint64_t from_seq,
+                                                         bool follow, AgentClient::OnBatch on_batch,
+                                                         AgentClient::OnStreamDone on_done) {
+    (void)job_id, (void)attempt, (void)from_seq, (void)follow, (void)on_batch, (void)on_done;
+    return nullptr;
+  }
 
   // True if the last Connect() had to upload the agent binary.
   virtual bool uploaded_agent() const { return false; }

@@ -30,7 +30,8 @@ struct AgentTunnel::State {
   std::shared_ptr<SshSession> session;
   std::unique_ptr<SshChannel> channel;
   asio::posix::stream_descriptor local;  // our end of the socketpair
-  asio::steady_timer wake;               // cancelled by any readiness, to resume the loop
+  // Cancelled by any readiness, or by another channel's read on the session, to resume the loop.
+  std::shared_ptr<asio::steady_timer> wake;
   bool stopped = false;
   // Whether a wait is pending: 0 ssh read, 1 ssh write, 2 local read, 3 local write.
   bool armed[4] = {false, false, false, false};
@@ -39,7 +40,7 @@ struct AgentTunnel::State {
       : session(std::move(s)),
         channel(std::move(c)),
         local(session->waiter().get_executor(), fd),
-        wake(session->waiter().get_executor()) {}
+        wake(std::make_shared<asio::steady_timer>(session->waiter().get_executor())) {}
 };
 
 namespace {
@@ -50,7 +51,7 @@ void Arm(const std::shared_ptr<AgentTunnel::State>& s, asio::posix::stream_descr
   s->armed[which] = true;
   d.async_wait(type, [s, which](boost::system::error_code) {
     s->armed[which] = false;
-    s->wake.cancel();
+    s->wake->cancel();
   });
 }
 
@@ -67,6 +68,7 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
     bool broken = false;
     while (to_local.size() < kCopyChunkBytes && !remote_eof) {
       int n = ssh_channel_read_nonblocking(ch, buffer.data(), kCopyChunkBytes, 0);
+      s->session->NoteIo();
       if (n == SSH_ERROR) {
         broken = true;
         break;
@@ -101,6 +103,7 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
       } else if (n == 0) {
         local_eof = true;
         ssh_channel_send_eof(ch);
+        s->session->NoteIo();
         progress = true;
       } else if (errno != EAGAIN && errno != EINTR) {
         break;
@@ -108,6 +111,7 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
     }
     if (!to_remote.empty()) {
       int n = ssh_channel_write(ch, to_remote.data(), static_cast<uint32_t>(to_remote.size()));
+      s->session->NoteIo();
       if (n == SSH_ERROR) break;
       if (n > 0) {
         to_remote.erase(0, static_cast<size_t>(n));
@@ -125,9 +129,10 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
       Arm(s, s->local, asio::posix::stream_descriptor::wait_read, 2);
     }
     if (!to_local.empty()) Arm(s, s->local, asio::posix::stream_descriptor::wait_write, 3);
-    s->wake.expires_at(asio::steady_timer::time_point::max());
+    s->session->WakeOnIo(s->wake);
+    s->wake->expires_at(asio::steady_timer::time_point::max());
     boost::system::error_code ec;
-    co_await s->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await s->wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   boost::system::error_code ignored;
   s->local.close(ignored);  // gRPC sees EOF: its calls fail and the caller reconnects
@@ -148,7 +153,7 @@ AgentTunnel::AgentTunnel(std::shared_ptr<SshSession> session, std::unique_ptr<Ss
 
 AgentTunnel::~AgentTunnel() {
   state_->stopped = true;
-  state_->wake.cancel();
+  state_->wake->cancel();
   if (grpc_fd_ >= 0) ::close(grpc_fd_);
 }
 

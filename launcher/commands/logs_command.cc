@@ -110,7 +110,7 @@ ExitCode RunLogs(const LogsRequest& request) {
   };
   auto hooks = [&agents](JobAgent* agent) {
     return LogFollowHooks{[agent] { return agent->client; },
-                          [&agents, agent] { return agents.Reconnect(*agent); }, SayToUser};
+                          [&agents, agent] { return agents.Reconnect(*agent); }, SayToUser, {}};
   };
   auto record = [&](const JobAgent& agent, const LogFollowResult& result) {
     std::lock_guard lock(mutex);

@@ -90,7 +90,13 @@ void Runner::FollowAll(const std::vector<Worker*>& workers) {
     job.params.description = w->link->description();
     job.params.lost_after = kLostAfter;
     job.params.reconnect_pause = kReconnectPause;
-    job.hooks = {[this, w] { return Client(*w); }, [this, w] { return Reconnect(*w); }, Say};
+    job.hooks = {[this, w] { return Client(*w); }, [this, w] { return Reconnect(*w); }, Say, {}};
+    // Bulk output over a channel of its own where the link has one (SSH).
+    job.hooks.open_stream = [this, w](uint64_t from_seq, AgentClient::OnBatch on_batch,
+                                      AgentClient::OnStreamDone on_done) {
+      return w->link->StartLogStream(plan_.job.id, static_cast<uint32_t>(plan_.attempt), from_seq,
+                                     /*follow=*/true, std::move(on_batch), std::move(on_done));
+    };
     const int index = w->index;
     job.on_batch = [this, index, w](std::vector<LogRecord>&& records) {
       if (!records.empty()) {

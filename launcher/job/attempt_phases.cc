@@ -80,7 +80,7 @@ void Runner::SetupAll() {
       continue;
     }
     s.hooks = {[this, worker] { return Client(*worker); },
-               [this, worker] { return Reconnect(*worker); }, Say};
+               [this, worker] { return Reconnect(*worker); }, Say, {}};
     setup.push_back(std::move(s));
   }
   const auto began = Clock::now();

@@ -204,6 +204,19 @@ class Followers {
     const LogFollowJob& job = jobs_[i];
     Log& log = logs_[i];
     log.policy.Opened();
+    auto progressed = log.policy.progressed;
+    AgentClient::OnBatch on_batch = [progressed,
+                                     on_batch = job.on_batch](std::vector<LogRecord>&& records) {
+      if (!records.empty()) progressed->store(true);
+      return on_batch(std::move(records));
+    };
+    auto on_done = [this, i](AgentLogStreamEnd end, std::exception_ptr error) {
+      Post({Event::kStreamDone, i, end, std::move(error), {}});
+    };
+    if (job.hooks.open_stream) {
+      log.stream = job.hooks.open_stream(log.policy.result.next_seq, on_batch, on_done);
+      if (log.stream) return;
+    }
     std::shared_ptr<AgentClient> client;
     try {
       client = job.hooks.client();
@@ -216,17 +229,9 @@ class Followers {
       Post(std::move(e));
       return;
     }
-    auto progressed = log.policy.progressed;
-    AgentClient::OnBatch on_batch = job.on_batch;
-    log.stream = client->StartStreamLogs(
-        job.params.job_id, job.params.attempt, log.policy.result.next_seq, job.params.follow,
-        [progressed, on_batch](std::vector<LogRecord>&& records) {
-          if (!records.empty()) progressed->store(true);
-          return on_batch(std::move(records));
-        },
-        [this, i](AgentLogStreamEnd end, std::exception_ptr error) {
-          Post({Event::kStreamDone, i, end, std::move(error), {}});
-        });
+    log.stream =
+        client->StartStreamLogs(job.params.job_id, job.params.attempt, log.policy.result.next_seq,
+                                job.params.follow, std::move(on_batch), std::move(on_done));
   }
 
   // A thread that reconnects log i's agent until it succeeds or give_up_at passes.

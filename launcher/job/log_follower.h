@@ -44,6 +44,12 @@ struct LogFollowHooks {
   std::function<std::shared_ptr<AgentClient>()> client;     // the current client (may be null)
   std::function<std::shared_ptr<AgentClient>()> reconnect;  // a new one, greeted; throws
   std::function<void(const std::string&)> say;              // a message for the user
+  // Optional: opens the stream over a channel of its own (AgentLink::StartLogStream) instead
+  // of the client's StreamLogs; returns null when there is none. Called on the calling thread
+  // of FollowLogs with the next sequence number; not used by FollowLog.
+  std::function<std::shared_ptr<AgentLogStream>(uint64_t from_seq, AgentClient::OnBatch,
+                                                AgentClient::OnStreamDone)>
+      open_stream;
 };
 
 // One log to follow among many.

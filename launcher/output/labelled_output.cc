@@ -46,13 +46,13 @@ std::string LabelledOutput::MakeLabel(int worker, bool color) const {
 void LabelledOutput::EmitScreen(int worker, Stream stream, std::string_view line) {
   int s = static_cast<int>(stream);
   std::string& out = pending_[s];
-  out += CachedLabel(worker, color_);
+  out += screen_label_ ? *screen_label_ : CachedLabel(worker, color_);
   out.append(terminal_[s] ? EscapeControls(line, scratch_) : line);
   out += '\n';
 }
 
 void LabelledOutput::EmitTee(int worker, std::string_view line) {
-  tee_pending_ += CachedLabel(worker, false);
+  tee_pending_ += tee_label_ ? *tee_label_ : CachedLabel(worker, false);
   tee_pending_.append(line);
   tee_pending_ += '\n';
 }
@@ -61,7 +61,7 @@ void LabelledOutput::OnLine(int worker, Stream stream, std::string_view line) {
   int s = static_cast<int>(stream);
   EmitScreen(worker, stream, line);
   screen_progress_[s]->Drop(worker);
-  if (tee_fd_ >= 0) {
+  if (tee_fd_ >= 0 && !mirror_) {
     EmitTee(worker, line);
     tee_progress_[s]->Drop(worker);
   }
@@ -70,13 +70,16 @@ void LabelledOutput::OnLine(int worker, Stream stream, std::string_view line) {
 void LabelledOutput::OnProgress(int worker, Stream stream, std::string_view state) {
   int s = static_cast<int>(stream);
   if (screen_progress_[s]->Offer(worker, state)) EmitScreen(worker, stream, state);
-  if (tee_fd_ >= 0 && tee_progress_[s]->Offer(worker, state)) EmitTee(worker, state);
+  if (tee_fd_ >= 0 && !mirror_ && tee_progress_[s]->Offer(worker, state)) EmitTee(worker, state);
 }
 
 void LabelledOutput::Flush() {
   for (int s = 0; s < 2; ++s) {
     if (pending_[s].empty()) continue;
     WriteAll(fds_[s], pending_[s]);
+    // Lines written while mirroring are the Tee's too (Write flushes after each call, so
+    // pending_ holds only that call's lines, in order with what the Tee has had).
+    if (mirror_ && !WriteAll(tee_fd_, pending_[s])) ++tee_failures_;
     pending_[s].clear();
   }
   if (!tee_pending_.empty()) {
@@ -86,18 +89,29 @@ void LabelledOutput::Flush() {
 }
 
 void LabelledOutput::Write(int worker, Stream stream, std::string_view data) {
-  splitters_[static_cast<int>(stream)][worker].Feed(
+  const int s = static_cast<int>(stream);
+  Flush();  // what Tick or Finish left, before this call's lines
+  screen_label_ = &CachedLabel(worker, color_);
+  tee_label_ = &CachedLabel(worker, false);
+  mirror_ = TeeMirrors(s);
+  splitters_[s][worker].Feed(
       data, [&](std::string_view line) { OnLine(worker, stream, line); },
       [&](std::string_view state) { OnProgress(worker, stream, state); });
   Flush();
+  screen_label_ = tee_label_ = nullptr;
+  mirror_ = false;
 }
 
 void LabelledOutput::Tick() {
   for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
     int s = static_cast<int>(stream);
-    screen_progress_[s]->TakeDue(
-        [&](int worker, std::string_view state) { EmitScreen(worker, stream, state); });
-    if (tee_fd_ >= 0) {
+    // A mirrored Tee had its progress offered to the screen's throttle only (Write).
+    const bool mirrored = TeeMirrors(s);
+    screen_progress_[s]->TakeDue([&](int worker, std::string_view state) {
+      EmitScreen(worker, stream, state);
+      if (mirrored) EmitTee(worker, state);
+    });
+    if (tee_fd_ >= 0 && !mirrored) {
       tee_progress_[s]->TakeDue(
           [&](int worker, std::string_view state) { EmitTee(worker, state); });
     }

@@ -70,6 +70,9 @@ class LabelledOutput {
  private:
   void EmitScreen(int worker, Stream stream, std::string_view line);
   void EmitTee(int worker, std::string_view line);
+  // True when the Tee copy gets exactly the bytes printed on `stream` (no colour, not a
+  // terminal): then those are written twice instead of being formatted twice.
+  bool TeeMirrors(int s) const { return tee_fd_ >= 0 && !color_ && !terminal_[s]; }
   void OnLine(int worker, Stream stream, std::string_view line);
   void OnProgress(int worker, Stream stream, std::string_view state);
   void Flush();
@@ -85,6 +88,10 @@ class LabelledOutput {
   std::string pending_[2];
   std::string tee_pending_;
   std::string scratch_;
+  // The labels of the worker being written (Write looks them up once, not per line).
+  const std::string* screen_label_ = nullptr;
+  const std::string* tee_label_ = nullptr;
+  bool mirror_ = false;                   // TeeMirrors for the stream being written
   std::map<int, std::string> labels_[2];  // [plain, coloured] by worker
   std::map<int, LineSplitter> splitters_[2];
   std::optional<ProgressThrottle> screen_progress_[2];

@@ -27,7 +27,9 @@ class ProgressThrottle {
   // Calls print(worker, state) for each kept state whose worker may print again now.
   void TakeDue(const std::function<void(int worker, std::string_view state)>& print);
   // `worker`'s line ended: its kept state is no longer worth printing.
-  void Drop(int worker) { kept_.erase(worker); }
+  void Drop(int worker) {
+    if (!kept_.empty()) kept_.erase(worker);  // per line: the common case costs nothing
+  }
 
  private:
   std::chrono::steady_clock::duration interval_;

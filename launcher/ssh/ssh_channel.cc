@@ -103,6 +103,7 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
     bool progress = false;
     for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
       int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, is_stderr);
+      session_.NoteIo();
       if (n == SSH_ERROR) {
         throw Error(
             ExitCode::kUnreachable,
@@ -118,9 +119,15 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
     if (ssh_channel_is_eof(c) || ssh_channel_is_closed(c)) break;
     co_await session_.WaitIo();
   }
+  co_return co_await WaitExitStatus();
+}
+
+asio::awaitable<ExitStatus> SshChannel::WaitExitStatus() {
+  ssh_channel c = channel_.get();
   // The exit status travels just before (or with) EOF/close; wait for it or the close.
   while (!status_.exit_code && status_.signal.empty() && !ssh_channel_is_closed(c)) {
     ssh_channel_get_exit_status(c);  // non-blocking here: processes pending packets
+    session_.NoteIo();
     if (status_.exit_code || !status_.signal.empty() || ssh_channel_is_closed(c)) break;
     co_await session_.WaitIo();
   }
@@ -137,6 +144,7 @@ asio::awaitable<void> SshChannel::Write(std::string_view data) {
     // costs here stays about one chunk, whatever is uploaded to how many workers.
     const int n = ssh_channel_write(c, data.data(),
                                     static_cast<uint32_t>(std::min(data.size(), kWriteChunkBytes)));
+    session_.NoteIo();
     if (n == SSH_ERROR) {
       throw Error(
           ExitCode::kUnreachable,

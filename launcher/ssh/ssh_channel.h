@@ -42,6 +42,8 @@ class SshChannel {
   // Delivers output to on_data as it arrives until the remote side sends EOF, then waits for
   // the exit status. Throws Error(kUnreachable) if the connection breaks.
   asio::awaitable<ExitStatus> Drain(const OnData& on_data);
+  // After EOF: waits for the exit status (or the close). Throws as Drain does.
+  asio::awaitable<ExitStatus> WaitExitStatus();
 
   // Writes all of `data` (libssh returns short counts when the window is full).
   asio::awaitable<void> Write(std::string_view data);
@@ -62,6 +64,5 @@ class SshChannel {
   ssh_channel_callbacks_struct callbacks_{};
   ExitStatus status_;
 };
-
 
 }  // namespace podrun

@@ -8,6 +8,7 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
@@ -76,7 +77,31 @@ SshSession::SshSession(asio::any_io_executor executor, UniqueSshSession session,
       waiter_(executor),
       description_(std::move(description)),
       address_(std::move(address)),
-      keepalive_interval_(keepalive_interval) {}
+      keepalive_interval_(keepalive_interval) {
+  ssh_set_counters(session_.get(), &socket_counter_, nullptr);
+}
+
+void SshSession::WakeOnIo(const std::shared_ptr<asio::steady_timer>& timer) {
+  std::erase_if(wakers_, [](const auto& w) { return w.expired(); });
+  for (const auto& w : wakers_) {
+    if (w.lock() == timer) return;
+  }
+  wakers_.push_back(timer);
+}
+
+void SshSession::NoteIo() {
+  if (socket_counter_.in_bytes == noted_in_bytes_) return;
+  noted_in_bytes_ = socket_counter_.in_bytes;
+  WakeAll();
+}
+
+void SshSession::WakeAll() {
+  std::vector<std::weak_ptr<asio::steady_timer>> wakers;
+  wakers.swap(wakers_);
+  for (const auto& w : wakers) {
+    if (auto timer = w.lock()) timer->cancel();
+  }
+}
 
 void SshSession::WatchFd(int fd) {
   int copy = ::dup(fd);
@@ -313,17 +338,29 @@ asio::awaitable<void> SshSession::WaitIo() {
   int flags = ssh_get_poll_flags(session_.get());
   auto kind = (flags & SSH_WRITE_PENDING) ? asio::posix::stream_descriptor::wait_write
                                           : asio::posix::stream_descriptor::wait_read;
-  try {
-    co_await waiter_.async_wait(kind, asio::use_awaitable);
-  } catch (const boost::system::system_error&) {
-    if (dead_) throw lost();
-    throw;
-  }
+  // Woken by the socket or by another channel's read (NoteIo). The socket's handler may run
+  // after this frame is gone (woken by NoteIo first): it owns what it touches.
+  struct Wait {
+    explicit Wait(const asio::any_io_executor& executor)
+        : timer(std::make_shared<asio::steady_timer>(executor)) {}
+    std::shared_ptr<asio::steady_timer> timer;
+    boost::system::error_code socket_error;
+  };
+  auto wait = std::make_shared<Wait>(waiter_.get_executor());
+  WakeOnIo(wait->timer);
+  waiter_.async_wait(kind, [wait](boost::system::error_code ec) {
+    wait->socket_error = ec;
+    wait->timer->cancel();
+  });
+  wait->timer->expires_at(asio::steady_timer::time_point::max());
+  boost::system::error_code ignored;
+  co_await wait->timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  if (dead_) throw lost();
+  if (wait->socket_error) throw boost::system::system_error(wait->socket_error);
 }
 
 void SshSession::StartKeepalive() {
   if (keepalive_) return;
-  ssh_set_counters(session_.get(), &socket_counter_, nullptr);
   keepalive_ = std::make_shared<Keepalive>(waiter_.get_executor());
   keepalive_->session = this;
   ScheduleKeepalive(keepalive_);
@@ -341,6 +378,7 @@ void SshSession::ScheduleKeepalive(const std::shared_ptr<Keepalive>& keepalive) 
         session->dead_ = true;
         boost::system::error_code ignored;
         session->waiter_.cancel(ignored);  // wakes every wait on this connection
+        session->WakeAll();
         return;
       }
     } else {
@@ -348,6 +386,7 @@ void SshSession::ScheduleKeepalive(const std::shared_ptr<Keepalive>& keepalive) 
       keepalive->last_in_bytes = in_bytes;
     }
     ssh_send_keepalive(session->session_.get());
+    session->NoteIo();  // it may have read the socket for the other channels
     ScheduleKeepalive(keepalive);
   });
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/pod/host_list.h"
 #include "launcher/ssh/ssh_options.h"
@@ -53,12 +54,25 @@ class SshSession {
   // that wait on this session and other fds at once (AgentTunnel).
   asio::posix::stream_descriptor& waiter() { return waiter_; }
 
+  // Several channels of one session wait together: libssh reads the socket for whichever
+  // channel asks and keeps what belongs to the others in their buffers, so a channel waiting
+  // for the socket alone could sleep on data that already came. A loop that waits on its own
+  // (AgentTunnel, SshLogStream) registers its timer here before waiting; it is cancelled (once)
+  // when another caller's libssh call read from the socket: see NoteIo. WaitIo does this itself.
+  void WakeOnIo(const std::shared_ptr<asio::steady_timer>& timer);
+  // Call after each libssh call on this session that may have read the socket: if it did,
+  // every registered timer is cancelled, so that each waiter looks at its channel again.
+  void NoteIo();
+  // True once keepalives went unanswered (see StartKeepalive): the connection is gone.
+  bool lost() const { return dead_; }
+
   // Calls op() until it returns something other than `again`, waiting for the socket in
   // between; returns that result.
   template <class Op>
   asio::awaitable<int> Retry(Op op, int again = SSH_AGAIN) {
     for (;;) {
       int rc = op();
+      NoteIo();
       if (rc != again) co_return rc;
       co_await WaitIo();
     }
@@ -80,6 +94,8 @@ class SshSession {
                                                                   const SshOptions& options);
   // Starts watching libssh's fd (after libssh has one).
   void WatchFd(int fd);
+  // Cancels every timer registered with WakeOnIo.
+  void WakeAll();
   asio::awaitable<void> Handshake(const SshOptions& options);
   asio::awaitable<void> Authenticate(const SshOptions& options);
 
@@ -95,7 +111,9 @@ class SshSession {
   std::chrono::milliseconds keepalive_interval_;
   std::shared_ptr<Keepalive> keepalive_;
   ssh_counter_struct socket_counter_{};  // bytes through the socket, kept by libssh
-  bool dead_ = false;                    // no answer to keepalives: WaitIo throws
+  uint64_t noted_in_bytes_ = 0;          // socket_counter_.in_bytes at the last NoteIo
+  std::vector<std::weak_ptr<asio::steady_timer>> wakers_;  // see WakeOnIo
+  bool dead_ = false;                                      // no answer to keepalives: WaitIo throws
 };
 
 }  // namespace podrun

@@ -1,0 +1,235 @@
+// See ssh_log_stream.h.
+#include "launcher/agent/ssh_log_stream.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "launcher/error.h"
+#include "launcher/ssh/ssh_channel.h"
+#include "proto/log_wire.h"
+#include "proto/shell_quote.h"
+
+namespace podrun {
+namespace {
+
+constexpr size_t kReadChunkBytes = size_t{256} * 1024;
+// Read from the channel per turn of the loop before handing the records on.
+constexpr size_t kReadPerTurnBytes = size_t{1} << 20;
+constexpr size_t kMaxErrorText = 4096;
+constexpr int kStreamLogRefused = 3;  // worker/stream_log.h
+
+// The thread on_batch and on_done run on (see the header).
+asio::thread_pool& DeliveryThread() {
+  static asio::thread_pool pool(1);
+  return pool;
+}
+
+struct StreamState {
+  StreamState(asio::any_io_executor ex, AgentClient::OnBatch batch, AgentClient::OnStreamDone done)
+      : executor(std::move(ex)),
+        wake(std::make_shared<asio::steady_timer>(executor)),
+        on_batch(std::move(batch)),
+        on_done(std::move(done)) {}
+
+  asio::any_io_executor executor;
+  std::shared_ptr<asio::steady_timer> wake;  // loop thread
+  std::atomic<bool> cancelled{false};
+  std::atomic<size_t> undelivered{0};
+  std::atomic<bool> paused{false};               // the reader waits for the delivery thread
+  bool read_armed = false, write_armed = false;  // loop thread
+  AgentClient::OnBatch on_batch;
+  AgentClient::OnStreamDone on_done;
+  // Delivery thread only:
+  bool stopped_by_reader = false;  // on_batch returned false
+  uint64_t next_seq = 1;
+
+  void WakeOnLoop(const std::shared_ptr<StreamState>& self) {
+    asio::post(executor, [self] { self->wake->cancel(); });
+  }
+};
+
+class Handle : public AgentLogStream {
+ public:
+  explicit Handle(std::shared_ptr<StreamState> state) : state_(std::move(state)) {}
+  void Cancel() override {
+    state_->cancelled = true;
+    state_->WakeOnLoop(state_);
+  }
+
+ private:
+  std::shared_ptr<StreamState> state_;
+};
+
+void Deliver(const std::shared_ptr<StreamState>& s, std::vector<LogRecord>&& records) {
+  size_t bytes = 0;
+  for (const LogRecord& r : records) bytes += r.data.size();
+  s->undelivered += bytes;
+  asio::post(DeliveryThread(), [s, records = std::move(records), bytes]() mutable {
+    if (!s->stopped_by_reader) {
+      const uint64_t next = records.back().seq + 1;
+      if (s->on_batch(std::move(records))) {
+        s->next_seq = next;
+      } else {
+        s->stopped_by_reader = true;
+        s->cancelled = true;
+      }
+    }
+    s->undelivered -= bytes;
+    if (s->stopped_by_reader || (s->undelivered < kMaxUndeliveredBytes / 2 && s->paused)) {
+      s->paused = false;
+      s->WakeOnLoop(s);
+    }
+  });
+}
+
+// Hands how the stream ended to on_done, after every batch before it.
+void Finish(const std::shared_ptr<StreamState>& s, AgentLogStreamEnd end,
+            std::exception_ptr error) {
+  asio::post(DeliveryThread(), [s, end, error]() mutable {
+    end.next_seq = s->next_seq;
+    if (s->stopped_by_reader || (!error && !end.end && s->cancelled)) {
+      end = AgentLogStreamEnd{};
+      end.next_seq = s->next_seq;
+      end.cancelled = true;
+      error = nullptr;
+    }
+    s->on_done(end, error);
+  });
+}
+
+void Arm(const std::shared_ptr<StreamState>& s, SshSession& session) {
+  auto& fd = session.waiter();
+  if (!s->read_armed) {
+    s->read_armed = true;
+    fd.async_wait(asio::posix::stream_descriptor::wait_read, [s](boost::system::error_code) {
+      s->read_armed = false;
+      s->wake->cancel();
+    });
+  }
+  if (!s->write_armed && (ssh_get_poll_flags(session.raw()) & SSH_WRITE_PENDING)) {
+    s->write_armed = true;
+    fd.async_wait(asio::posix::stream_descriptor::wait_write, [s](boost::system::error_code) {
+      s->write_armed = false;
+      s->wake->cancel();
+    });
+  }
+  session.WakeOnIo(s->wake);
+}
+
+asio::awaitable<void> Wait(const std::shared_ptr<StreamState>& s) {
+  s->wake->expires_at(asio::steady_timer::time_point::max());
+  boost::system::error_code ignored;
+  co_await s->wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+}
+
+// Reads the channel until the end frame, EOF, an error or Cancel; returns how it ended.
+asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
+                                              std::shared_ptr<SshSession> session,
+                                              SshLogStreamRequest request) {
+  auto lost = [&](const std::string& why) {
+    return Error(ExitCode::kUnreachable,
+                 fmt::format("{}: log stream: {}", request.description, why));
+  };
+  std::unique_ptr<SshChannel> channel =
+      co_await SshChannel::Exec(*session, StreamLogCommand(request));
+  ssh_channel c = channel->raw();
+  WireDecoder decoder;
+  std::string buffer(kReadChunkBytes, '\0');
+  std::string error_text;
+  while (!s->cancelled) {
+    size_t got = 0;
+    while (got < kReadPerTurnBytes && !decoder.end()) {
+      int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, 0);
+      session->NoteIo();
+      if (n == SSH_ERROR) throw lost("connection lost: " + session->LastError());
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+      try {
+        decoder.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
+      } catch (const std::runtime_error& e) {
+        throw lost(e.what());
+      }
+    }
+    int n = ssh_channel_read_nonblocking(c, buffer.data(), kMaxErrorText, 1);
+    session->NoteIo();
+    if (n > 0 && error_text.size() < kMaxErrorText) {
+      error_text.append(buffer.data(), static_cast<size_t>(n));
+    }
+    std::vector<LogRecord> records = decoder.TakeRecords();
+    if (!records.empty()) Deliver(s, std::move(records));
+    if (decoder.end()) {
+      auto end = LogStreamEndFromBytes(*decoder.end());
+      if (!end) throw lost("a malformed end of the log");
+      co_return *end;
+    }
+    if (ssh_channel_is_eof(c) || ssh_channel_is_closed(c)) {
+      ExitStatus status = co_await channel->WaitExitStatus();
+      while (!error_text.empty() && error_text.back() == '\n') error_text.pop_back();
+      if (status.exit_code == 0 && !request.follow) co_return AgentLogStreamEnd{};
+      if (status.exit_code == kStreamLogRefused) {
+        throw AgentRefusal(
+            fmt::format("{}: agent stream-log: {}", request.description, error_text));
+      }
+      throw lost(fmt::format("podrun-agent stream-log ended early ({}){}", status.ToString(),
+                             error_text.empty() ? "" : ": " + error_text));
+    }
+    if (session->lost()) throw lost("connection lost: no answer to keepalives");
+    if (s->undelivered >= kMaxUndeliveredBytes) {
+      s->paused = true;  // the delivery thread wakes us once it has caught up
+      if (s->undelivered >= kMaxUndeliveredBytes) co_await Wait(s);
+      continue;
+    }
+    if (got > 0) {
+      // More may be there already: look again after the other channels had their turn.
+      co_await asio::post(s->executor, asio::use_awaitable);
+      continue;
+    }
+    Arm(s, *session);
+    co_await Wait(s);
+  }
+  co_return AgentLogStreamEnd{};  // cancelled (Finish says so)
+}
+
+asio::awaitable<void> Run(std::shared_ptr<StreamState> s,
+                          std::function<std::shared_ptr<SshSession>()> get_session,
+                          SshLogStreamRequest request) {
+  AgentLogStreamEnd end;
+  std::exception_ptr error;
+  try {
+    std::shared_ptr<SshSession> session = get_session();
+    if (!session) {
+      throw Error(ExitCode::kUnreachable, fmt::format("{}: not connected", request.description));
+    }
+    end = co_await ReadStream(s, session, std::move(request));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  Finish(s, end, error);
+}
+
+}  // namespace
+
+std::string StreamLogCommand(const SshLogStreamRequest& r) {
+  return "sh -c " + ShellQuote(fmt::format(
+                        "exec \"{}\" stream-log --job {} --attempt {} --from {}{}", r.agent_path,
+                        ShellQuote(r.job_id), r.attempt, r.from_seq, r.follow ? " --follow" : ""));
+}
+
+std::shared_ptr<AgentLogStream> StartSshLogStream(
+    asio::any_io_executor executor, std::function<std::shared_ptr<SshSession>()> session,
+    SshLogStreamRequest request, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done) {
+  auto state = std::make_shared<StreamState>(executor, std::move(on_batch), std::move(on_done));
+  state->next_seq = request.from_seq;
+  asio::co_spawn(executor, Run(state, std::move(session), std::move(request)), asio::detached);
+  return std::make_shared<Handle>(state);
+}
+
+}  // namespace podrun

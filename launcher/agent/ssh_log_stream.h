@@ -1,0 +1,45 @@
+// SshLogStream: a worker's job log over an SSH exec channel of its own, running
+// `podrun-agent stream-log` (proto/log_wire.h), instead of the StreamLogs RPC through the agent
+// tunnel: bulk output then skips gRPC's framing, the tunnel's socketpair and their wakeups
+// (docs/decisions.md, "Bulk logs over a channel of their own"). The channel shares the
+// session with the tunnel (SshSession::WakeOnIo).
+//
+// Records are handed to on_batch on one delivery thread shared by every stream of the process,
+// so that merging and writing output (which may block on a slow terminal) never holds up the
+// event loop; a stream that has more than kMaxUndeliveredBytes waiting stops reading its
+// channel, and SSH's flow control then holds back the worker's side.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <memory>
+#include <string>
+
+#include "launcher/agent/agent_client.h"
+#include "launcher/ssh/ssh_session.h"
+
+namespace podrun {
+
+inline constexpr size_t kMaxUndeliveredBytes = size_t{8} << 20;
+
+struct SshLogStreamRequest {
+  std::string agent_path;  // the agent binary on the worker
+  std::string job_id;
+  uint32_t attempt = 1;
+  uint64_t from_seq = 1;
+  bool follow = true;
+  std::string description;  // "w3 (root@10.0.0.5:22)", for errors
+};
+
+// The same contract as AgentClient::StartStreamLogs: on_batch runs for each batch in order,
+// one call at a time; on_done runs once, last, with how the stream ended or the error
+// (AgentRefusal when the agent refused: no such job; Error(kUnreachable) when the channel or
+// connection failed). Call from any thread; `session()` is called on the loop (`executor`) and
+// may return null (not connected: on_done gets the error). Cancel() ends it early.
+std::shared_ptr<AgentLogStream> StartSshLogStream(
+    asio::any_io_executor executor, std::function<std::shared_ptr<SshSession>()> session,
+    SshLogStreamRequest request, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done);
+
+// The command line that runs stream-log on the worker for `request`.
+std::string StreamLogCommand(const SshLogStreamRequest& request);
+
+}  // namespace podrun

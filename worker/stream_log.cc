@@ -1,0 +1,64 @@
+// See stream_log.h.
+#include "worker/stream_log.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "proto/log_wire.h"
+#include "proto/write_all.h"
+#include "worker/agent_proto.h"
+#include "worker/job_log_stream.h"
+
+namespace podrun::agent {
+namespace {
+
+// Frames to stdout, one write per batch.
+class StdoutLogSink : public JobLogSink {
+ public:
+  bool Records(std::vector<LogRecord>&& records) override {
+    buffer_.clear();
+    for (const LogRecord& r : records) AppendWireRecord(r, &buffer_);
+    return WriteAll(STDOUT_FILENO, buffer_);
+  }
+  bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
+    buffer_.clear();
+    AppendWireEnd(EndBatch(exit, gap).SerializeAsString(), &buffer_);
+    return WriteAll(STDOUT_FILENO, buffer_);
+  }
+
+ private:
+  std::string buffer_;
+};
+
+// False once nobody reads stdout any more (the launcher closed the channel).
+bool ReaderPresent() {
+  pollfd p{STDOUT_FILENO, 0, 0};
+  return ::poll(&p, 1, 0) <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL)) == 0;
+}
+
+}  // namespace
+
+int StreamLog(const StreamLogArgs& args) {
+  ::signal(SIGPIPE, SIG_IGN);  // a closed channel is a write error, not a kill
+  try {
+    const JobDir dir(args.home, args.job_id, args.attempt);
+    if (!dir.Exists()) {
+      std::fprintf(stderr, "no job %s/%u on this worker\n", args.job_id.c_str(), args.attempt);
+      return kStreamLogRefused;
+    }
+    StdoutLogSink sink;
+    const JobLogStreamEnd end =
+        StreamJobLog(args.home, dir, ReadJobSnapshot(dir, /*count_records=*/false), args.from_seq,
+                     args.follow, sink, ReaderPresent);
+    return end == JobLogStreamEnd::kEnded || end == JobLogStreamEnd::kCaughtUp ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stream-log: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace podrun::agent
