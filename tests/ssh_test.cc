@@ -7,6 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +159,41 @@ TEST_F(SshTest, ChannelClosedByTheServerEndsTheDrain) {
   auto [status, out] = loop.Run(flow());
   EXPECT_EQ(4, status.exit_code.value_or(-1));
   EXPECT_EQ("again\n", out);
+}
+
+TEST_F(SshTest, TwoChannelsOfOneSessionBothStreamToTheEnd) {
+  // launch's shape: two busy channels on one session (the tunnel and the bulk log channel).
+  // libssh reads the socket for whichever channel asks and keeps what belongs to the other in
+  // that channel's buffer; both streams must still end, whole, without a keepalive's help.
+  EventLoop loop;
+  struct Streams {
+    std::unique_ptr<SshSession> session;
+    std::unique_ptr<SshChannel> bursts, steady;
+    size_t a = 0, b = 0;
+    int done = 0;
+    std::unique_ptr<asio::steady_timer> limit;
+  };
+  auto drain = [](std::shared_ptr<Streams> s, SshChannel* c, size_t* n) -> asio::awaitable<void> {
+    co_await c->Drain([n](Stream, std::string_view d) { *n += d.size(); });
+    if (++s->done == 2) s->limit->cancel();
+  };
+  auto flow = [&]() -> asio::awaitable<std::pair<size_t, size_t>> {
+    auto s = std::make_shared<Streams>();  // kept by both drains: a stuck one touches no frame
+    s->session = co_await SshSession::Connect(Worker(1), PodSsh());
+    s->bursts = co_await SshChannel::Exec(
+        *s->session, "for i in $(seq 100); do head -c 100000 /dev/zero; sleep 0.01; done");
+    s->steady = co_await SshChannel::Exec(*s->session, "head -c 10000000 /dev/zero");
+    auto executor = co_await asio::this_coro::executor;
+    s->limit = std::make_unique<asio::steady_timer>(executor, std::chrono::seconds(60));
+    asio::co_spawn(executor, drain(s, s->bursts.get(), &s->a), asio::detached);
+    asio::co_spawn(executor, drain(s, s->steady.get(), &s->b), asio::detached);
+    boost::system::error_code ignored;
+    co_await s->limit->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    co_return std::make_pair(s->a, s->b);
+  };
+  auto [a, b] = loop.Run(flow());
+  EXPECT_EQ(10000000u, a);
+  EXPECT_EQ(10000000u, b);
 }
 
 TEST_F(SshTest, UnixSocketChannelToAMissingSocketFailsAndTheSessionLivesOn) {
