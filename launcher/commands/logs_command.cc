@@ -108,9 +108,19 @@ ExitCode RunLogs(const LogsRequest& request) {
     p.description = agent.description;
     return p;
   };
-  auto hooks = [&agents](JobAgent* agent) {
-    return LogFollowHooks{[agent] { return agent->client; },
-                          [&agents, agent] { return agents.Reconnect(*agent); }, SayToUser, {}};
+  auto hooks = [&](JobAgent* agent) {
+    LogFollowHooks h{[agent] { return agent->client; },
+                     [&agents, agent] { return agents.Reconnect(*agent); },
+                     SayToUser,
+                     {}};
+    // Bulk output over a channel of its own where the link has one (SSH), as launch does.
+    h.open_stream = [&agents, &job, &attempt, &request, agent](uint64_t from_seq,
+                                                               AgentClient::OnBatch on_batch,
+                                                               AgentClient::OnStreamDone on_done) {
+      return agents.StartLogStream(*agent, job.id, static_cast<uint32_t>(attempt->number), from_seq,
+                                   request.follow, std::move(on_batch), std::move(on_done));
+    };
+    return h;
   };
   auto record = [&](const JobAgent& agent, const LogFollowResult& result) {
     std::lock_guard lock(mutex);

@@ -84,6 +84,14 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
 
 JobAgents::~JobAgents() { links_.clear(); }
 
+std::shared_ptr<AgentLogStream> JobAgents::StartLogStream(
+    const JobAgent& agent, const std::string& job_id, uint32_t attempt, uint64_t from_seq,
+    bool follow, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done) {
+  const auto i = static_cast<size_t>(&agent - agents_.data());
+  return links_.at(i)->StartLogStream(job_id, attempt, from_seq, follow, std::move(on_batch),
+                                      std::move(on_done));
+}
+
 std::shared_ptr<AgentClient> JobAgents::Reconnect(JobAgent& agent) {
   size_t i = static_cast<size_t>(&agent - agents_.data());
   try {

@@ -61,6 +61,13 @@ class JobAgents {
   // returns how many there were.
   int ReportUnreachable() const;
 
+  // The agent's log stream over a channel of its own where its link has one (AgentLink::
+  // StartLogStream), else null.
+  std::shared_ptr<AgentLogStream> StartLogStream(const JobAgent& agent, const std::string& job_id,
+                                                 uint32_t attempt, uint64_t from_seq, bool follow,
+                                                 AgentClient::OnBatch on_batch,
+                                                 AgentClient::OnStreamDone on_done);
+
   // Runs f(agent) for every reachable agent on a thread of its own; waits for all.
   void ForEachReachable(const std::function<void(JobAgent&)>& f);
 
