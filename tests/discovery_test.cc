@@ -7,11 +7,13 @@
 // again), and two nodes as one multislice job with the MEGASCALE variables on every worker.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "tests/run_command.h"
 #include "tests/testpod.h"
@@ -153,6 +155,38 @@ TEST_F(DiscoveryTest, TwoNodesRunAsOneMultisliceJob) {
   EXPECT_EQ(0, status.exit_code) << status.output;
   EXPECT_NE(std::string::npos, status.output.find(pod_->address(3))) << status.output;
   EXPECT_EQ(calls, Calls());
+}
+
+TEST_F(DiscoveryTest, AWorkerLostWhileItsNodeIsPreemptedIsNamedPreempted) {
+  const std::string marker = "podrun-test-preempted";
+  const std::string spec = Dir() + "/preempted.yaml";
+  std::ofstream(spec) << "name: preempted\npod:\n  tpu: node-a\n  zone: zone-1\nrun: exec -a "
+                      << marker << " sleep 300\n";
+  auto running = [&] {
+    return std::atoi(RunCommand("pgrep -fc '^" + marker + " ' || true").output.c_str());
+  };
+  CommandResult r;
+  std::thread launch([&] { r = RunCommand(Podrun() + " launch " + spec + Keys()); });
+  for (int i = 0; i < 600 && running() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(2, running());
+  // The node is preempted: gcloud says so, and w1 drops off the network.
+  WriteNode("node-a", "PREEMPTED", {0, 1});
+  pod_->Cut(1);
+  launch.join();
+  pod_->Heal(1);
+  WriteNode("node-a", "READY", {0, 1});
+  EXPECT_EQ(1, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("preempted: TPU node node-a is PREEMPTED (gcloud)"))
+      << r.output;
+  // The job record says so, and the stop the cut-off worker missed reaches it now.
+  CommandResult status = RunCommand(Podrun() + " status preempted");
+  EXPECT_NE(std::string::npos, status.output.find("PREEMPTED")) << status.output;
+  for (int i = 0; i < 100 && running() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(0, running());
 }
 
 // TPU VMs given by --hosts: each agent asks its VM's metadata server (here a real HTTP server at

@@ -11,6 +11,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <mutex>
+#include <vector>
 
 #include "launcher/error.h"
 #include "launcher/ssh/ssh_channel.h"
@@ -31,6 +33,14 @@ asio::thread_pool& DeliveryThread() {
   static asio::thread_pool pool(1);
   return pool;
 }
+
+struct StreamState;
+
+// Undelivered bytes of every stream together, and the streams paused for it (delivery thread
+// and loop threads).
+std::atomic<size_t> total_undelivered{0};
+std::mutex paused_mutex;
+std::vector<std::weak_ptr<StreamState>> paused_streams;
 
 struct StreamState {
   StreamState(asio::any_io_executor ex, AgentClient::OnBatch batch, AgentClient::OnStreamDone done)
@@ -72,6 +82,7 @@ void Deliver(const std::shared_ptr<StreamState>& s, std::vector<LogRecord>&& rec
   size_t bytes = 0;
   for (const LogRecord& r : records) bytes += r.data.size();
   s->undelivered += bytes;
+  total_undelivered += bytes;
   asio::post(DeliveryThread(), [s, records = std::move(records), bytes]() mutable {
     if (!s->stopped_by_reader) {
       const uint64_t next = records.back().seq + 1;
@@ -83,11 +94,27 @@ void Deliver(const std::shared_ptr<StreamState>& s, std::vector<LogRecord>&& rec
       }
     }
     s->undelivered -= bytes;
-    if (s->stopped_by_reader || (s->undelivered < kMaxUndeliveredBytes / 2 && s->paused)) {
-      s->paused = false;
+    total_undelivered -= bytes;
+    if ((s->stopped_by_reader || s->undelivered < kMaxUndeliveredBytes / 2) &&
+        total_undelivered < kMaxUndeliveredTotal && s->paused.exchange(false)) {
       s->WakeOnLoop(s);
     }
+    if (total_undelivered < kMaxUndeliveredTotal / 2) {
+      std::vector<std::weak_ptr<StreamState>> paused;
+      {
+        std::lock_guard lock(paused_mutex);
+        paused.swap(paused_streams);
+      }
+      for (const auto& weak : paused) {
+        auto p = weak.lock();
+        if (p && p->paused.exchange(false)) p->WakeOnLoop(p);  // it looks again for itself
+      }
+    }
   });
+}
+
+bool TooMuchUndelivered(const StreamState& s) {
+  return s.undelivered >= kMaxUndeliveredBytes || total_undelivered >= kMaxUndeliveredTotal;
 }
 
 // Hands how the stream ended to on_done, after every batch before it.
@@ -142,7 +169,8 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
       co_await SshChannel::Exec(*session, StreamLogCommand(request));
   ssh_channel c = channel->raw();
   WireDecoder decoder;
-  std::string buffer(kReadChunkBytes, '\0');
+  // One buffer for every stream of the loop: it holds nothing across a suspension.
+  static thread_local std::string buffer(kReadChunkBytes, '\0');
   std::string error_text;
   while (!s->cancelled) {
     size_t got = 0;
@@ -182,9 +210,13 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
                              error_text.empty() ? "" : ": " + error_text));
     }
     if (session->lost()) throw lost("connection lost: no answer to keepalives");
-    if (s->undelivered >= kMaxUndeliveredBytes) {
+    if (TooMuchUndelivered(*s)) {
       s->paused = true;  // the delivery thread wakes us once it has caught up
-      if (s->undelivered >= kMaxUndeliveredBytes) co_await Wait(s);
+      {
+        std::lock_guard lock(paused_mutex);
+        paused_streams.push_back(s);
+      }
+      if (TooMuchUndelivered(*s)) co_await Wait(s);
       continue;
     }
     if (got > 0) {

@@ -6,8 +6,9 @@
 //
 // Records are handed to on_batch on one delivery thread shared by every stream of the process,
 // so that merging and writing output (which may block on a slow terminal) never holds up the
-// event loop; a stream that has more than kMaxUndeliveredBytes waiting stops reading its
-// channel, and SSH's flow control then holds back the worker's side.
+// event loop; a stream that has more than kMaxUndeliveredBytes waiting, or all streams
+// together kMaxUndeliveredTotal, stops reading its channel, and SSH's flow control then holds
+// back the worker's side: what is buffered is bounded whatever the pod's size.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -20,6 +21,7 @@
 namespace podrun {
 
 inline constexpr size_t kMaxUndeliveredBytes = size_t{8} << 20;
+inline constexpr size_t kMaxUndeliveredTotal = size_t{64} << 20;
 
 struct SshLogStreamRequest {
   std::string agent_path;  // the agent binary on the worker

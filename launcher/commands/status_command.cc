@@ -31,9 +31,11 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   Notes notes;
   bool start_failed = store.GetAttempt(job.id, attempt).state == AttemptState::kStartFailed;
   std::vector<int> active;
-  std::map<int, int> pending_stops;  // worker -> grace seconds of a stop not delivered yet
+  std::map<int, int> pending_stops;         // worker -> grace seconds of a stop not delivered yet
+  std::map<int, std::string> lost_reasons;  // why a worker with a pending stop was lost
   for (const WorkerRecord& w : store.Workers(job.id, attempt)) {
     if (w.stop_pending_grace) {
+      if (w.state == WorkerState::kLost) lost_reasons[w.index] = w.error;
       pending_stops[w.index] = *w.stop_pending_grace;
       active.push_back(w.index);
       continue;
@@ -63,7 +65,9 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
                              std::chrono::seconds(it->second));
           std::lock_guard lock(mutex);
           delivered.push_back(agent.index);
-          notes[agent.index] = "stopped now: podrun's stop of the gang could not reach it then";
+          const std::string& lost = lost_reasons[agent.index];
+          notes[agent.index] = "stopped now: podrun's stop of the gang could not reach it then" +
+                               (lost.empty() ? "" : " (lost: " + lost + ")");
         }
         auto status = agent.client->Status(job.id, static_cast<uint32_t>(attempt));
         std::lock_guard lock(mutex);
@@ -90,6 +94,11 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
       // The agent's answer replaces an earlier note (a "lost" the launcher guessed, its reason);
       // a full disk on the worker is worth keeping.
       if (!update->error) update->error = status->gap ? DescribeLogGap(*status->gap) : "";
+      // Stopped now after it was lost (a preempted node that came back): keep why it was lost.
+      if (auto it = lost_reasons.find(index); it != lost_reasons.end() && !it->second.empty()) {
+        update->error =
+            "lost: " + it->second + (update->error->empty() ? "" : "; " + *update->error);
+      }
       store.UpdateWorker(job.id, attempt, index, *update);
     }
   }

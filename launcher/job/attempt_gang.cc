@@ -1,5 +1,6 @@
 // An attempt while it runs: following every log, failures and hangs, stopping the gang, the report.
 #include "launcher/job/attempt_runner_parts.h"
+#include "launcher/job/preemption.h"
 
 namespace podrun::attempt_internal {
 
@@ -74,11 +75,22 @@ void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
   UpdateWorker(w.index, update);
 }
 
-void Runner::OnLost(Worker& w, const std::string& reason) {
+void Runner::OnLost(Worker& w, const std::string& lost) {
   merger_->Finish(w.index);
+  // A discovered pod's node may have been preempted: then that is what happened, said first.
+  std::string reason = lost;
+  if (auto state = NodeStateOfLostWorker(plan_.pod, w.index, plan_.home / "cache")) {
+    reason = *state + "; " + lost;
+  }
   std::lock_guard lock(gang_mutex_);
   if (gang_.Lost(w.index, reason)) StopRunning();
-  UpdateWorker(w.index, {.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason});
+  WorkerUpdate update{.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason};
+  // Out of reach is not ended: with stop_all its process may still hold the accelerators, so
+  // the stop is recorded for the next podrun command that reaches it.
+  if (plan_.spec.on_failure == OnFailure::kStopAll) {
+    update.stop_pending_grace = plan_.spec.grace_seconds;
+  }
+  UpdateWorker(w.index, update);
 }
 
 void Runner::FollowAll(const std::vector<Worker*>& workers) {

@@ -139,8 +139,9 @@ void DiscoverTpuWorkers(const PodSettings& s, Pod* pod) {
   }
   const std::filesystem::path cache = PodrunHome() / "cache";
   for (size_t slice = 0; slice < names.size(); ++slice) {
-    const TpuNode node =
-        DescribeTpuNode({names[slice], *s.zone, s.project}, cache, s.refresh.value_or(false));
+    const TpuQuery query{names[slice], *s.zone, s.project};
+    const TpuNode node = DescribeTpuNode(query, cache, s.refresh.value_or(false));
+    pod->tpu_nodes.push_back(query);
     if (node.state != "READY") {
       throw Error(ExitCode::kUnreachable,
                   fmt::format("tpu {} is {}, not READY: nothing was started", names[slice],

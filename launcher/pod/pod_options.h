@@ -9,6 +9,7 @@
 
 #include "launcher/job/spec.h"
 #include "launcher/pod/host_list.h"
+#include "launcher/pod/tpu_discovery.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
@@ -38,6 +39,9 @@ struct Pod {
   std::string description;  // "hosts:8", "local:4", "tpu:node-1"
   bool cloud_tpu = false;   // discovered with --tpu: the TPU runtime sets TPU_WORKER_* itself
   int slices = 1;           // --tpu A,B,...: the number of nodes (multislice when > 1)
+  // --tpu: the node of each slice, to ask again when a worker is lost (a preemption). Empty
+  // for a pod rebuilt from a job record (rerun): its workers are the recorded hosts.
+  std::vector<TpuQuery> tpu_nodes;
 };
 
 // Resolves the pod: reads a host file or discovers a TPU pod (tpu_discovery.h), checks -w against
