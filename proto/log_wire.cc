@@ -8,7 +8,7 @@
 namespace podrun {
 namespace {
 
-constexpr uint8_t kKindStdout = 0, kKindStderr = 1, kKindEnd = 2;
+constexpr uint8_t kKindStdout = 0, kKindStderr = 1, kKindEnd = 2, kKindHeartbeat = 3;
 
 template <typename T>
 void Put(char* at, T value) {
@@ -46,12 +46,14 @@ void AppendWireEnd(std::string_view payload, std::string* out) {
 size_t WireDecoder::CheckedFrameSize(const char* h) {
   const auto kind = static_cast<uint8_t>(h[2]);
   const auto length = Get<uint32_t>(h + 4);
-  if (h[0] != 'P' || h[1] != 'W' || kind > kKindEnd || h[3] != 0 ||
+  if (h[0] != 'P' || h[1] != 'W' || kind > kKindHeartbeat || h[3] != 0 ||
       length > kMaxLogRecordDataBytes) {
     throw std::runtime_error("malformed log stream (not a podrun-agent stream-log frame)");
   }
   return kWireHeaderBytes + length;
 }
+
+void AppendWireHeartbeat(std::string* out) { AppendFrame(kKindHeartbeat, 0, 0, {}, out); }
 
 void WireDecoder::TakeFrame(const char* h) {
   const auto kind = static_cast<uint8_t>(h[2]);
@@ -60,6 +62,7 @@ void WireDecoder::TakeFrame(const char* h) {
     end_.emplace(payload);
     return;
   }
+  if (kind == kKindHeartbeat) return;
   LogRecord& r = records_.emplace_back();
   r.seq = Get<uint64_t>(h + 8);
   r.time_ns = Get<int64_t>(h + 16);

@@ -4,11 +4,14 @@
 // bytes, so frames carry no CRC: they are cheaper to make and to read than the on-disk records.
 //
 // Frame layout, little endian, 24-byte header then the payload:
-//   0  u8 'P'   1 u8 'W'   2 u8 kind (0 stdout record, 1 stderr record, 2 end)   3 u8 0
+//   0  u8 'P'   1 u8 'W'   2 u8 kind (0 stdout, 1 stderr record, 2 end, 3 heartbeat)   3 u8 0
 //   4  u32 payload length   8 u64 seq (records; 0 for the end)   16 i64 time_ns (records)
-// The end frame's payload is a serialized v1::LogBatch holding only `end` and `log_gap`.
+// The end frame's payload is a serialized v1::LogBatch holding only `end` and `log_gap`. A
+// heartbeat (no payload) is sent after kWireHeartbeatInterval without a frame, so that the
+// reader can tell a quiet job from a dead link (kWireSilenceLimit).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,11 +24,15 @@
 namespace podrun {
 
 inline constexpr size_t kWireHeaderBytes = 24;
+inline constexpr auto kWireHeartbeatInterval = std::chrono::seconds(3);
+inline constexpr auto kWireSilenceLimit = std::chrono::seconds(15);
 
 // Appends `record`'s frame to `out`.
 void AppendWireRecord(const LogRecord& record, std::string* out);
 // Appends the end frame with `payload` (a serialized LogBatch) to `out`.
 void AppendWireEnd(std::string_view payload, std::string* out);
+// Appends a heartbeat frame (the decoder skips it) to `out`.
+void AppendWireHeartbeat(std::string* out);
 
 // Reads frames from a byte stream fed in pieces of any size. Holds at most one incomplete frame.
 class WireDecoder {

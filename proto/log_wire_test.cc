@@ -20,7 +20,10 @@ TEST(LogWireTest, RecordsAndEndSurviveAnySplitOfTheStream) {
   std::vector<LogRecord> sent = {Record(1, "hello\n"), Record(2, "", LogStream::kStderr),
                                  Record(3, std::string(70000, 'x'))};
   std::string stream;
-  for (const LogRecord& r : sent) AppendWireRecord(r, &stream);
+  for (const LogRecord& r : sent) {
+    AppendWireRecord(r, &stream);
+    AppendWireHeartbeat(&stream);  // skipped wherever it comes
+  }
   AppendWireEnd("the end", &stream);
   stream += "ignored after the end";
   for (size_t piece : {size_t{1}, size_t{7}, size_t{4096}, stream.size()}) {

@@ -22,16 +22,29 @@ class StdoutLogSink : public JobLogSink {
   bool Records(std::vector<LogRecord>&& records) override {
     buffer_.clear();
     for (const LogRecord& r : records) AppendWireRecord(r, &buffer_);
-    return WriteAll(STDOUT_FILENO, buffer_);
+    return Send();
   }
   bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
     buffer_.clear();
     AppendWireEnd(EndBatch(exit, gap).SerializeAsString(), &buffer_);
-    return WriteAll(STDOUT_FILENO, buffer_);
+    return Send();
+  }
+  // A heartbeat if nothing was sent for kWireHeartbeatInterval; false if the reader is gone.
+  bool KeepAlive() {
+    if (std::chrono::steady_clock::now() - last_sent_ < kWireHeartbeatInterval) return true;
+    buffer_.clear();
+    AppendWireHeartbeat(&buffer_);
+    return Send();
   }
 
  private:
+  bool Send() {
+    last_sent_ = std::chrono::steady_clock::now();
+    return WriteAll(STDOUT_FILENO, buffer_);
+  }
+
   std::string buffer_;
+  std::chrono::steady_clock::time_point last_sent_ = std::chrono::steady_clock::now();
 };
 
 // False once nobody reads stdout any more (the launcher closed the channel).
@@ -53,7 +66,7 @@ int StreamLog(const StreamLogArgs& args) {
     StdoutLogSink sink;
     const JobLogStreamEnd end =
         StreamJobLog(args.home, dir, ReadJobSnapshot(dir, /*count_records=*/false), args.from_seq,
-                     args.follow, sink, ReaderPresent);
+                     args.follow, sink, [&] { return ReaderPresent() && sink.KeepAlive(); });
     return end == JobLogStreamEnd::kEnded || end == JobLogStreamEnd::kCaughtUp ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stream-log: %s\n", e.what());

@@ -151,8 +151,10 @@ void Arm(const std::shared_ptr<StreamState>& s, SshSession& session) {
   session.WakeOnIo(s->wake);
 }
 
-asio::awaitable<void> Wait(const std::shared_ptr<StreamState>& s) {
-  s->wake->expires_at(asio::steady_timer::time_point::max());
+asio::awaitable<void> Wait(
+    const std::shared_ptr<StreamState>& s,
+    asio::steady_timer::time_point until = asio::steady_timer::time_point::max()) {
+  s->wake->expires_at(until);
   boost::system::error_code ignored;
   co_await s->wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
 }
@@ -172,6 +174,8 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
   // One buffer for every stream of the loop: it holds nothing across a suspension.
   static thread_local std::string buffer(kReadChunkBytes, '\0');
   std::string error_text;
+  // stream-log sends a heartbeat when it has nothing else to send: silence means a dead link.
+  auto last_heard = std::chrono::steady_clock::now();
   while (!s->cancelled) {
     size_t got = 0;
     while (got < kReadPerTurnBytes && !decoder.end()) {
@@ -191,6 +195,7 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
     if (n > 0 && error_text.size() < kMaxErrorText) {
       error_text.append(buffer.data(), static_cast<size_t>(n));
     }
+    if (got > 0 || n > 0) last_heard = std::chrono::steady_clock::now();
     std::vector<LogRecord> records = decoder.TakeRecords();
     if (!records.empty()) Deliver(s, std::move(records));
     if (decoder.end()) {
@@ -217,6 +222,7 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
         paused_streams.push_back(s);
       }
       if (TooMuchUndelivered(*s)) co_await Wait(s);
+      last_heard = std::chrono::steady_clock::now();  // not reading is not silence
       continue;
     }
     if (got > 0) {
@@ -224,8 +230,12 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
       co_await asio::post(s->executor, asio::use_awaitable);
       continue;
     }
+    if (std::chrono::steady_clock::now() - last_heard >= kWireSilenceLimit) {
+      throw lost(fmt::format("nothing, not even a heartbeat, for {} s",
+                             std::chrono::seconds(kWireSilenceLimit).count()));
+    }
     Arm(s, *session);
-    co_await Wait(s);
+    co_await Wait(s, last_heard + kWireSilenceLimit);
   }
   co_return AgentLogStreamEnd{};  // cancelled (Finish says so)
 }
