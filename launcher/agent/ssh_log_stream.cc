@@ -22,9 +22,9 @@
 namespace podrun {
 namespace {
 
-constexpr size_t kReadChunkBytes = size_t{256} * 1024;
-// Read from the channel per turn of the loop before handing the records on.
-constexpr size_t kReadPerTurnBytes = size_t{1} << 20;
+// More than a channel's window (libssh's WINDOWBASE, 1.28 MB) plus what it may hold: each read
+// takes all that libssh holds, whose window it tops up again after every read.
+constexpr size_t kReadChunkBytes = size_t{4} << 20;
 constexpr size_t kMaxErrorText = 4096;
 constexpr int kStreamLogRefused = 3;  // worker/stream_log.h
 
@@ -177,8 +177,22 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
   // stream-log sends a heartbeat when it has nothing else to send: silence means a dead link.
   auto last_heard = std::chrono::steady_clock::now();
   while (!s->cancelled) {
+    if (TooMuchUndelivered(*s)) {
+      // Not reading lets the channel's window close: libssh tops it up after every read,
+      // whatever it holds already, so reading on would let its buffer grow with the output.
+      s->paused = true;  // the delivery thread wakes us once it has caught up
+      {
+        std::lock_guard lock(paused_mutex);
+        paused_streams.push_back(s);
+      }
+      if (TooMuchUndelivered(*s)) co_await Wait(s);
+      last_heard = std::chrono::steady_clock::now();  // not reading is not silence
+      continue;
+    }
+    // Everything libssh holds for this channel, so that what it buffers stays within the
+    // window; records are handed on as they are decoded.
     size_t got = 0;
-    while (got < kReadPerTurnBytes && !decoder.end()) {
+    while (!decoder.end() && !TooMuchUndelivered(*s)) {
       int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, 0);
       session->NoteIo();
       if (n == SSH_ERROR) throw lost("connection lost: " + session->LastError());
@@ -189,6 +203,8 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
       } catch (const std::runtime_error& e) {
         throw lost(e.what());
       }
+      std::vector<LogRecord> records = decoder.TakeRecords();
+      if (!records.empty()) Deliver(s, std::move(records));
     }
     int n = ssh_channel_read_nonblocking(c, buffer.data(), kMaxErrorText, 1);
     session->NoteIo();
@@ -196,8 +212,6 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
       error_text.append(buffer.data(), static_cast<size_t>(n));
     }
     if (got > 0 || n > 0) last_heard = std::chrono::steady_clock::now();
-    std::vector<LogRecord> records = decoder.TakeRecords();
-    if (!records.empty()) Deliver(s, std::move(records));
     if (decoder.end()) {
       auto end = LogStreamEndFromBytes(*decoder.end());
       if (!end) throw lost("a malformed end of the log");
@@ -215,16 +229,6 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
                              error_text.empty() ? "" : ": " + error_text));
     }
     if (session->lost()) throw lost("connection lost: no answer to keepalives");
-    if (TooMuchUndelivered(*s)) {
-      s->paused = true;  // the delivery thread wakes us once it has caught up
-      {
-        std::lock_guard lock(paused_mutex);
-        paused_streams.push_back(s);
-      }
-      if (TooMuchUndelivered(*s)) co_await Wait(s);
-      last_heard = std::chrono::steady_clock::now();  // not reading is not silence
-      continue;
-    }
     if (got > 0) {
       // More may be there already: look again after the other channels had their turn.
       co_await asio::post(s->executor, asio::use_awaitable);
