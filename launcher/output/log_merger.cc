@@ -14,8 +14,8 @@ LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
   if (dir_.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  merged_fd_.reset(
-      ::open((dir_ / "merged.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  merged_fd_.reset(::open((dir_ / "merged.log").c_str(),
+                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (merged_fd_.get() >= 0) {
     screen_.Tee(merged_fd_.get());
   } else {
@@ -51,12 +51,12 @@ void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
   if (worker_fd < 0 && !dir_.empty()) WarnCopyFailed("w" + std::to_string(worker) + ".log");
   size_t tee_failures = screen_.tee_failures();
   std::string& tail = tails_[worker];
+  std::vector<std::string_view> copy;  // the batch for wK.log: one write, not one per record
+  copy.reserve(records.size());
   for (const LogRecord& r : records) {
     screen_.Write(worker, r.stream == LogStream::kStderr ? Stream::kStderr : Stream::kStdout,
                   r.data);
-    if (worker_fd >= 0 && !WriteAll(worker_fd, r.data)) {
-      WarnCopyFailed("w" + std::to_string(worker) + ".log");
-    }
+    if (worker_fd >= 0) copy.push_back(r.data);
     // Keep only the end: the failure report needs the last lines, not the whole log.
     if (r.data.size() >= kTailBytes) {
       tail.assign(r.data, r.data.size() - kTailBytes, kTailBytes);
@@ -66,6 +66,9 @@ void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
     }
   }
   if (screen_.tee_failures() != tee_failures) WarnCopyFailed("merged.log");
+  if (!copy.empty() && !WriteAllOf(worker_fd, copy)) {
+    WarnCopyFailed("w" + std::to_string(worker) + ".log");
+  }
 }
 
 void LogMerger::Finish(int worker) {
