@@ -24,6 +24,8 @@
 namespace podrun {
 
 inline constexpr size_t kWireHeaderBytes = 24;
+// stream-log's exit code when it refuses (no such job on the worker): no retry can help.
+inline constexpr int kStreamLogRefused = 3;
 inline constexpr auto kWireHeartbeatInterval = std::chrono::seconds(3);
 inline constexpr auto kWireSilenceLimit = std::chrono::seconds(15);
 

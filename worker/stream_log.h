@@ -18,8 +18,7 @@ struct StreamLogArgs {
 };
 
 // Exit codes: 0 streamed to the end; 1 the reader went away or an I/O error (said on stderr);
-// 3 refused: no such job on this worker (said on stderr).
-inline constexpr int kStreamLogRefused = 3;
+// kStreamLogRefused (proto/log_wire.h): no such job on this worker (said on stderr).
 int StreamLog(const StreamLogArgs& args);
 
 }  // namespace podrun::agent

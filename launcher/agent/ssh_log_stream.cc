@@ -26,7 +26,6 @@ namespace {
 // takes all that libssh holds, whose window it tops up again after every read.
 constexpr size_t kReadChunkBytes = size_t{4} << 20;
 constexpr size_t kMaxErrorText = 4096;
-constexpr int kStreamLogRefused = 3;  // worker/stream_log.h
 
 // The thread on_batch and on_done run on (see the header).
 asio::thread_pool& DeliveryThread() {
