@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
+
+#include "proto/crc32.h"
+#include "proto/write_all.h"
 
 namespace podrun {
 namespace {
@@ -36,11 +38,7 @@ T GetLe(const char* in) {
 }
 
 uint32_t Crc(const char* header, const char* data, size_t data_len) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(header), kCrcOffset);
-  // zlib takes uInt lengths; records are at most 16 MiB, so one call suffices.
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(data_len));
-  return static_cast<uint32_t>(crc);
+  return Crc32(Crc32(0, header, kCrcOffset), data, data_len);
 }
 
 // Reads exactly `len` bytes at `offset` unless the file ends first; returns bytes read.
@@ -80,14 +78,12 @@ bool ParseHeader(const char* h, Header* out) {
   return out->length <= kMaxLogRecordDataBytes && out->seq != 0;
 }
 
-}  // namespace
-
-std::string EncodeLogRecord(const LogRecord& record) {
+// Fills the kLogRecordHeaderBytes at `h` for `record` (its CRC included).
+void EncodeHeader(const LogRecord& record, char* h) {
   if (record.data.size() > kMaxLogRecordDataBytes) {
     throw std::invalid_argument("log record larger than 16 MiB");
   }
-  std::string out(kLogRecordHeaderBytes + record.data.size(), '\0');
-  char* h = out.data();
+  std::memset(h, 0, kLogRecordHeaderBytes);
   h[0] = static_cast<char>(kMagic0);
   h[1] = static_cast<char>(kMagic1);
   h[2] = static_cast<char>(kFormatVersion);
@@ -95,23 +91,25 @@ std::string EncodeLogRecord(const LogRecord& record) {
   PutLe<uint32_t>(h + 4, static_cast<uint32_t>(record.data.size()));
   PutLe<uint64_t>(h + 8, record.seq);
   PutLe<int64_t>(h + 16, record.time_ns);
-  // Binary data after the header, not a C string.
-  // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
-  std::memcpy(h + kLogRecordHeaderBytes, record.data.data(), record.data.size());
   PutLe<uint32_t>(h + kCrcOffset, Crc(h, record.data.data(), record.data.size()));
+}
+
+}  // namespace
+
+std::string EncodeLogRecord(const LogRecord& record) {
+  std::string out(kLogRecordHeaderBytes, '\0');
+  EncodeHeader(record, out.data());
+  out += record.data;
   return out;
 }
 
 void AppendRecord(int fd, const LogRecord& record) {
-  const std::string bytes = EncodeLogRecord(record);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "append log record");
-    }
-    done += static_cast<size_t>(n);
+  char header[kLogRecordHeaderBytes];
+  EncodeHeader(record, header);
+  // Header and data in one writev: no copy of the data, one write as before.
+  const std::string_view pieces[] = {std::string_view(header, sizeof header), record.data};
+  if (!WriteAllOf(fd, pieces)) {
+    throw std::system_error(errno, std::generic_category(), "append log record");
   }
 }
 
