@@ -189,6 +189,62 @@ TEST_F(DiscoveryTest, AWorkerLostWhileItsNodeIsPreemptedIsNamedPreempted) {
   EXPECT_EQ(0, running());
 }
 
+TEST_F(DiscoveryTest, ARestartWaitsForThePreemptedNodeAndRunsAtItsNewAddresses) {
+  const std::string marker = "podrun-test-restart-wait";
+  const std::string flag = "/tmp/podrun-test-preempt-flag";  // in w1's own /tmp
+  ASSERT_EQ(0, pod_->Exec(1, "rm -f " + flag).exit_code);
+  WriteNode("node-p", "READY", {0, 1});
+  const std::string spec = Dir() + "/restart-wait.yaml";
+  std::ofstream(spec) << "name: restart-wait\nrestarts: 1\npod:\n  tpu: node-p\n  zone: zone-1\n"
+                         "run: |\n"
+                         "  if [ \"$PODRUN_ATTEMPT\" = 1 ]; then\n"
+                         "    if [ \"$PODRUN_WORKER_ID\" = 1 ]; then\n"
+                         "      while [ ! -e "
+                      << flag
+                      << " ]; do sleep 0.1; done; exit 7\n"
+                         "    fi\n"
+                         "    exec -a "
+                      << marker
+                      << " sleep 300\n"
+                         "  fi\n"
+                         "  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n";
+  auto running = [&] {
+    return std::atoi(RunCommand("pgrep -fc '^" + marker + " ' || true").output.c_str());
+  };
+  CommandResult r;
+  std::thread launch([&] {
+    r = RunCommand("env PODRUN_TPU_POLL_SECONDS=1 " + Podrun() + " launch " + spec + Keys());
+  });
+  for (int i = 0; i < 600 && running() < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(1, running());
+  // The node is preempted and w1's process fails; the restart must wait for the node, which
+  // comes back as other VMs (w2 and w3's addresses) once gcloud was asked twice more.
+  const int calls = Calls();
+  WriteNode("node-p", "PREEMPTED", {0, 1});
+  ASSERT_EQ(0, pod_->Exec(1, "touch " + flag).exit_code);
+  for (int i = 0; i < 600 && Calls() < calls + 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(Calls(), calls + 2);
+  WriteNode("node-p", "READY", {2, 3});
+  launch.join();
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("waiting for the pod to be READY again: TPU node "
+                                             "node-p is PREEMPTED"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("READY again, at new addresses")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] attempt 2 on w2")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] attempt 2 on w3")) << r.output;
+  // The job record has the new addresses.
+  CommandResult status = RunCommand(Podrun() + " status restart-wait");
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_NE(std::string::npos, status.output.find(pod_->address(3))) << status.output;
+  EXPECT_EQ(0, running());
+  pod_->Exec(1, "rm -f " + flag);
+}
+
 // TPU VMs given by --hosts: each agent asks its VM's metadata server (here a real HTTP server at
 // 169.254.169.254:80 in each worker's network namespace) for its TPU worker number.
 TEST(TpuIdentityTest, AHostOrderThatContradictsTheTpuRuntimeIsRefused) {

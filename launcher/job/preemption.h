@@ -1,11 +1,15 @@
 // What a lost worker of a discovered TPU pod means: its node is asked afresh, so that a
 // preempted (or otherwise not READY) node is named as such in the launch's report, `status` and
-// the job record, not reported as a bare "lost".
+// the job record, not reported as a bare "lost"; and, before a restart, the wait until the
+// pod's nodes are READY again, at their new addresses.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/pod/pod_options.h"
 
@@ -17,5 +21,18 @@ namespace podrun {
 // Blocks for one gcloud describe; `cache_dir` gets the fresh answer.
 std::optional<std::string> NodeStateOfLostWorker(const Pod& pod, int index,
                                                  const std::filesystem::path& cache_dir);
+
+// How often WaitForReadyNodes asks gcloud: 30 s, or $PODRUN_TPU_POLL_SECONDS (for tests).
+std::chrono::seconds ReadyPollInterval();
+
+// Waits until every node of `pod` (discovered with --tpu; any other pod returns at once) is
+// READY, asking gcloud afresh every `poll` (`wait(poll)` sleeps and returns false when the user
+// gave up: Ctrl-C), saying on stderr what it waits for. Then points the pod's workers at their
+// nodes' current addresses (a node recreated after a preemption has new ones) and returns the
+// indexes of the workers whose address changed. nullopt: the user gave up. Throws
+// Error(kUnreachable) when gcloud fails or a node came back with another number of workers.
+std::optional<std::vector<int>> WaitForReadyNodes(
+    Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
+    const std::function<bool(std::chrono::seconds)>& wait);
 
 }  // namespace podrun

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "launcher/job/job_pod.h"
+#include "launcher/job/preemption.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -65,6 +67,20 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan) {
       WriteAll(STDERR_FILENO, "podrun: interrupted: no restart\n");
       return ExitCode::kInterrupted;
     }
+    // A preempted node is waited for, and the gang restarts at its new addresses.
+    std::optional<std::vector<int>> moved;
+    try {
+      moved = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(),
+                                WaitUnlessInterrupted);
+    } catch (const Error& e) {
+      WriteAll(STDERR_FILENO, fmt::format("podrun: {}\n", e.what()));
+      return e.code();
+    }
+    if (!moved) {
+      WriteAll(STDERR_FILENO, "podrun: interrupted: no restart\n");
+      return ExitCode::kInterrupted;
+    }
+    if (!moved->empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
     plan.attempt = store.AddAttempt(plan.job.id, plan.pod.selected);
     WriteAll(STDERR_FILENO,
              fmt::format("podrun: attempt {} of job {}\n", plan.attempt, plan.job.id));

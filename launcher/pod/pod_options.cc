@@ -158,6 +158,7 @@ void DiscoverTpuWorkers(const PodSettings& s, Pod* pod) {
     }
   }
   pod->cloud_tpu = true;
+  pod->internal_ip = s.internal_ip.value_or(false);
   pod->slices = static_cast<int>(names.size());
   pod->description = "tpu:" + *s.tpu;
 }

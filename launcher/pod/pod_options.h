@@ -36,9 +36,10 @@ struct Pod {
   int local = 0;                   // > 0: --local N, no SSH
   SshOptions ssh;
   int fanout = 64;
-  std::string description;  // "hosts:8", "local:4", "tpu:node-1"
-  bool cloud_tpu = false;   // discovered with --tpu: the TPU runtime sets TPU_WORKER_* itself
-  int slices = 1;           // --tpu A,B,...: the number of nodes (multislice when > 1)
+  std::string description;   // "hosts:8", "local:4", "tpu:node-1"
+  bool cloud_tpu = false;    // discovered with --tpu: the TPU runtime sets TPU_WORKER_* itself
+  int slices = 1;            // --tpu A,B,...: the number of nodes (multislice when > 1)
+  bool internal_ip = false;  // --tpu with --internal-ip: workers reached at their internal IPs
   // --tpu: the node of each slice, to ask again when a worker is lost (a preemption). Empty
   // for a pod rebuilt from a job record (rerun): its workers are the recorded hosts.
   std::vector<TpuQuery> tpu_nodes;
