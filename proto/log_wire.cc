@@ -22,21 +22,33 @@ T Get(const char* at) {
   return value;
 }
 
-void AppendFrame(uint8_t kind, uint64_t seq, int64_t time_ns, std::string_view payload,
-                 std::string* out) {
+void AppendHeader(uint8_t kind, uint64_t seq, int64_t time_ns, size_t payload_size,
+                  std::string* out) {
   char header[kWireHeaderBytes] = {'P', 'W', static_cast<char>(kind), 0};
-  Put<uint32_t>(header + 4, static_cast<uint32_t>(payload.size()));
+  Put<uint32_t>(header + 4, static_cast<uint32_t>(payload_size));
   Put<uint64_t>(header + 8, seq);
   Put<int64_t>(header + 16, time_ns);
   out->append(header, sizeof header);
+}
+
+void AppendFrame(uint8_t kind, uint64_t seq, int64_t time_ns, std::string_view payload,
+                 std::string* out) {
+  AppendHeader(kind, seq, time_ns, payload.size(), out);
   out->append(payload);
+}
+
+uint8_t KindOf(const LogRecord& record) {
+  return record.stream == LogStream::kStderr ? kKindStderr : kKindStdout;
 }
 
 }  // namespace
 
 void AppendWireRecord(const LogRecord& record, std::string* out) {
-  AppendFrame(record.stream == LogStream::kStderr ? kKindStderr : kKindStdout, record.seq,
-              record.time_ns, record.data, out);
+  AppendFrame(KindOf(record), record.seq, record.time_ns, record.data, out);
+}
+
+void AppendWireRecordHeader(const LogRecord& record, std::string* out) {
+  AppendHeader(KindOf(record), record.seq, record.time_ns, record.data.size(), out);
 }
 
 void AppendWireEnd(std::string_view payload, std::string* out) {

@@ -31,6 +31,9 @@ inline constexpr auto kWireSilenceLimit = std::chrono::seconds(15);
 
 // Appends `record`'s frame to `out`.
 void AppendWireRecord(const LogRecord& record, std::string* out);
+// Appends the header of `record`'s frame to `out`: the frame is that followed by record.data
+// (for a writer that sends the data from where it is, without copying it).
+void AppendWireRecordHeader(const LogRecord& record, std::string* out);
 // Appends the end frame with `payload` (a serialized LogBatch) to `out`.
 void AppendWireEnd(std::string_view payload, std::string* out);
 // Appends a heartbeat frame (the decoder skips it) to `out`.

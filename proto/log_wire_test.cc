@@ -51,6 +51,16 @@ TEST(LogWireTest, AnIncompleteFrameIsHeldNotDelivered) {
   EXPECT_FALSE(decoder.end().has_value());
 }
 
+TEST(LogWireTest, AHeaderFollowedByTheDataIsTheWholeFrame) {
+  const LogRecord r = Record(9, "some output\n", LogStream::kStderr);
+  std::string whole, split;
+  AppendWireRecord(r, &whole);
+  AppendWireRecordHeader(r, &split);
+  EXPECT_EQ(split.size(), kWireHeaderBytes);
+  split += r.data;
+  EXPECT_EQ(split, whole);
+}
+
 TEST(LogWireTest, ForeignBytesAreRefused) {
   WireDecoder decoder;
   EXPECT_THROW(decoder.Feed("bash: podrun-agent: command not found\n"), std::runtime_error);

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <string_view>
+#include <vector>
 
 #include "proto/log_wire.h"
 #include "proto/write_all.h"
@@ -16,13 +18,19 @@
 namespace podrun::agent {
 namespace {
 
-// Frames to stdout, one write per batch.
+// Frames to stdout, one write per batch (a writev: the records' data is not copied).
 class StdoutLogSink : public JobLogSink {
  public:
   bool Records(std::vector<LogRecord>&& records) override {
     buffer_.clear();
-    for (const LogRecord& r : records) AppendWireRecord(r, &buffer_);
-    return Send();
+    for (const LogRecord& r : records) AppendWireRecordHeader(r, &buffer_);
+    pieces_.clear();
+    for (size_t i = 0; i < records.size(); ++i) {
+      pieces_.emplace_back(buffer_.data() + i * kWireHeaderBytes, kWireHeaderBytes);
+      pieces_.emplace_back(records[i].data);
+    }
+    last_sent_ = std::chrono::steady_clock::now();
+    return WriteAllOf(STDOUT_FILENO, pieces_);
   }
   bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
     buffer_.clear();
@@ -44,6 +52,7 @@ class StdoutLogSink : public JobLogSink {
   }
 
   std::string buffer_;
+  std::vector<std::string_view> pieces_;
   std::chrono::steady_clock::time_point last_sent_ = std::chrono::steady_clock::now();
 };
 

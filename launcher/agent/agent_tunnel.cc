@@ -10,6 +10,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -63,6 +64,7 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
   bool remote_eof = false, local_eof = false;
   while (!s->stopped) {
     bool progress = false;
+    const uint64_t bytes_in = s->session->bytes_in();
     // Gather what the channel has (libssh takes a few KiB from the socket per call) before
     // writing, so that gRPC's side wakes once per batch rather than once per packet.
     bool broken = false;
@@ -120,6 +122,12 @@ asio::awaitable<void> Copy(std::shared_ptr<AgentTunnel::State> s) {
     }
     if (remote_eof && local_eof && to_local.empty() && to_remote.empty()) break;
     if (progress) continue;
+    if (s->session->bytes_in() != bytes_in ||
+        s->session->ReadyNow(to_local.size() < kCopyChunkBytes && !remote_eof)) {
+      // What no edge of the socket would announce (SshSession::ReadyNow): on, after the others.
+      co_await asio::post(s->local.get_executor(), asio::use_awaitable);
+      continue;
+    }
     auto& ssh = s->session->waiter();
     Arm(s, ssh, asio::posix::stream_descriptor::wait_read, 0);
     if (ssh_get_poll_flags(s->session->raw()) & SSH_WRITE_PENDING) {

@@ -191,6 +191,7 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
     // Everything libssh holds for this channel, so that what it buffers stays within the
     // window; records are handed on as they are decoded.
     size_t got = 0;
+    const uint64_t bytes_in = session->bytes_in();
     while (!decoder.end() && !TooMuchUndelivered(*s)) {
       int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, 0);
       session->NoteIo();
@@ -228,7 +229,8 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
                              error_text.empty() ? "" : ": " + error_text));
     }
     if (session->lost()) throw lost("connection lost: no answer to keepalives");
-    if (got > 0) {
+    // The stderr read may have brought more of stdout from the socket (SshSession::bytes_in).
+    if (got > 0 || session->bytes_in() != bytes_in || session->ReadyNow()) {
       // More may be there already: look again after the other channels had their turn.
       co_await asio::post(s->executor, asio::use_awaitable);
       continue;

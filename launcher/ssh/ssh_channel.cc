@@ -101,6 +101,7 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
   std::string buffer(kReadChunkBytes, '\0');
   for (;;) {
     bool progress = false;
+    const uint64_t bytes_in = session_.bytes_in();
     for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
       int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, is_stderr);
       session_.NoteIo();
@@ -115,7 +116,9 @@ asio::awaitable<ExitStatus> SshChannel::Drain(const OnData& on_data) {
                 std::string_view(buffer.data(), static_cast<size_t>(n)));
       }
     }
-    if (progress) continue;
+    // The stderr read may have brought stdout's next data from the socket (libssh handles
+    // every packet it reads): then look again, the socket will not say so (seen: 15 s stalls).
+    if (progress || session_.bytes_in() != bytes_in) continue;
     if (ssh_channel_is_eof(c) || ssh_channel_is_closed(c)) break;
     co_await session_.WaitIo();
   }

@@ -50,6 +50,15 @@ class SshSession {
   // output pending, else readable. Throws asio's system_error if cancelled.
   asio::awaitable<void> WaitIo();
 
+  // Asio waits for readiness edge-triggered (EPOLLET), libssh reads a few KiB per call and
+  // writes its output only when it polls: so the socket can hold bytes libssh left over from
+  // an earlier arrival, or libssh output the socket would take at once, and a wait begun then
+  // sleeps until something else happens on the connection (seen: exec stalled until the next
+  // keepalive, 15 s). Every loop calls this before waiting for the socket: it flushes libssh's
+  // pending output if the socket takes it and returns true when the caller should look at its
+  // channels again instead of waiting (readable, when `want_input`, or output was flushed).
+  bool ReadyNow(bool want_input = true);
+
   // The descriptor to wait on for the socket's readiness (a dup of libssh's fd), for loops
   // that wait on this session and other fds at once (AgentTunnel).
   asio::posix::stream_descriptor& waiter() { return waiter_; }
@@ -63,6 +72,10 @@ class SshSession {
   // Call after each libssh call on this session that may have read the socket: if it did,
   // every registered timer is cancelled, so that each waiter looks at its channel again.
   void NoteIo();
+  // Bytes libssh has read from the socket so far. A loop that reads several streams or
+  // channels compares it before and after its reads: a read of one stream may have brought
+  // (and buffered) another's data from the socket, which then will not wake a wait on it.
+  uint64_t bytes_in() const { return socket_counter_.in_bytes; }
   // True once keepalives went unanswered (see StartKeepalive): the connection is gone.
   bool lost() const { return dead_; }
 
