@@ -2,8 +2,9 @@
 // one line and then sleeps, w0 prints all the time and w2 prints all the time and burns a CPU.
 // `top --once --json` gives every worker's state, pid, CPU, memory and silence, the silent w1
 // first with its last line; `top --once` into a pipe prints a row per worker; `top` without
-// --once into a pipe prints a snapshot per second and exits 0 on Ctrl-C (SIGINT); after
-// `podrun stop`, top shows the workers stopped and nothing of the job is left running.
+// --once into a pipe prints a snapshot per second and exits 0 on Ctrl-C (SIGINT); a worker cut
+// off the network is an "unreachable" row, first (exit 3); after `podrun stop`, top shows the
+// workers stopped and nothing of the job is left running.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -168,6 +169,21 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
   }
   EXPECT_GE(snapshots, 2u) << text;
   EXPECT_LE(snapshots, 5u) << text;
+
+  // A worker out of reach is a row of its own, first, with the error; --once then exits 3.
+  pod.Cut(2);
+  CommandResult cut = RunCommand(Podrun() + " top " + job + " --once --json",
+                                 /*merge_stderr=*/false);
+  pod.Heal(2);
+  EXPECT_EQ(3, cut.exit_code) << cut.output;
+  order.clear();
+  top = ByWorker(cut.output, &order);
+  ASSERT_EQ(top.size(), static_cast<size_t>(kWorkers)) << cut.output;
+  EXPECT_EQ(order.front(), 2) << cut.output;
+  EXPECT_EQ(top[2]["state"], "unreachable") << cut.output;
+  EXPECT_TRUE(top[2]["error"].is_string() && !top[2]["error"].get<std::string>().empty())
+      << cut.output;
+  EXPECT_EQ(top[0]["state"], "running") << cut.output;
 
   // Stopped: nothing is left, and top still shows every worker, stopped.
   CommandResult stop = RunCommand(Podrun() + " stop " + job);
