@@ -130,6 +130,14 @@ std::vector<LogRecord> DecodeLogRecords(std::string_view bytes) {
   return records;
 }
 
+std::optional<size_t> LogRecordSizeAt(std::string_view bytes) {
+  Header header;
+  if (bytes.size() < kLogRecordHeaderBytes || !ParseHeader(bytes.data(), &header)) {
+    return std::nullopt;
+  }
+  return kLogRecordHeaderBytes + header.length;
+}
+
 LogReader::LogReader(std::filesystem::path path, uint64_t from_seq)
     : path_(std::move(path)), from_seq_(from_seq) {}
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,10 @@ void AppendRecord(int fd, const LogRecord& record);
 // The complete, valid records at the start of `bytes` (records as EncodeLogRecord makes them,
 // back to back), up to the first incomplete or invalid one.
 std::vector<LogRecord> DecodeLogRecords(std::string_view bytes);
+
+// The size (header and data) of the record whose header starts `bytes`, from the header alone
+// (the data and its CRC are not checked); nullopt if `bytes` does not start with a valid header.
+std::optional<size_t> LogRecordSizeAt(std::string_view bytes);
 
 // Reads the records of one log file in order, starting at a sequence number. Keeps its byte
 // offset, so calling ReadSome again after the file grew costs only the new records.

@@ -73,6 +73,15 @@ TEST_F(LogRecordTest, DecodesRecordsFromABuffer) {
   EXPECT_TRUE(DecodeLogRecords("").empty());
 }
 
+TEST_F(LogRecordTest, SizeOfARecordFromItsHeader) {
+  const std::string bytes = EncodeLogRecord(Make(3, "hello\n")) + "tail";
+  EXPECT_EQ(LogRecordSizeAt(bytes), kLogRecordHeaderBytes + 6);
+  EXPECT_EQ(LogRecordSizeAt(bytes.substr(0, kLogRecordHeaderBytes)), kLogRecordHeaderBytes + 6);
+  EXPECT_EQ(LogRecordSizeAt(bytes.substr(0, kLogRecordHeaderBytes - 1)), std::nullopt);
+  EXPECT_EQ(LogRecordSizeAt(bytes.substr(1)), std::nullopt);  // not at a header
+  EXPECT_EQ(LogRecordSizeAt("hello, world, this is plain text, not a record"), std::nullopt);
+}
+
 TEST_F(LogRecordTest, MissingFileReadsEmptyUntilItAppears) {
   LogReader reader(dir_ / "later");
   EXPECT_TRUE(reader.ReadSome().empty());

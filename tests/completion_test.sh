@@ -41,6 +41,7 @@ podrun launch "$home/job.yaml" --local 1 >/dev/null 2>&1
 expect "job name" completion-job "$(complete_words podrun logs comp)"
 expect "job name, nothing typed" completion-job "$(complete_words podrun logs "")"
 id=$(podrun ls --json | grep -oE '"id":"[^"]*"' | head -1 | cut -d'"' -f4)
+expect "top's job name" completion-job "$(complete_words podrun top comp)"
 expect "job id" "$id" "$(complete_words podrun status "${id:0:8}")"
 expect "spec file" "$home/job.yaml" "$(complete_words podrun launch "$home/j")"
 passed=$((checks - fails))

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -40,6 +41,29 @@ std::string CommandName(pid_t pid) {
   return name.empty() ? "?" : name;
 }
 
+// The files of `files` that process `pid` has a descriptor open on (each once, in fd order); at
+// most one with `first_only`. Empty for a process that is gone or not ours to look at.
+std::vector<std::string> FilesHeldBy(pid_t pid, const std::map<FileId, std::string>& files,
+                                     bool first_only) {
+  std::vector<std::string> held;
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* fds = ::opendir(fd_dir.c_str());
+  if (!fds) return held;  // gone, or another user's
+  while (dirent* fd = ::readdir(fds)) {
+    if (fd->d_name[0] == '.') continue;
+    if (auto id = IdOf(fd_dir + "/" + fd->d_name)) {
+      auto it = files.find(*id);
+      if (it == files.end() || std::find(held.begin(), held.end(), it->second) != held.end()) {
+        continue;
+      }
+      held.push_back(it->second);
+      if (first_only) break;
+    }
+  }
+  ::closedir(fds);
+  return held;
+}
+
 // Processes (but this one) with a descriptor open on one of `files`, and which file.
 std::map<pid_t, std::string> Holders(const std::map<FileId, std::string>& files) {
   std::map<pid_t, std::string> holders;
@@ -51,19 +75,9 @@ std::map<pid_t, std::string> Holders(const std::map<FileId, std::string>& files)
     const char* name = entry->d_name;
     const char* end = name + std::strlen(name);
     if (std::from_chars(name, end, pid).ptr != end || pid <= 0 || pid == ::getpid()) continue;
-    const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-    DIR* fds = ::opendir(fd_dir.c_str());
-    if (!fds) continue;  // gone, or another user's
-    while (dirent* fd = ::readdir(fds)) {
-      if (fd->d_name[0] == '.') continue;
-      if (auto id = IdOf(fd_dir + "/" + fd->d_name)) {
-        if (auto it = files.find(*id); it != files.end()) {
-          holders[pid] = it->second;
-          break;
-        }
-      }
+    if (auto held = FilesHeldBy(pid, files, /*first_only=*/true); !held.empty()) {
+      holders[pid] = held.front();
     }
-    ::closedir(fds);
   }
   ::closedir(proc);
   return holders;
@@ -94,6 +108,19 @@ std::vector<AcceleratorHolder> AcceleratorHolders(const std::vector<std::string>
     holders.push_back({pid, CommandName(pid), device});
   }
   return holders;
+}
+
+std::vector<std::string> AcceleratorsHeldBy(const std::vector<std::string>& device_patterns,
+                                            const std::vector<pid_t>& pids) {
+  std::set<std::string> held;
+  const std::map<FileId, std::string> devices = Devices(device_patterns);
+  if (devices.empty()) return {};
+  for (pid_t pid : pids) {
+    for (std::string& device : FilesHeldBy(pid, devices, /*first_only=*/false)) {
+      held.insert(std::move(device));
+    }
+  }
+  return {held.begin(), held.end()};
 }
 
 LockfileState InspectLockfile(const std::filesystem::path& lockfile) {

@@ -4,6 +4,8 @@
 // holder is gone ("TPU is already in use").
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -32,6 +34,10 @@ struct AcceleratorHolder {
 // What FreeAccelerators would act on, without touching anything: the holders of the devices
 // matching `device_patterns`, and whether `lockfile` exists and is stale (nobody holds it).
 std::vector<AcceleratorHolder> AcceleratorHolders(const std::vector<std::string>& device_patterns);
+// The devices matching `device_patterns` that the processes `pids` hold open, sorted, each once
+// (`podrun top`: the chips a job uses). Looks only at those processes' descriptors.
+std::vector<std::string> AcceleratorsHeldBy(const std::vector<std::string>& device_patterns,
+                                            const std::vector<pid_t>& pids);
 struct LockfileState {
   bool exists = false;
   bool stale = false;

@@ -90,6 +90,21 @@ TEST_F(AcceleratorsTest, EndsTheHoldersOfTheChipsAndNothingElse) {
   EXPECT_EQ(actions.size(), 2u);  // no lockfile: nothing said of it
 }
 
+TEST_F(AcceleratorsTest, TheChipsThatGivenProcessesHold) {
+  const pid_t a = Hold(dir_ / "accel1", /*ignore_term=*/false);
+  const pid_t b = Hold(dir_ / "accel0", /*ignore_term=*/false);
+  const pid_t c = Hold(dir_ / "accel0", /*ignore_term=*/false);
+  const pid_t other = Hold(dir_ / "other", /*ignore_term=*/false);
+  const std::vector<std::string> patterns = {(dir_ / "accel*").string()};
+  EXPECT_EQ(AcceleratorsHeldBy(patterns, {a, b, c, other}),
+            (std::vector<std::string>{(dir_ / "accel0").string(), (dir_ / "accel1").string()}));
+  EXPECT_EQ(AcceleratorsHeldBy(patterns, {a}),
+            (std::vector<std::string>{(dir_ / "accel1").string()}));
+  EXPECT_TRUE(AcceleratorsHeldBy(patterns, {other}).empty());
+  EXPECT_TRUE(AcceleratorsHeldBy({(dir_ / "none*").string()}, {a, b}).empty());
+  EXPECT_EQ(::kill(a, 0), 0);  // only looked at
+}
+
 TEST_F(AcceleratorsTest, RemovesOnlyAStaleLockfile) {
   const auto lockfile = dir_ / "libtpu_lockfile";
   std::ofstream(lockfile) << "";

@@ -3,6 +3,24 @@
 
 namespace podrun::agent {
 
+v1::StatusReply::State ToProtoState(JobState state) {
+  switch (state) {
+    case JobState::kUnknown:
+      return v1::StatusReply::UNKNOWN;
+    case JobState::kPrepared:
+      return v1::StatusReply::PREPARED;
+    case JobState::kRunning:
+      return v1::StatusReply::RUNNING;
+    case JobState::kExited:
+      return v1::StatusReply::EXITED;
+    case JobState::kStopped:
+      return v1::StatusReply::STOPPED;
+    case JobState::kLost:
+      return v1::StatusReply::LOST;
+  }
+  return v1::StatusReply::UNKNOWN;
+}
+
 void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end) {
   if (exit.exit_code) end->set_exit_code(*exit.exit_code);
   if (exit.signal) end->set_signal(*exit.signal);

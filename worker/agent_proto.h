@@ -7,10 +7,12 @@
 #include "proto/agent.pb.h"
 #include "proto/log_record.h"
 #include "worker/job_dir.h"
+#include "worker/job_state.h"
 #include "worker/log_writer.h"
 
 namespace podrun::agent {
 
+v1::StatusReply::State ToProtoState(JobState state);
 void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end);
 void FillGap(const LogGapInfo& gap, v1::LogGap* out);
 // Appends `r` to `batch`, moving its data.

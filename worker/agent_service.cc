@@ -19,6 +19,7 @@
 #include "worker/agent_error.h"
 #include "worker/agent_proto.h"
 #include "worker/job_log_stream.h"
+#include "worker/job_top.h"
 #include "worker/supervisor_client.h"
 #include "worker/tpu_metadata.h"
 
@@ -107,24 +108,6 @@ void CheckJobId(const std::string& job_id, uint32_t attempt) {
     throw AgentError(ErrorKind::kInvalidArgument, "bad job id \"" + job_id + "\"");
   }
   if (attempt == 0) throw AgentError(ErrorKind::kInvalidArgument, "attempt must be >= 1");
-}
-
-v1::StatusReply::State ToProtoState(JobState state) {
-  switch (state) {
-    case JobState::kUnknown:
-      return v1::StatusReply::UNKNOWN;
-    case JobState::kPrepared:
-      return v1::StatusReply::PREPARED;
-    case JobState::kRunning:
-      return v1::StatusReply::RUNNING;
-    case JobState::kExited:
-      return v1::StatusReply::EXITED;
-    case JobState::kStopped:
-      return v1::StatusReply::STOPPED;
-    case JobState::kLost:
-      return v1::StatusReply::LOST;
-  }
-  return v1::StatusReply::UNKNOWN;
 }
 
 }  // namespace
@@ -381,6 +364,17 @@ grpc::Status AgentService::Inspect(grpc::ServerContext*, const v1::InspectReques
       reply->set_home_free_bytes(fs.f_bavail * fs.f_frsize);
     if (::statvfs("/tmp", &fs) == 0) reply->set_tmp_free_bytes(fs.f_bavail * fs.f_frsize);
     reply->set_login_ld_preload(LoginLdPreload());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::Top(grpc::ServerContext*, const v1::TopRequest* req,
+                               v1::TopReply* reply) {
+  return Handle(activity_, [&] {
+    CheckJobId(req->job_id(), req->attempt());
+    // The log's totals come from its tail (FillTop), not from reading every record.
+    const JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
+    FillTop(JobDir(runner_.home(), req->job_id(), req->attempt()), snap, reply);
     return grpc::Status::OK;
   });
 }

@@ -58,6 +58,8 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
                     v1::StopReply* reply) override;
   grpc::Status Inspect(grpc::ServerContext* ctx, const v1::InspectRequest* req,
                        v1::InspectReply* reply) override;
+  grpc::Status Top(grpc::ServerContext* ctx, const v1::TopRequest* req,
+                   v1::TopReply* reply) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
                         v1::ShutdownReply* reply) override;
 

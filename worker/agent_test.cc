@@ -120,6 +120,51 @@ TEST_F(AgentTest, StopEndsTheJob) {
   EXPECT_EQ(stub_->Status(Context().get(), req, &reply).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+TEST_F(AgentTest, TopReportsUsageOutputAndTheLastLine) {
+  PrepareAndStart("busy",
+                  "echo first; echo 'the last line'; t=$((SECONDS+60)); "
+                  "while [ $SECONDS -lt $t ]; do :; done");
+  v1::TopRequest req;
+  req.set_job_id("busy");
+  req.set_attempt(1);
+  v1::TopReply first;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  do {  // until both lines are in the log
+    ASSERT_TRUE(stub_->Top(Context().get(), req, &first).ok());
+  } while (first.output_bytes() < 20 && std::chrono::steady_clock::now() < deadline);
+  std::this_thread::sleep_for(300ms);
+  v1::TopReply second;
+  ASSERT_TRUE(stub_->Top(Context().get(), req, &second).ok());
+  EXPECT_EQ(second.state(), v1::StatusReply::RUNNING);
+  EXPECT_GT(second.pid(), 0);
+  EXPECT_GE(second.processes(), 1u);
+  EXPECT_GT(second.rss_bytes(), 0u);
+  EXPECT_GT(second.sample_monotonic_ns(), first.sample_monotonic_ns());
+  EXPECT_GT(second.cpu_ns(), first.cpu_ns());  // the loop burns CPU
+  EXPECT_EQ(second.output_bytes(), 20u);       // "first\n" and "the last line\n"
+  EXPECT_GE(second.last_seq(), 1u);
+  EXPECT_EQ(second.last_line(), "the last line");
+  EXPECT_GT(second.last_output_ns(), 0);
+  EXPECT_GE(second.now_ns(), second.last_output_ns());
+  EXPECT_FALSE(second.has_end());
+
+  v1::StopRequest stop;
+  stop.set_job_id("busy");
+  stop.set_attempt(1);
+  v1::StopReply stopped;
+  ASSERT_TRUE(stub_->Stop(Context().get(), stop, &stopped).ok());
+  v1::TopReply ended;
+  ASSERT_TRUE(stub_->Top(Context().get(), req, &ended).ok());
+  EXPECT_EQ(ended.state(), v1::StatusReply::STOPPED);
+  EXPECT_TRUE(ended.has_end());
+  EXPECT_EQ(ended.processes(), 0u);
+  EXPECT_EQ(ended.cpu_ns(), 0u);
+  EXPECT_EQ(ended.last_line(), "the last line");
+
+  req.set_job_id("missing");
+  EXPECT_EQ(stub_->Top(Context().get(), req, &ended).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
 TEST_F(AgentTest, SecondServeAnnouncesTheRunningAgent) {
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);

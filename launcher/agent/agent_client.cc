@@ -20,6 +20,7 @@ constexpr auto kPrepareTimeout = std::chrono::seconds(60);  // creates directori
 constexpr auto kStartTimeout = std::chrono::seconds(15);
 constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large log
 constexpr auto kInspectTimeout = std::chrono::seconds(30);  // a login shell, freeing chips
+constexpr auto kTopTimeout = std::chrono::seconds(10);      // /proc and a log's tail
 // Stop waits for the grace period, then for the killed group to disappear.
 constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(30);
@@ -254,6 +255,34 @@ std::optional<AgentJobStatus> AgentClient::Status(const std::string& job_id, uin
   out.worker_id = reply.worker_id();
   if (reply.has_end()) out.end = FromProto(reply.end());
   out.gap = GapFromProto(reply.has_log_gap(), reply.log_gap());
+  return out;
+}
+
+std::optional<AgentTopSample> AgentClient::Top(const std::string& job_id, uint32_t attempt) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kTopTimeout);
+  v1::TopRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  v1::TopReply reply;
+  grpc::Status status = stub_->stub->Top(&ctx, req, &reply);
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) return std::nullopt;
+  Check(status, "Top");
+  AgentTopSample out;
+  out.state = FromProto(reply.state());
+  out.pid = reply.pid();
+  out.start_time_ns = reply.start_time_ns();
+  if (reply.has_end()) out.end = FromProto(reply.end());
+  out.now_ns = reply.now_ns();
+  out.sample_monotonic_ns = reply.sample_monotonic_ns();
+  out.cpu_ns = reply.cpu_ns();
+  out.rss_bytes = reply.rss_bytes();
+  out.processes = reply.processes();
+  out.accelerators.assign(reply.accelerators().begin(), reply.accelerators().end());
+  out.last_seq = reply.last_seq();
+  out.output_bytes = reply.output_bytes();
+  out.last_output_ns = reply.last_output_ns();
+  out.last_line = std::move(*reply.mutable_last_line());
   return out;
 }
 

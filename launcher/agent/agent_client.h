@@ -109,6 +109,25 @@ struct AgentInspection {
   std::vector<std::string> fix_actions;  // with fix: what was done
 };
 
+// `podrun top`'s sample of one worker's job attempt (proto's TopReply). Usage fields are zero
+// unless the job runs; cpu_ns is cumulative (a rate needs two samples).
+struct AgentTopSample {
+  AgentJobState state = AgentJobState::kUnknown;
+  int pid = 0;
+  int64_t start_time_ns = 0;
+  std::optional<AgentProcessEnd> end;  // set once ended
+  int64_t now_ns = 0;                  // the worker's wall clock
+  int64_t sample_monotonic_ns = 0;     // the worker's monotonic clock when cpu_ns was read
+  uint64_t cpu_ns = 0;
+  uint64_t rss_bytes = 0;
+  uint32_t processes = 0;
+  std::vector<std::string> accelerators;
+  uint64_t last_seq = 0;
+  uint64_t output_bytes = 0;
+  int64_t last_output_ns = 0;  // worker wall clock of the last output (0: none)
+  std::string last_line;       // as printed: not necessarily UTF-8
+};
+
 struct AgentStopReply {
   bool was_running = false;
   bool killed = false;  // SIGKILL was needed after the grace period
@@ -166,6 +185,9 @@ class AgentClient {
   AgentStopReply Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);
   // The worker's health for `podrun doctor`; `fix`: free the accelerators first.
   AgentInspection Inspect(bool fix);
+  // `podrun top`: the attempt's state, usage and last output; nullopt if the agent has never
+  // heard of the attempt.
+  std::optional<AgentTopSample> Top(const std::string& job_id, uint32_t attempt);
   // Asks the agent to exit (force: even with running jobs, which are stopped first).
   void Shutdown(bool force);
 

@@ -20,6 +20,7 @@
 #include "launcher/commands/rerun_command.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
+#include "launcher/commands/top_command.h"
 #include "launcher/commands/version.h"
 #include "launcher/error.h"
 #include "launcher/output/labelled_output.h"
@@ -190,6 +191,32 @@ ExitCode LsMain(int argc, char** argv) {
   return RunLs(request);
 }
 
+ExitCode TopMain(int argc, char** argv) {
+  CLI::App app(
+      "A live view of JOB's latest attempt, a row per worker, refreshed every second:\n"
+      "state, pid, CPU (% of one CPU, the job's whole process tree), resident memory,\n"
+      "processes, accelerator devices held open, output rate, seconds since the last\n"
+      "output, and the last line. Failed, lost and unreachable workers come first, then\n"
+      "the workers silent longest. On a terminal the table is redrawn in place until\n"
+      "Ctrl-C (exit 0); into a file or pipe, a plain snapshot is printed every second.\n"
+      "Without JOB: the latest job. A worker whose agent cannot be asked gets a row in\n"
+      "state 'unreachable' with the error.\n"
+      "Exit with --once: 3 if a worker was unreachable, else 0.",
+      "podrun top");
+  TopRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name (default: the latest)");
+  app.add_flag("--once", request.once,
+               "Print one snapshot and exit (sampled twice, half a second apart, for the rates)");
+  app.add_flag("--json", request.json,
+               "One JSON object per worker and line: worker, host, state, pid, cpu_percent, "
+               "rss_bytes, processes, accelerators, output_bytes_per_second, silent_seconds, "
+               "last_line, error, ...");
+  app.footer("Example: podrun top bert-base --once");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunTop(request);
+}
+
 ExitCode RerunMain(int argc, char** argv) {
   CLI::App app(
       "Run JOB again as a new attempt, with its recorded spec, hosts and options (no\n"
@@ -240,6 +267,7 @@ const std::vector<Command>& Commands() {
       {"status", "show a job's state per worker", StatusMain},
       {"stop", "stop a job on every worker", StopMain},
       {"ls", "list jobs, newest first", LsMain},
+      {"top", "live per-worker view of a job: CPU, memory, output, silence", TopMain},
       {"rerun", "run a job again (--failed: only the workers that failed)", RerunMain},
       {"doctor", "check every worker: reachability, accelerators, lockfile, disk", DoctorMain},
       {"help", "show help for podrun or a command", HelpMain},

@@ -1,0 +1,15 @@
+// The agent's answer to `podrun top` (the Top RPC): a job attempt's state with what its processes
+// use now (job_usage.h) and the end of its log (log_tail.h). Bounded work, whatever the job.
+#pragma once
+
+#include "proto/agent.pb.h"
+#include "worker/job_dir.h"
+#include "worker/job_state.h"
+
+namespace podrun::agent {
+
+// Fills `reply` for the attempt in `dir`, whose state is `snap`. Usage is sampled only while the
+// job runs. Throws std::system_error when the log cannot be read.
+void FillTop(const JobDir& dir, const JobSnapshot& snap, v1::TopReply* reply);
+
+}  // namespace podrun::agent
