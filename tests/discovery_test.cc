@@ -109,6 +109,26 @@ TEST_F(DiscoveryTest, EndpointsAreWorkersReachedAtTheirExternalAddresses) {
   EXPECT_EQ(calls + 1, Calls());
 }
 
+TEST_F(DiscoveryTest, ACachedAddressThatNoLongerAnswersMakesPodrunAskGcloudAgain) {
+  WriteNode("node-m", "READY", {0, 1});
+  const std::string exec =
+      Podrun() + " exec --tpu node-m --zone zone-1" + Keys() + " -- 'echo $(hostname)'";
+  ASSERT_EQ(0, RunCommand(exec).exit_code);  // cached now: w0 at w0's address
+  const int calls = Calls();
+  // The node was recreated: its worker 0 is another VM (w2's address); the old one is gone.
+  WriteNode("node-m", "READY", {2, 1});
+  pod_->Cut(0);
+  CommandResult r = RunCommand(exec);
+  pod_->Heal(0);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("no answer at the cached address of w0 (" +
+                                             pod_->address(0) + "): asking gcloud again"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] w2")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] w1")) << r.output;
+  EXPECT_EQ(calls + 1, Calls());
+}
+
 TEST_F(DiscoveryTest, InternalIpConnectsToTheInternalAddresses) {
   // The internal "IPs" (w0, w1) resolve through the pod's ssh_config only.
   CommandResult r = RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --internal-ip -F " +

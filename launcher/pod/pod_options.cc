@@ -2,6 +2,7 @@
 #include "launcher/pod/pod_options.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,11 +10,16 @@
 
 #include "launcher/error.h"
 #include "launcher/job/podrun_home.h"
+#include "launcher/pod/tcp_probe.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/worker_range.h"
+#include "proto/write_all.h"
 
 namespace podrun {
 namespace {
+
+// How long a cached TPU worker address may take to accept a TCP connection.
+constexpr auto kCachedAddressProbeTimeout = std::chrono::milliseconds(1500);
 
 std::string HomeDir() {
   const char* home = std::getenv("HOME");
@@ -128,8 +134,9 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
 namespace {
 
 // --tpu A[,B,...]: the workers of each node in order (A's first), each reached at its external
-// IP unless --internal-ip (or it has none), each reaching the others at its internal IP.
-void DiscoverTpuWorkers(const PodSettings& s, Pod* pod) {
+// IP unless --internal-ip (or it has none), each reaching the others at its internal IP. Returns
+// whether any node's answer came from the cache.
+bool DiscoverTpuWorkers(const PodSettings& s, bool refresh, Pod* pod) {
   if (!s.zone) throw UsageError("--tpu needs --zone ZONE (and --project P unless gcloud has one)");
   std::vector<std::string> names;
   std::stringstream list(*s.tpu);
@@ -138,9 +145,12 @@ void DiscoverTpuWorkers(const PodSettings& s, Pod* pod) {
     names.push_back(name);
   }
   const std::filesystem::path cache = PodrunHome() / "cache";
+  bool any_cached = false;
   for (size_t slice = 0; slice < names.size(); ++slice) {
     const TpuQuery query{names[slice], *s.zone, s.project};
-    const TpuNode node = DescribeTpuNode(query, cache, s.refresh.value_or(false));
+    bool cached = false;
+    const TpuNode node = DescribeTpuNode(query, cache, refresh, &cached);
+    any_cached = any_cached || cached;
     pod->tpu_nodes.push_back(query);
     if (node.state != "READY") {
       throw Error(ExitCode::kUnreachable,
@@ -161,6 +171,29 @@ void DiscoverTpuWorkers(const PodSettings& s, Pod* pod) {
   pod->internal_ip = s.internal_ip.value_or(false);
   pod->slices = static_cast<int>(names.size());
   pod->description = "tpu:" + *s.tpu;
+  return any_cached;
+}
+
+// A cached answer is checked before it is used: a worker that does not accept a TCP
+// connection at its cached address (TPU VMs' external IPs change on maintenance and when a
+// node is recreated) makes podrun ask gcloud again at once.
+void DiscoverTpuWorkersChecked(const PodSettings& s, Pod* pod) {
+  if (!DiscoverTpuWorkers(s, s.refresh.value_or(false), pod)) return;
+  std::vector<std::string> hosts;
+  for (const PodWorker& w : pod->workers) hosts.push_back(w.host.host);
+  const auto port = static_cast<uint16_t>(s.port.value_or(22));
+  const std::vector<ProbeResult> probes = ProbeTcp(hosts, port, kCachedAddressProbeTimeout);
+  std::string silent;
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (probes[i] != ProbeResult::kUnreachable) continue;
+    silent += fmt::format("{}w{} ({})", silent.empty() ? "" : ", ", i, hosts[i]);
+  }
+  if (silent.empty()) return;
+  WriteAll(STDERR_FILENO, fmt::format("podrun: no answer at the cached address of {}: asking "
+                                      "gcloud again\n",
+                                      silent));
+  *pod = Pod();
+  DiscoverTpuWorkers(s, /*refresh=*/true, pod);
 }
 
 }  // namespace
@@ -175,7 +208,7 @@ Pod ResolvePod(const PodSettings& s) {
   if (choices > 1) throw UsageError("choose one of --hosts, --tpu and --local");
   Pod pod;
   if (s.tpu) {
-    DiscoverTpuWorkers(s, &pod);
+    DiscoverTpuWorkersChecked(s, &pod);
   } else if (s.local) {
     pod.local = *s.local;
     for (int i = 0; i < pod.local; ++i) {

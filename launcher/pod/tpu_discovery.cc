@@ -110,8 +110,9 @@ std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
   return argv;
 }
 
-TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir,
-                        bool refresh) {
+TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir, bool refresh,
+                        bool* from_cache) {
+  if (from_cache != nullptr) *from_cache = false;
   const std::string what = Describe(query);
   const std::filesystem::path cache = CacheFile(cache_dir, query);
   std::error_code ec;
@@ -123,7 +124,10 @@ TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cach
       text << in.rdbuf();
       try {
         TpuNode node = ParseTpuNode(text.str(), what);
-        if (node.state == "READY") return node;
+        if (node.state == "READY") {
+          if (from_cache != nullptr) *from_cache = true;
+          return node;
+        }
       } catch (const Error&) {  // a damaged cache entry: ask again
       }
     }

@@ -28,7 +28,8 @@ std::vector<std::string> GcloudDescribeCommand(const TpuQuery& query);
 // The node, from the cache in `cache_dir` if it is younger than kTpuCacheTtl and READY (unless
 // `refresh`), else from gcloud (and then cached). Throws Error(kUnreachable) with gcloud's own
 // message when it fails (no such node, not logged in, no gcloud) or its answer is not a node.
-TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir,
-                        bool refresh);
+// `from_cache`, if given, is set to whether the answer came from the cache.
+TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir, bool refresh,
+                        bool* from_cache = nullptr);
 
 }  // namespace podrun
