@@ -199,14 +199,7 @@ void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attemp
 
 ExitCode RunStatus(const StatusRequest& request) {
   JobStore store(PodrunHome() / "podrun.db");
-  JobRecord job;
-  if (request.job.empty()) {
-    std::optional<JobRecord> latest = store.LatestJob();
-    if (!latest) throw UsageError("no jobs yet (start one with 'podrun launch SPEC.yaml')");
-    job = *latest;
-  } else {
-    job = store.ResolveJob(request.job);
-  }
+  const JobRecord job = store.ResolveJobOrLatest(request.job);
   std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
   Notes notes;
   std::vector<WorkerRecord> workers;

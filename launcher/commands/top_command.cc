@@ -179,14 +179,7 @@ ExitCode RunTop(const TopRequest& request) {
   // Before any thread: SIGINT is then taken by the watcher's thread alone.
   Interrupts interrupts;
   JobStore store(PodrunHome() / "podrun.db");
-  JobRecord job;
-  if (request.job.empty()) {
-    std::optional<JobRecord> latest = store.LatestJob();
-    if (!latest) throw UsageError("no jobs yet (start one with 'podrun launch SPEC.yaml')");
-    job = *latest;
-  } else {
-    job = store.ResolveJob(request.job);
-  }
+  const JobRecord job = store.ResolveJobOrLatest(request.job);
   const std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
   if (!attempt) {
     SayToUser(fmt::format("job {} ({}) has no attempt yet", job.id, job.name));

@@ -287,6 +287,13 @@ JobRecord JobStore::GetJob(const std::string& id) {
   return ReadJob(s);
 }
 
+JobRecord JobStore::ResolveJobOrLatest(const std::string& ref) {
+  if (!ref.empty()) return ResolveJob(ref);
+  std::optional<JobRecord> latest = LatestJob();
+  if (!latest) throw UsageError("no jobs yet (start one with 'podrun launch SPEC.yaml')");
+  return *latest;
+}
+
 JobRecord JobStore::ResolveJob(const std::string& ref) {
   if (ref.empty()) throw UsageError("no job given");
   {

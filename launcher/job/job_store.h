@@ -139,6 +139,9 @@ class JobStore {
   JobRecord ResolveJob(const std::string& ref);
   // The most recently created job, if any.
   std::optional<JobRecord> LatestJob();
+  // ResolveJob(ref), or the latest job when `ref` is empty (the commands' default);
+  // Error(kUsage) when there is none.
+  JobRecord ResolveJobOrLatest(const std::string& ref);
 
   // The job's attempts, oldest first.
   std::vector<AttemptRecord> Attempts(const std::string& job_id);
