@@ -20,6 +20,7 @@
 #include "worker/agent_proto.h"
 #include "worker/job_log_stream.h"
 #include "worker/job_top.h"
+#include "worker/mount_rpc.h"
 #include "worker/supervisor_client.h"
 #include "worker/tpu_metadata.h"
 
@@ -394,6 +395,14 @@ grpc::Status AgentService::Shutdown(grpc::ServerContext*, const v1::ShutdownRequ
       runner_.StopAll();
     }
     on_shutdown_(false);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::Mount(grpc::ServerContext*, const v1::MountRequest* req,
+                                 v1::MountReply* reply) {
+  return Handle(activity_, [&] {
+    MountForRequest(*req, reply);
     return grpc::Status::OK;
   });
 }

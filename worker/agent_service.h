@@ -62,6 +62,8 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
                    v1::TopReply* reply) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
                         v1::ShutdownReply* reply) override;
+  grpc::Status Mount(grpc::ServerContext* ctx, const v1::MountRequest* req,
+                     v1::MountReply* reply) override;
 
   // Makes following StreamLogs calls finish promptly (called before the server shuts down).
   void BeginShutdown();

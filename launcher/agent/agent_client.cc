@@ -20,6 +20,7 @@ constexpr auto kPrepareTimeout = std::chrono::seconds(60);  // creates directori
 constexpr auto kStartTimeout = std::chrono::seconds(15);
 constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large log
 constexpr auto kInspectTimeout = std::chrono::seconds(30);  // a login shell, freeing chips
+constexpr auto kMountTimeout = std::chrono::minutes(5);     // may install the NFS server
 constexpr auto kTopTimeout = std::chrono::seconds(10);      // /proc and a log's tail
 // Stop waits for the grace period, then for the killed group to disappear.
 constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
@@ -135,8 +136,7 @@ AgentJobState FromProto(v1::StatusReply::State state) {
 
 std::optional<AgentLogStreamEnd> LogStreamEndFromBytes(std::string_view payload) {
   v1::LogBatch batch;
-  if (!batch.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
-      !batch.has_end()) {
+  if (!batch.ParseFromArray(payload.data(), static_cast<int>(payload.size())) || !batch.has_end()) {
     return std::nullopt;
   }
   AgentLogStreamEnd out;
@@ -235,6 +235,28 @@ AgentInspection AgentClient::Inspect(bool fix) {
   out.login_ld_preload = reply.login_ld_preload();
   out.fix_actions.assign(reply.fix_actions().begin(), reply.fix_actions().end());
   return out;
+}
+
+std::vector<std::string> AgentClient::Mount(const AgentMountRequest& request) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kMountTimeout);
+  v1::MountRequest req;
+  req.set_worker_id(request.worker_id);
+  for (const std::string& a : request.peer_addresses) req.add_peer_addresses(a);
+  for (const AgentMountRequest::Entry& e : request.mounts) {
+    v1::MountSpec* m = req.add_mounts();
+    m->set_type(e.type);
+    m->set_server_worker(e.server_worker);
+    m->set_server(e.server);
+    m->set_export_path(e.export_path);
+    m->set_bucket(e.bucket);
+    m->set_source(e.source);
+    m->set_path(e.path);
+    m->set_options(e.options);
+  }
+  v1::MountReply reply;
+  Check(stub_->stub->Mount(&ctx, req, &reply), "Mount");
+  return {reply.actions().begin(), reply.actions().end()};
 }
 
 std::optional<AgentJobStatus> AgentClient::Status(const std::string& job_id, uint32_t attempt) {

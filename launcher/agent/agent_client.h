@@ -37,6 +37,19 @@ struct AgentHello {
   std::optional<int> tpu_worker_number;  // on a Cloud TPU VM: its TPU worker number
 };
 
+// The spec's mounts for one worker (proto's MountRequest).
+struct AgentMountRequest {
+  struct Entry {
+    std::string type;        // nfs, gcsfuse, sshfs, bind
+    int server_worker = -1;  // nfs: the exporting worker's index; -1: an outside server
+    std::string server;      // nfs: its address as the workers reach it
+    std::string export_path, bucket, source, path, options;
+  };
+  uint32_t worker_id = 0;
+  std::vector<std::string> peer_addresses;  // every worker's internal address, by index
+  std::vector<Entry> mounts;
+};
+
 struct AgentPrepareRequest {
   std::string job_id;
   uint32_t attempt = 1;
@@ -185,6 +198,9 @@ class AgentClient {
   AgentStopReply Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);
   // The worker's health for `podrun doctor`; `fix`: free the accelerators first.
   AgentInspection Inspect(bool fix);
+  // Mounts what is not mounted yet; one sentence per mount. Throws as Prepare does (a mount
+  // that fails is AgentRefusal naming it and the failing command).
+  std::vector<std::string> Mount(const AgentMountRequest& request);
   // `podrun top`: the attempt's state, usage and last output; nullopt if the agent has never
   // heard of the attempt.
   std::optional<AgentTopSample> Top(const std::string& job_id, uint32_t attempt);

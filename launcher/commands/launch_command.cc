@@ -16,22 +16,9 @@
 #include "launcher/pod/pod_options.h"
 
 namespace podrun {
-namespace {
-
-// Spec keys whose capability this version does not have yet: refused rather than ignored.
-void RefuseUnsupported(const JobSpec& spec) {
-  auto refuse = [&](const char* key) {
-    throw UsageError(
-        fmt::format("{}: '{}' is not supported by this version of podrun yet", spec.path, key));
-  };
-  if (!spec.mounts.empty()) refuse("mounts");
-}
-
-}  // namespace
 
 ExitCode RunLaunch(const LaunchRequest& request) {
   JobSpec spec = ParseSpecFile(request.spec_path);
-  RefuseUnsupported(spec);
   if (!request.name.empty()) {
     if (!IsValidJobName(request.name)) {
       throw UsageError(

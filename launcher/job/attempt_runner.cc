@@ -54,7 +54,10 @@ ExitCode Runner::Run() {
       SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
       return ExitCode::kUsage;
     }
-    SetupAll();
+    MountAll();
+    if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
+      SetupAll();
+    }
     phase = Clock::now();
     if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
       PrepareAll();

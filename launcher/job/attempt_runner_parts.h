@@ -128,6 +128,7 @@ class Runner {
   bool CheckTpuWorkerNumbers();
   // The addresses the workers reach each other at, rank order (PODRUN_WORKER_HOSTS).
   std::vector<std::string> WorkerAddresses() const;
+  void MountAll();  // the spec's mounts on every connected worker; failures set Worker::error
   void SetupAll();  // the spec's setup on every connected worker; failures set Worker::error
   void PrepareAll();
   void StartAll();
