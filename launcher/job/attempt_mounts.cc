@@ -11,6 +11,7 @@ void Runner::MountAll() {
   const std::vector<std::string> addresses = WorkerAddresses();
   const std::vector<int> servers = NfsServers(plan_.spec.mounts, plan_.pod.workers.size());
   Say(fmt::format("mounts on {} worker{}", workers_.size(), workers_.size() == 1 ? "" : "s"));
+  BeginProgress("mounts");
   auto mount = [&](Worker& w) {
     if (!w.error.empty()) return;
     try {
@@ -21,6 +22,7 @@ void Runner::MountAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: {}", w.link->description(), e.what());
     }
+    Progressed(w.index);
   };
   auto serves = [&](const Worker& w) {
     return std::find(servers.begin(), servers.end(), w.index) != servers.end();

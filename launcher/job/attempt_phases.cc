@@ -19,6 +19,7 @@ void Runner::ConnectAll() {
     } catch (const std::exception& e) {
       w.error = e.what();
     }
+    Progressed(w.index);
   });
 }
 
@@ -80,7 +81,9 @@ void Runner::SetupAll() {
       continue;
     }
     s.hooks = {[this, worker] { return Client(*worker); },
-               [this, worker] { return Reconnect(*worker); }, Say, {}};
+               [this, worker] { return Reconnect(*worker); },
+               Say,
+               {}};
     setup.push_back(std::move(s));
   }
   const auto began = Clock::now();
@@ -115,6 +118,7 @@ void Runner::PrepareAll() {
     }
   }
   const auto fan_out_began = Clock::now();
+  BeginProgress("prepare");
   ForEachParallel(workers_, [&](Worker& w) {
     if (!w.error.empty()) return;
     try {
@@ -127,6 +131,7 @@ void Runner::PrepareAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: prepare: {}", w.link->description(), e.what());
     }
+    Progressed(w.index);
   });
   prepare_fan_out_ = Clock::now() - fan_out_began;
 }
@@ -138,6 +143,7 @@ void Runner::StartAll() {
   for (auto& w : workers_) slowest_rtt_ns = std::max(slowest_rtt_ns, w->rtt_ns);
   const int64_t target_ns =
       NowUnixNs() + StartLead(kMinStartLead, slowest_rtt_ns, prepare_fan_out_).count();
+  BeginProgress("start");
   ForEachParallel(workers_, [&](Worker& w) {
     auto client = Client(w);
     try {
@@ -146,6 +152,7 @@ void Runner::StartAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: start: {}", w.link->description(), e.what());
     }
+    Progressed(w.index);
   });
   std::lock_guard lock(gang_mutex_);
   for (auto& w : workers_) {

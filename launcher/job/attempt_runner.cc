@@ -36,6 +36,8 @@ ExitCode Runner::Run() {
   size_t n = workers_.size();
   Say(fmt::format("connecting to {} worker{} ({})", n, n == 1 ? "" : "s", plan_.pod.description));
   auto phase = Clock::now();
+  progress_.emplace(STDERR_FILENO);
+  BeginProgress("agents");
   ConnectAll();
   int uploads = 0, relayed = 0;
   for (auto& w : workers_) {
@@ -56,6 +58,7 @@ ExitCode Runner::Run() {
     }
     MountAll();
     if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
+      if (!plan_.spec.setup.empty()) progress_->End();  // setup's output comes next
       SetupAll();
     }
     phase = Clock::now();
@@ -75,6 +78,7 @@ ExitCode Runner::Run() {
       }
     }
     if (!gang_.ReadyForGo()) {
+      progress_->End();  // the report comes next
       ExitCode code = gang_.Outcome();
       if (!gang_.interrupted()) {
         Say(
@@ -95,6 +99,7 @@ ExitCode Runner::Run() {
   }
   started_ = Clock::now();
   StartAll();
+  progress_->End();  // the job's output comes next
   int64_t first = INT64_MAX, last = 0;
   for (auto& w : workers_) {
     if (!w->error.empty()) continue;

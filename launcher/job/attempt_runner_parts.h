@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "launcher/job/setup_phase.h"
 #include "launcher/job/stall_watch.h"
 #include "launcher/output/labelled_output.h"
+#include "launcher/output/live_progress.h"
 #include "launcher/output/log_merger.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/ssh/event_loop.h"
@@ -51,8 +53,9 @@ constexpr int kClockProbes = 3;
 // How far ahead the lockstep start is scheduled: enough for every Start to arrive first.
 constexpr auto kMinStartLead = std::chrono::milliseconds(50);
 
+// A progress line on stderr (in place of the live line, if one is drawn: LiveProgress).
 inline void Say(const std::string& message) {
-  WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
+  WriteAll(STDERR_FILENO, LiveProgress::ClearPrefix() + "podrun: " + message + "\n");
 }
 
 inline double SecondsSince(Clock::time_point start) {
@@ -158,6 +161,21 @@ class Runner {
   std::vector<std::thread> stoppers_;  // guarded by gang_mutex_
 
   std::unique_ptr<LogMerger> merger_;
+  // The live line of the phases before the start (on a terminal); ended before job output.
+  std::optional<LiveProgress> progress_;
+  // Marks `w` through the current phase of the live line.
+  void Progressed(int worker) {
+    if (progress_) progress_->Done(worker);
+  }
+  // Starts a phase of the live line over the workers without an error.
+  void BeginProgress(const std::string& phase) {
+    if (!progress_) return;
+    std::vector<int> indexes;
+    for (auto& w : workers_) {
+      if (w->error.empty()) indexes.push_back(w->index);
+    }
+    progress_->BeginPhase(phase, indexes);
+  }
   bool tpu_vms_ = false;             // the agents run on Cloud TPU VMs (their metadata says so)
   std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
   Clock::time_point started_ = Clock::now();
