@@ -352,6 +352,11 @@ asio::awaitable<void> SshSession::WaitIo() {
                                  .count()));
   };
   if (dead_) throw lost();
+  // A closed connection stays readable (EOF): waiting would spin on it, not wait.
+  if ((ssh_get_status(session_.get()) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: connection closed: {}", description_, LastError()));
+  }
   if (ReadyNow()) {  // what no edge of the socket would announce (see ReadyNow)
     co_await asio::post(waiter_.get_executor(), asio::use_awaitable);
     if (dead_) throw lost();
