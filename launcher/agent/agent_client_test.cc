@@ -175,7 +175,8 @@ TEST_F(AgentClientTest, RefusedStreamIsNotTakenForALostConnection) {
                          ++reconnects;
                          return client;
                        },
-                       [](const std::string&) {}, {}};
+                       [](const std::string&) {},
+                       {}};
   const auto began = std::chrono::steady_clock::now();
   LogFollowResult r = FollowLog(params, hooks, [](std::vector<LogRecord>&&) { return true; });
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
