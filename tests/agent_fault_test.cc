@@ -56,20 +56,6 @@ void ExpectEveryLineOnce(const std::string& text, const std::map<int, int>& line
   for (const auto& [w, n] : lines) EXPECT_EQ(last[w], n) << "worker " << w;
 }
 
-bool WaitUntil(const std::function<bool()>& condition, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return condition();
-}
-
-int CountProcesses(const std::string& marker) {
-  std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
-  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
-}
-
 class AgentFaultTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -214,9 +200,11 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
 
 TEST_F(AgentFaultTest, AJobSilentForStallSecondsIsHungAndStopped) {
   const std::string marker = "podrun-stall-marker-" + std::to_string(::getpid());
-  const std::string spec = WriteSpec(
-      "hung", "name: hung\nstall_seconds: 2\ngrace_seconds: 1\nrun: |\n  echo initializing\n"
-              "  exec -a " + marker + " sleep 600\n");
+  const std::string spec =
+      WriteSpec("hung",
+                "name: hung\nstall_seconds: 2\ngrace_seconds: 1\nrun: |\n  echo initializing\n"
+                "  exec -a " +
+                    marker + " sleep 600\n");
   const std::string out = ::testing::TempDir() + "/hung.out";
   const std::string err = ::testing::TempDir() + "/hung.err";
   const auto began = std::chrono::steady_clock::now();
@@ -233,7 +221,8 @@ TEST_F(AgentFaultTest, AJobSilentForStallSecondsIsHungAndStopped) {
     EXPECT_TRUE(std::regex_search(
         messages, std::regex("w" + std::to_string(i) +
                              " \\([^)]*\\): silent for [0-9]+ s; last line: initializing")))
-        << "w" << i << "\n" << messages;
+        << "w" << i << "\n"
+        << messages;
   }
   EXPECT_TRUE(WaitUntil([&] { return CountProcesses(marker) == 0; }, 30s)) << messages;
 }

@@ -50,14 +50,6 @@ std::string Launch(const std::string& spec, const std::string& extra = "") {
   return m[1];
 }
 
-// Processes on this machine whose command line contains `marker`.
-int CountProcesses(const std::string& marker) {
-  // "[p]attern" matches the marker but not this shell's own command line.
-  // (Appended, not "[" + ...: GCC 12 at -O3 reports a false -Wrestrict on that.)
-  std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
-  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
-}
-
 // Polls CountProcesses(marker) until it is `want` or `timeout` has passed; returns the last count
 // (processes end a moment after the command that ended them returned).
 int WaitForProcessCount(const std::string& marker, int want,

@@ -25,21 +25,6 @@ std::string Home() { return ::testing::TempDir() + "/podrun-gang-stop-test-home"
 
 std::string Podrun() { return "env PODRUN_HOME=" + Home() + " " + std::string(PODRUN_BINARY); }
 
-// Processes whose command line holds `marker` (the testpod's workers share the PID namespace).
-int CountProcesses(const std::string& marker) {
-  std::string pattern = "[" + marker.substr(0, 1) + "]" + marker.substr(1);
-  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
-}
-
-bool WaitUntil(const std::function<bool()>& condition, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return condition();
-}
-
 TEST(GangStopTest, StopOfACutOffWorkerIsDeliveredOnceItIsBack) {
   RunCommand("rm -rf " + Home());
   TestPod pod(kWorkers, kPodId);

@@ -87,14 +87,6 @@ class LaunchTest : public ::testing::Test {
                               bool merge_stderr = true) {
     return RunCommand(Podrun() + " launch " + spec + PodOptions(*pod_) + " " + extra, merge_stderr);
   }
-  // Processes anywhere on this machine whose command line contains `marker` (the testpod's
-  // workers share the PID namespace).
-  static int CountProcesses(const std::string& marker) {
-    // "[p]attern" matches the marker but not this shell's own command line.
-    // (Appended, not "[" + ...: GCC 12 at -O3 reports a false -Wrestrict on that.)
-    std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
-    return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
-  }
   // Polls CountProcesses(marker) until it is `want` or `timeout` has passed; returns the last
   // count. For processes that end (or start) a moment after the command that caused it returned:
   // a check made once, at once, would flake; one made after a fixed sleep could pass by luck.

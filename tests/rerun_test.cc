@@ -67,10 +67,11 @@ TEST(RestartsTest, TheGangRestartsAfterFailuresUntilItSucceeds) {
   std::filesystem::create_directories(Dir());
   TestPod pod(3, kPodId + 1);
   const std::string spec = Dir() + "/restarts.yaml";
-  std::ofstream(spec) << "name: restarts\nrestarts: 2\nrun: |\n"
-                         "  echo \"attempt $PODRUN_ATTEMPT\"\n"
-                         "  if [ $PODRUN_WORKER_ID = 2 ] && [ $PODRUN_ATTEMPT -lt 3 ]; then exit 3; "
-                         "fi\n";
+  std::ofstream(spec)
+      << "name: restarts\nrestarts: 2\nrun: |\n"
+         "  echo \"attempt $PODRUN_ATTEMPT\"\n"
+         "  if [ $PODRUN_WORKER_ID = 2 ] && [ $PODRUN_ATTEMPT -lt 3 ]; then exit 3; "
+         "fi\n";
   const std::string podrun =
       "env PODRUN_HOME=" + Dir() + "/home-restarts " + std::string(PODRUN_BINARY);
   const auto began = std::chrono::steady_clock::now();

@@ -81,4 +81,20 @@ std::string WaitForText(const std::string& path, const std::string& needle,
   return text;
 }
 
+int CountProcesses(const std::string& marker) {
+  // "[p]attern" matches the marker but not this shell's own command line.
+  // (Appended, not "[" + ...: GCC 12 at -O3 reports a false -Wrestrict on that.)
+  std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
+  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
+}
+
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return condition();
+}
+
 }  // namespace podrun::testing

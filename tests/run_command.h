@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace podrun::testing {
@@ -32,6 +33,13 @@ std::string WaitForText(const std::string& path, const std::string& needle,
 // Ends the --local agents that podrun started under `podrun_home` (they would otherwise idle
 // on for minutes after a test).
 void KillLocalAgents(const std::string& podrun_home);
+
+// Processes anywhere on this machine whose command line contains `marker` (the testpod's
+// workers share this host's PID namespace).
+int CountProcesses(const std::string& marker);
+
+// Polls `condition` every 100 ms until it holds or `limit` has passed; returns its last value.
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit);
 
 // Quotes `s` for a POSIX shell (single quotes), so it reaches the command as one word.
 std::string ShellQuote(const std::string& s);

@@ -34,21 +34,8 @@ std::string Dir() { return ::testing::TempDir() + "/podrun-top-test"; }
 
 std::string Podrun() { return "env PODRUN_HOME=" + Dir() + "/home " + std::string(PODRUN_BINARY); }
 
-// Processes whose command line holds the marker (the testpod's workers share the PID namespace).
-int CountJobProcesses() {
-  const std::string marker = kMarker;
-  const std::string pattern = "[" + marker.substr(0, 1) + "]" + marker.substr(1);
-  return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
-}
-
-bool WaitUntil(const std::function<bool()>& condition, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return condition();
-}
+// The job's processes on every worker.
+int CountJobProcesses() { return CountProcesses(kMarker); }
 
 // The objects of `top --json`'s output, by worker; fails the test on a line that is not one.
 std::map<int, nlohmann::json> ByWorker(const std::string& output, std::vector<int>* order) {
