@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "launcher/error.h"
-#include "launcher/sha256.h"
+#include "proto/sha256.h"
 
 namespace podrun {
 namespace {

@@ -10,7 +10,7 @@
 #include "launcher/job/job_agents.h"
 #include "launcher/job/parallel_for.h"
 #include "launcher/pod/worker_range.h"
-#include "launcher/sha256.h"
+#include "proto/sha256.h"
 
 namespace podrun {
 namespace {
