@@ -107,16 +107,8 @@ class LaunchTest : public ::testing::Test {
 std::unique_ptr<TestPod> LaunchTest::pod_;
 
 TEST_F(LaunchTest, TorchDdpTrainsOnFourWorkersWithIdenticalWeights) {
-  // The workers cannot see the source tree if it lies under /tmp (each worker has its own
-  // /tmp): give every worker a copy of the examples in its home, as a user would.
-  for (int i = 0; i < kWorkers; ++i) {
-    std::string examples = pod_->dir() + "/w" + std::to_string(i) + "/home/examples";
-    ASSERT_EQ(0, RunCommand("mkdir -p " + examples + " && cp " + PODRUN_SOURCE_DIR +
-                            "/examples/torch_ddp.py " + examples + "/")
-                     .exit_code);
-  }
-  CommandResult r = Launch(std::string(PODRUN_SOURCE_DIR) + "/examples/torch-ddp.yaml",
-                           "-e EXAMPLES=/root/examples");
+  // The spec syncs the examples directory into every worker's workdir (sync: .).
+  CommandResult r = Launch(std::string(PODRUN_SOURCE_DIR) + "/examples/torch-ddp.yaml");
   ASSERT_EQ(0, r.exit_code) << r.output;
   std::regex done(
       R"(\[w(\d)\] rank \d/4: allreduce ok \(sum=6\), weights sha256=([0-9a-f]{64}) identical)");
@@ -139,8 +131,8 @@ TEST_F(LaunchTest, TorchDdpTrainsOnFourWorkersWithIdenticalWeights) {
 }
 
 TEST_F(LaunchTest, TorchDdpOnFourLocalWorkers) {
-  std::string line = Podrun() + " launch " + PODRUN_SOURCE_DIR + "/examples/torch-ddp.yaml" +
-                     " --local 4 -e EXAMPLES=" + PODRUN_SOURCE_DIR + "/examples";
+  std::string line =
+      Podrun() + " launch " + PODRUN_SOURCE_DIR + "/examples/torch-ddp.yaml" + " --local 4";
   CommandResult r = RunCommand(line);
   ASSERT_EQ(0, r.exit_code) << r.output;
   std::regex done(R"(rank \d/4: allreduce ok \(sum=6\), weights sha256=([0-9a-f]{64}))");

@@ -407,4 +407,58 @@ grpc::Status AgentService::Mount(grpc::ServerContext*, const v1::MountRequest* r
   });
 }
 
+SyncRpc& AgentService::Sync() {
+  std::lock_guard lock(sync_mu_);
+  if (!sync_) sync_ = std::make_unique<SyncRpc>(info_.home);
+  return *sync_;
+}
+
+grpc::Status AgentService::BlobsMissing(grpc::ServerContext*, const v1::BlobsMissingRequest* req,
+                                        v1::BlobsMissingReply* reply) {
+  return Handle(activity_, [&] {
+    Sync().BlobsMissing(*req, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::PutBlobs(grpc::ServerContext*, grpc::ServerReader<v1::BlobChunk>* reader,
+                                    v1::PutBlobsReply* reply) {
+  return Handle(activity_, [&] {
+    Sync().PutBlobs(reader, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::ServeBlobs(grpc::ServerContext*, const v1::ServeBlobsRequest* req,
+                                      v1::ServeBlobsReply* reply) {
+  return Handle(activity_, [&] {
+    Sync().ServeBlobs(*req, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::FetchBlobs(grpc::ServerContext*, const v1::FetchBlobsRequest* req,
+                                      v1::FetchBlobsReply* reply) {
+  return Handle(activity_, [&] {
+    Sync().FetchBlobs(*req, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::EndServe(grpc::ServerContext*, const v1::EndServeRequest* req,
+                                    v1::EndServeReply* reply) {
+  return Handle(activity_, [&] {
+    Sync().EndServe(*req, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::ApplySync(grpc::ServerContext*, const v1::ApplySyncRequest* req,
+                                     v1::ApplySyncReply* reply) {
+  return Handle(activity_, [&] {
+    Sync().ApplySync(*req, reply);
+    return grpc::Status::OK;
+  });
+}
+
 }  // namespace podrun::agent

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "proto/agent.grpc.pb.h"
 #include "worker/job_runner.h"
+#include "worker/sync_rpc.h"
 
 namespace podrun::agent {
 
@@ -64,6 +66,18 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
                         v1::ShutdownReply* reply) override;
   grpc::Status Mount(grpc::ServerContext* ctx, const v1::MountRequest* req,
                      v1::MountReply* reply) override;
+  grpc::Status BlobsMissing(grpc::ServerContext* ctx, const v1::BlobsMissingRequest* req,
+                            v1::BlobsMissingReply* reply) override;
+  grpc::Status PutBlobs(grpc::ServerContext* ctx, grpc::ServerReader<v1::BlobChunk>* reader,
+                        v1::PutBlobsReply* reply) override;
+  grpc::Status ServeBlobs(grpc::ServerContext* ctx, const v1::ServeBlobsRequest* req,
+                          v1::ServeBlobsReply* reply) override;
+  grpc::Status FetchBlobs(grpc::ServerContext* ctx, const v1::FetchBlobsRequest* req,
+                          v1::FetchBlobsReply* reply) override;
+  grpc::Status EndServe(grpc::ServerContext* ctx, const v1::EndServeRequest* req,
+                        v1::EndServeReply* reply) override;
+  grpc::Status ApplySync(grpc::ServerContext* ctx, const v1::ApplySyncRequest* req,
+                         v1::ApplySyncReply* reply) override;
 
   // Makes following StreamLogs calls finish promptly (called before the server shuts down).
   void BeginShutdown();
@@ -73,8 +87,13 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
   // that is not 64 hex digits.
   std::filesystem::path SetupStampPath(const std::string& stamp) const;
 
+  // The sync RPCs' state, made on first use (its blob cache lives under the home).
+  SyncRpc& Sync();
+
   AgentInfo info_;
   JobRunner& runner_;
+  std::mutex sync_mu_;
+  std::unique_ptr<SyncRpc> sync_;
   ActivityTracker& activity_;
   std::function<void(bool handover)> on_shutdown_;
   std::atomic<bool> shutting_down_{false};

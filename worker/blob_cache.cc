@@ -48,7 +48,7 @@ fs::path BlobCache::PathOf(const std::string& sha256) const {
 }
 
 bool BlobCache::Has(const std::string& sha256) const {
-  struct stat st{};
+  struct stat st {};
   return ::stat(PathOf(sha256).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -99,8 +99,7 @@ void BlobCache::Writer::Commit() {
                      "blob " + sha256_ + ": the bytes received hash to " + got);
   }
   // No fsync: a blob is checked again against its hash whenever it is used (ApplySync).
-  if (::close(fd_.release()) != 0 ||
-      ::rename(temp_.c_str(), final_.c_str()) != 0) {
+  if (::close(fd_.release()) != 0 || ::rename(temp_.c_str(), final_.c_str()) != 0) {
     throw AgentError(ErrorKind::kInternal, "blob cache " + final_.string() + ": " + Errno());
   }
   committed_ = true;

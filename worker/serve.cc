@@ -51,7 +51,7 @@ void PrepareDirectories(const std::filesystem::path& home) {
     throw std::runtime_error("refusing to keep the agent's state in " + home.string() + ": " +
                              *problem);
   }
-  for (const char* entry : {"run", "jobs", "agent.log"}) {
+  for (const char* entry : {"run", "jobs", "agent.log", "blobs", "sync", "stamps"}) {
     if (auto problem = SymlinkProblem(home / entry)) throw std::runtime_error(*problem);
   }
   fs::create_directories(home / "run");

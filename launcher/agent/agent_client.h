@@ -37,6 +37,20 @@ struct AgentHello {
   std::optional<int> tpu_worker_number;  // on a Cloud TPU VM: its TPU worker number
 };
 
+// A blob to send with PutBlobs: a local file's content, or bytes in memory (a manifest).
+struct AgentBlob {
+  std::string sha256;
+  std::string file;  // read from here when set, in chunks
+  std::string data;  // else these bytes
+};
+
+// What ApplySync did to a workdir.
+struct AgentSyncApplied {
+  uint64_t written = 0;
+  uint64_t deleted = 0;
+  uint64_t unchanged = 0;
+};
+
 // The spec's mounts for one worker (proto's MountRequest).
 struct AgentMountRequest {
   struct Entry {
@@ -206,6 +220,25 @@ class AgentClient {
   std::optional<AgentTopSample> Top(const std::string& job_id, uint32_t attempt);
   // Asks the agent to exit (force: even with running jobs, which are stopped first).
   void Shutdown(bool force);
+
+  // Code sync (agent_client_sync.cc; proto/agent.proto, "Code sync").
+  // The blobs of `sha256s` the worker's cache lacks, in the given order.
+  std::vector<std::string> BlobsMissing(const std::vector<std::string>& sha256s);
+  // Sends blobs through this connection; returns the bytes sent. Throws Error naming a local
+  // file that cannot be read, or the agent's refusal (a hash that does not match).
+  uint64_t PutBlobs(const std::vector<AgentBlob>& blobs);
+  // Opens a peer listener on `address` serving the manifest's blobs to holders of `key`;
+  // returns its port.
+  uint16_t ServeBlobs(const std::string& address, const std::string& key,
+                      const std::string& manifest_sha256, std::chrono::seconds lifetime);
+  // Has the worker fetch the manifest's blobs it lacks from a peer's listener; returns the
+  // bytes fetched.
+  uint64_t FetchBlobs(const std::string& host, uint16_t port, const std::string& key,
+                      const std::string& manifest_sha256);
+  // Closes a listener; returns the bytes it served.
+  uint64_t EndServe(uint16_t port);
+  // Brings `workdir` to the manifest (blobs must be in the worker's cache).
+  AgentSyncApplied ApplySync(const std::string& workdir, const std::string& manifest_sha256);
 
   // Called with each batch of records, in sequence order; return false to stop the stream.
   using OnBatch = std::function<bool(std::vector<LogRecord>&& records)>;

@@ -19,6 +19,10 @@ ExitCode Runner::Run() {
     SetAttempt(AttemptState::kStartFailed, 3, true);
     return ExitCode::kUnreachable;
   }
+  if (!BuildSyncManifest()) {
+    SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
+    return ExitCode::kUsage;
+  }
   loop_.emplace();
   window_.emplace(loop_->executor(), plan_.pod.fanout);
   AgentLinkContext context{&*loop_, &*window_, &*agent_, plan_.home / "local"};
@@ -56,7 +60,10 @@ ExitCode Runner::Run() {
       SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
       return ExitCode::kUsage;
     }
-    MountAll();
+    SyncAll();
+    if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
+      MountAll();
+    }
     if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
       if (!plan_.spec.setup.empty()) progress_->End();  // setup's output comes next
       SetupAll();

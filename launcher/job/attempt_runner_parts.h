@@ -39,6 +39,7 @@
 #include "launcher/pod/worker_range.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
+#include "launcher/sync/manifest.h"
 
 namespace podrun::attempt_internal {
 
@@ -131,6 +132,9 @@ class Runner {
   bool CheckTpuWorkerNumbers();
   // The addresses the workers reach each other at, rank order (PODRUN_WORKER_HOSTS).
   std::vector<std::string> WorkerAddresses() const;
+  // The manifest of the spec's sync (before anything is started); false (said why) on error.
+  bool BuildSyncManifest();
+  void SyncAll();   // the spec's sync to every connected worker; failures set Worker::error
   void MountAll();  // the spec's mounts on every connected worker; failures set Worker::error
   void SetupAll();  // the spec's setup on every connected worker; failures set Worker::error
   void PrepareAll();
@@ -176,8 +180,9 @@ class Runner {
     }
     progress_->BeginPhase(phase, indexes);
   }
-  bool tpu_vms_ = false;             // the agents run on Cloud TPU VMs (their metadata says so)
-  std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
+  std::optional<Manifest> manifest_;  // of the spec's sync, if it has one
+  bool tpu_vms_ = false;              // the agents run on Cloud TPU VMs (their metadata says so)
+  std::optional<StallWatch> stall_;   // stall_seconds > 0, while following
   Clock::time_point started_ = Clock::now();
   std::chrono::nanoseconds prepare_fan_out_{0};  // how long Prepare to every worker took
 };

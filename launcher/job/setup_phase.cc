@@ -34,7 +34,7 @@ std::string SetupStamp(const JobSpec& spec, const std::map<std::string, std::str
   for (const auto& [name, value] : spec.env) Field(&key, "env " + name, value);
   for (const auto& [name, value] : overrides) Field(&key, "-e " + name, value);
   for (const auto& name : spec.secret_env) Field(&key, "secret", name);
-  const std::filesystem::path base = std::filesystem::path(spec.path).parent_path();
+  const std::filesystem::path base = SetupInputsBase(spec);
   for (const std::string& input : spec.setup_inputs) {
     const std::filesystem::path path = base / input;
     std::ifstream in(path, std::ios::binary);

@@ -26,6 +26,7 @@ constexpr std::string_view kTopKeys[] = {
     "name",
     "pod",
     "workdir",
+    "sync",
     "env",
     "secret_env",
     "mounts",
@@ -143,6 +144,7 @@ class Parser : private YamlReader {
     if (!root.IsMap()) Fail(root.Mark(), "a spec is a mapping of keys (name:, pod:, run:, ...)");
 
     std::set<std::string> seen;
+    YAML::Mark sync_mark;
     for (auto it = root.begin(); it != root.end(); ++it) {
       const YAML::Node key = it->first;
       const YAML::Node value = it->second;
@@ -157,6 +159,9 @@ class Parser : private YamlReader {
         ParsePod(key, value, &spec.pod);
       } else if (k == "workdir") {
         if (!value.IsNull()) spec.workdir = NonEmptyString(key, value);
+      } else if (k == "sync") {
+        spec.sync = NonEmptyString(key, value);
+        sync_mark = At(key, value);
       } else if (k == "env") {
         ParseEnv(key, value, &spec.env);
       } else if (k == "secret_env") {
@@ -168,7 +173,7 @@ class Parser : private YamlReader {
       } else if (k == "setup_inputs") {
         for (auto& [input, mark] : List(key, value, true)) {
           if (input.empty() || input.front() == '/' || input.find("..") != std::string::npos) {
-            Fail(mark, "'" + input + "': a path relative to the spec's directory, inside it");
+            Fail(mark, "'" + input + "': a path relative to the synced directory (or the spec's)");
           }
           spec.setup_inputs.push_back(input);
         }
@@ -203,6 +208,16 @@ class Parser : private YamlReader {
       }
     }
     if (!seen.count("run")) Fail(root.Mark(), "missing required key 'run'");
+    if (!spec.sync.empty()) {
+      std::error_code ec;
+      const std::filesystem::path dir = SyncDirectory(spec);
+      if (!std::filesystem::is_directory(dir, ec)) {
+        Fail(sync_mark,
+             "sync: " + dir.string() +
+                 (std::filesystem::exists(dir, ec) ? " is not a directory" : " does not exist") +
+                 " (a local directory, relative to the spec's)");
+      }
+    }
     for (const std::string& secret : spec.secret_env) {
       if (spec.env.count(secret)) {
         Fail(FindKeyMark(root, "secret_env"), "'" + secret + "' is in both env and secret_env");
@@ -417,6 +432,15 @@ const char* MountTypeName(MountType type) {
       return "bind";
   }
   return "?";
+}
+
+std::filesystem::path SyncDirectory(const JobSpec& spec) {
+  if (spec.sync.empty()) return {};
+  return (std::filesystem::path(spec.path).parent_path() / spec.sync).lexically_normal();
+}
+
+std::filesystem::path SetupInputsBase(const JobSpec& spec) {
+  return spec.sync.empty() ? std::filesystem::path(spec.path).parent_path() : SyncDirectory(spec);
 }
 
 bool IsValidJobName(const std::string& name) {

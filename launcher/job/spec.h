@@ -2,6 +2,7 @@
 // that validates it and points at the offending line and column when it is wrong.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,11 +57,14 @@ struct JobSpec {
   std::string name;  // default: the spec file's stem
   PodSettings pod;
   std::string workdir = "~";
+  // The local directory copied into workdir on every worker (relative to the spec's directory;
+  // checked to be a directory when parsed); empty: nothing is synced.
+  std::string sync;
   std::map<std::string, std::string> env;  // scalars keep their text: `N: 3` gives "3"
   std::vector<std::string> secret_env;     // names only; values come from the launcher's env
   std::vector<Mount> mounts;
   std::string setup;                      // empty: no setup
-  std::vector<std::string> setup_inputs;  // files (relative to the spec) in setup's cache key
+  std::vector<std::string> setup_inputs;  // files (relative to SetupInputsBase) in the setup stamp
   std::string run;                        // never empty
   OnFailure on_failure = OnFailure::kStopAll;
   int restarts = 0;
@@ -82,6 +86,12 @@ JobSpec ParseSpecFile(const std::string& path);
 // As ParseSpecFile, for text already in memory; `file_name` is used in messages and for the
 // default name.
 JobSpec ParseSpecText(const std::string& text, const std::string& file_name);
+
+// The synced directory: `sync` resolved against the spec file's directory (empty path if none).
+std::filesystem::path SyncDirectory(const JobSpec& spec);
+
+// Where setup_inputs are read from: the synced directory, else the spec file's directory.
+std::filesystem::path SetupInputsBase(const JobSpec& spec);
 
 // True for a name usable as a job name (`name:` or `-n`): [A-Za-z0-9][A-Za-z0-9._-]*, at most
 // 64 characters.

@@ -286,6 +286,37 @@ TEST(Spec, ParseFile) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Spec, SyncIsADirectoryBesideTheSpec) {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("podrun-sync-spec-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "code");
+  std::ofstream(dir / "code" / "requirements.txt") << "jax\n";
+  std::ofstream(dir / "file.txt") << "x\n";
+  std::ofstream(dir / "a.yaml") << "sync: code\nsetup_inputs: [requirements.txt]\nrun: x\n";
+  JobSpec spec = ParseSpecFile((dir / "a.yaml").string());
+  EXPECT_EQ("code", spec.sync);
+  EXPECT_EQ((dir / "code").lexically_normal(), SyncDirectory(spec));
+  EXPECT_EQ(SyncDirectory(spec), SetupInputsBase(spec));  // setup_inputs are files under sync
+  std::ofstream(dir / "b.yaml") << "run: x\nsync: nowhere\n";
+  std::ofstream(dir / "c.yaml") << "run: x\nsync: file.txt\n";
+  std::ofstream(dir / "d.yaml") << "run: x\nsync: [a, b]\n";
+  for (const auto& [file, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"b.yaml", "b.yaml:2:7: sync: "},
+                                                        {"c.yaml", "is not a directory"},
+                                                        {"d.yaml", "d.yaml:2:"}}) {
+    try {
+      ParseSpecFile((dir / file).string());
+      ADD_FAILURE() << "no error for " << file;
+    } catch (const Error& e) {
+      EXPECT_EQ(ExitCode::kUsage, e.code());
+      EXPECT_NE(std::string::npos, std::string(e.what()).find(expected)) << e.what();
+    }
+  }
+  JobSpec plain = ParseSpecText("run: x\n", (dir / "e.yaml").string());
+  EXPECT_EQ(dir, SetupInputsBase(plain));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Spec, Names) {
   EXPECT_TRUE(IsValidJobName("bert-base_1.2"));
   EXPECT_FALSE(IsValidJobName("-x"));

@@ -1,0 +1,184 @@
+// An attempt's sync phase (CONTRACT.md, the spec's `sync`; DESIGN.md decision 11): the local
+// tree becomes a manifest of content-addressed blobs; the blobs the first worker lacks go to it
+// through its SSH connection, the other workers fetch them from each other down a relay tree
+// (encrypted, over the pod's network), and every workdir is brought to the manifest.
+#include <openssl/rand.h>
+
+#include "launcher/job/attempt_runner_parts.h"
+#include "launcher/sync/manifest.h"
+#include "launcher/sync/relay_tree.h"
+#include "proto/sha256.h"
+
+namespace podrun::attempt_internal {
+namespace {
+
+constexpr int kRelayFanout = 4;  // children per serving worker
+constexpr auto kServeFor = std::chrono::minutes(30);
+
+std::string Megabytes(uint64_t bytes) {
+  return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
+}
+
+std::string RandomKey() {
+  std::string key(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), 32) != 1) {
+    throw Error(ExitCode::kUnreachable, "sync: no random bytes for the peer key (OpenSSL)");
+  }
+  return key;
+}
+
+}  // namespace
+
+bool Runner::BuildSyncManifest() {
+  if (plan_.spec.sync.empty()) return true;
+  try {
+    manifest_ = BuildManifest(SyncDirectory(plan_.spec));
+    return true;
+  } catch (const std::exception& e) {
+    Say(fmt::format("{}: sync: {}", plan_.spec.path, e.what()));
+    return false;
+  }
+}
+
+void Runner::SyncAll() {
+  if (!manifest_) return;
+  const auto began = Clock::now();
+  const std::filesystem::path root = SyncDirectory(plan_.spec);
+  const Manifest& manifest = *manifest_;
+  AgentBlob manifest_blob;
+  manifest_blob.data = SerializeManifest(manifest);
+  manifest_blob.sha256 = Sha256Hex(manifest_blob.data);
+  const std::string& manifest_sha = manifest_blob.sha256;
+  // Every content blob, by hash (a file's content appears once however many files have it).
+  std::map<std::string, std::string> files;
+  for (const ManifestFile& f : manifest.files) {
+    if (f.symlink.empty()) files.emplace(f.sha256, (root / f.path).string());
+  }
+  std::vector<Worker*> live;
+  for (auto& w : workers_) {
+    if (w->error.empty()) live.push_back(w.get());
+  }
+  if (live.empty()) return;
+  Say(fmt::format("sync {} ({} files, {}) to {} worker{}", root.string(), manifest.files.size(),
+                  Megabytes(manifest.bytes), live.size(), live.size() == 1 ? "" : "s"));
+  BeginProgress("sync");
+
+  // Sends what `w` lacks through its own connection; returns the bytes sent.
+  auto send_direct = [&](Worker& w) -> uint64_t {
+    std::vector<std::string> wanted;
+    wanted.reserve(files.size() + 1);
+    for (const auto& [sha, file] : files) wanted.push_back(sha);
+    wanted.push_back(manifest_sha);  // last: a cached manifest means its blobs came first
+    std::vector<AgentBlob> blobs;
+    for (const std::string& sha : Client(w)->BlobsMissing(wanted)) {
+      if (sha == manifest_sha) {
+        blobs.push_back(manifest_blob);
+      } else {
+        blobs.push_back(AgentBlob{sha, files.at(sha), {}});
+      }
+    }
+    return blobs.empty() ? 0 : Client(w)->PutBlobs(blobs);
+  };
+  std::atomic<uint64_t> uplink{0}, relayed{0};
+  std::atomic<int> direct_fallbacks{0};
+  std::mutex fallback_mu;
+  std::string first_relay_error;
+
+  // The root gets everything through the launcher; then each level of the tree fetches from
+  // the level above, whose members serve while their children fetch.
+  const RelayTree tree = MakeRelayTree(live.size(), kRelayFanout);
+  const std::vector<std::string> addresses = WorkerAddresses();
+  const std::string key = RandomKey();
+  std::vector<uint16_t> ports(live.size(), 0);  // per position: its listener, 0 if none
+  auto address_of = [&](const Worker& w) { return addresses.at(static_cast<size_t>(w.index)); };
+  try {
+    uplink += send_direct(*live[0]);
+  } catch (const std::exception& e) {
+    live[0]->error = fmt::format("{}: sync: {}", live[0]->link->description(), e.what());
+  }
+  for (size_t level = 1; level < tree.levels.size(); ++level) {
+    // The parents of this level open their listeners.
+    std::vector<Worker*> parents;
+    for (int p : tree.levels[level - 1]) {
+      const bool has_children = static_cast<size_t>(p) * kRelayFanout + 1 < live.size();
+      if (has_children && live[p]->error.empty()) parents.push_back(live[p]);
+    }
+    ForEachParallel(parents, [&](Worker& w) {
+      const size_t p = static_cast<size_t>(std::find(live.begin(), live.end(), &w) - live.begin());
+      try {
+        ports[p] = Client(w)->ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(fallback_mu);
+        if (first_relay_error.empty()) {
+          first_relay_error = fmt::format("{} cannot serve: {}", w.link->description(), e.what());
+        }
+      }
+    });
+    std::vector<Worker*> children;
+    for (int p : tree.levels[level]) children.push_back(live[p]);
+    ForEachParallel(children, [&](Worker& w) {
+      if (!w.error.empty()) return;
+      const size_t p = static_cast<size_t>(std::find(live.begin(), live.end(), &w) - live.begin());
+      const size_t parent = static_cast<size_t>(tree.parent[p]);
+      try {
+        if (ports[parent] != 0 && live[parent]->error.empty()) {
+          try {
+            relayed +=
+                Client(w)->FetchBlobs(address_of(*live[parent]), ports[parent], key, manifest_sha);
+            return;
+          } catch (const std::exception& e) {
+            std::lock_guard lock(fallback_mu);
+            if (first_relay_error.empty()) {
+              first_relay_error = fmt::format("{} from {}: {}", w.link->description(),
+                                              live[parent]->link->description(), e.what());
+            }
+          }
+        }
+        ++direct_fallbacks;
+        uplink += send_direct(w);
+      } catch (const std::exception& e) {
+        w.error = fmt::format("{}: sync: {}", w.link->description(), e.what());
+      }
+    });
+  }
+  std::vector<Worker*> serving;
+  for (size_t p = 0; p < live.size(); ++p) {
+    if (ports[p] != 0) serving.push_back(live[p]);
+  }
+  ForEachParallel(serving, [&](Worker& w) {
+    const size_t p = static_cast<size_t>(std::find(live.begin(), live.end(), &w) - live.begin());
+    try {
+      Client(w)->EndServe(ports[p]);
+    } catch (const std::exception&) {
+      // It closes by itself when its time is up.
+    }
+  });
+  if (direct_fallbacks > 0) {
+    Say(
+        fmt::format("sync: {} worker{} could not fetch from a peer ({}); sent to {} through "
+                    "their own connection{}",
+                    direct_fallbacks.load(), direct_fallbacks == 1 ? "" : "s", first_relay_error,
+                    direct_fallbacks == 1 ? "it" : "them", direct_fallbacks == 1 ? "" : "s"));
+  }
+
+  std::atomic<uint64_t> written{0}, deleted{0}, unchanged{0};
+  ForEachParallel(live, [&](Worker& w) {
+    if (!w.error.empty()) return;
+    try {
+      const AgentSyncApplied applied = Client(w)->ApplySync(plan_.spec.workdir, manifest_sha);
+      written += applied.written;
+      deleted += applied.deleted;
+      unchanged += applied.unchanged;
+    } catch (const std::exception& e) {
+      w.error = fmt::format("{}: sync: {}", w.link->description(), e.what());
+    }
+    Progressed(w.index);
+  });
+  Say(
+      fmt::format("sync done in {:.2f} s: {} sent from here, {} relayed between workers; "
+                  "{} files written, {} deleted, {} unchanged",
+                  SecondsSince(began), Megabytes(uplink), Megabytes(relayed), written.load(),
+                  deleted.load(), unchanged.load()));
+}
+
+}  // namespace podrun::attempt_internal

@@ -1,0 +1,175 @@
+// Integration tests of the spec's `sync` on a real 8-worker testpod (CONTRACT.md, the spec's
+// `sync`; DESIGN.md decision 11): every workdir matches the local tree byte for byte, ignored
+// files and .git absent; the bytes this host sends onto the pod's bridge stay under twice the
+// payload (the workers relay to each other), and after a one-file change under twice that file
+// plus the manifest; a file deleted here disappears there, a file the job wrote stays; a worker
+// whose peers cannot reach it gets the files through its own connection, and the launch says so.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "tests/run_command.h"
+#include "tests/testpod.h"
+
+namespace podrun::testing {
+namespace {
+
+constexpr int kWorkers = 8;
+constexpr int kPodId = 26;
+constexpr size_t kBigFile = 8 << 20;
+
+std::string Dir() { return ::testing::TempDir() + "/podrun-sync-test"; }
+std::string Tree() { return Dir() + "/project"; }
+
+uint64_t BridgeTxBytes() {
+  std::ifstream in("/sys/class/net/prbr" + std::to_string(kPodId) + "/statistics/tx_bytes");
+  uint64_t bytes = 0;
+  in >> bytes;
+  return bytes;
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+std::string RandomBytes(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(gen());
+  return s;
+}
+
+class SyncTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RunCommand("rm -rf " + Dir());
+    std::filesystem::create_directories(Tree());
+    pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
+  }
+  static void TearDownTestSuite() { pod_.reset(); }
+
+  static CommandResult Launch(const std::string& spec) {
+    return RunCommand("env PODRUN_HOME=" + Dir() + "/home " + std::string(PODRUN_BINARY) +
+                      " launch " + spec + " --hosts @" + pod_->host_file() + " -i " +
+                      pod_->identity() + " --known-hosts " + pod_->known_hosts());
+  }
+  static std::string Spec(const std::string& run) {
+    const std::string path = Dir() + "/train.yaml";
+    std::ofstream(path) << "sync: project\nworkdir: ~/work\nrun: " << run << "\n";
+    return path;
+  }
+  // The listing of a tree as "sha256  ./path" lines, sorted (files and symlinks).
+  static std::string LocalListing() {
+    return RunCommand("cd " + Tree() +
+                      " && find . -path ./.git -prune -o \\( -type f -o -type l \\) -print0 | "
+                      "grep -zv -e '^./build/' -e '\\.log$' -e '^./secret.key$' | sort -z | "
+                      "xargs -0 sha256sum")
+        .output;
+  }
+  static std::string WorkerListing(int i) {
+    return pod_
+        ->Exec(i,
+               "cd ~/work && find . \\( -type f -o -type l \\) -print0 | sort -z | "
+               "xargs -0 sha256sum")
+        .output;
+  }
+
+  static std::unique_ptr<TestPod> pod_;
+};
+
+std::unique_ptr<TestPod> SyncTest::pod_;
+
+TEST_F(SyncTest, TreesMatchOnEveryWorkerAndTheUplinkCarriesAboutOneCopy) {
+  WriteFile(Tree() + "/train.py", "print('hello')\n");
+  WriteFile(Tree() + "/model/big.bin", RandomBytes(kBigFile, 1));
+  WriteFile(Tree() + "/model/same.bin", RandomBytes(kBigFile / 4, 2));
+  WriteFile(Tree() + "/model/copy.bin", RandomBytes(kBigFile / 4, 2));  // same content: once
+  WriteFile(Tree() + "/data/empty", "");
+  WriteFile(Tree() + "/run.sh", "#!/bin/sh\necho run\n");
+  std::filesystem::permissions(Tree() + "/run.sh", std::filesystem::perms::owner_exec,
+                               std::filesystem::perm_options::add);
+  std::filesystem::create_symlink("train.py", Tree() + "/link.py");
+  WriteFile(Tree() + "/.gitignore", "build/\n*.log\n");
+  WriteFile(Tree() + "/.podrunignore", "secret.key\n");
+  WriteFile(Tree() + "/build/out.o", RandomBytes(1 << 20, 3));
+  WriteFile(Tree() + "/train.log", "ignored\n");
+  WriteFile(Tree() + "/secret.key", "ignored\n");
+  ASSERT_EQ(0, RunCommand("cd " + Tree() + " && git init -q . && git add train.py").exit_code);
+  const uint64_t payload = kBigFile + kBigFile / 4 + 200;
+  // The agents are installed first: their bytes are not the sync's.
+  const std::string warm = Dir() + "/warm.yaml";
+  std::ofstream(warm) << "run: 'true'\n";
+  ASSERT_EQ(0, Launch(warm).exit_code);
+
+  const uint64_t tx0 = BridgeTxBytes();
+  CommandResult first = Launch(Spec("test -x run.sh && readlink link.py && echo job > job.out"));
+  const uint64_t sent = BridgeTxBytes() - tx0;
+  ASSERT_EQ(0, first.exit_code) << first.output;
+  EXPECT_NE(std::string::npos, first.output.find("relayed between workers")) << first.output;
+  EXPECT_NE(std::string::npos, first.output.find("[w7] train.py")) << first.output;
+  const std::string expected = LocalListing();
+  ASSERT_NE(std::string::npos, expected.find("./model/big.bin")) << expected;
+  for (int i = 0; i < kWorkers; ++i) {
+    std::string got = WorkerListing(i);
+    // The job's own file is there too; the rest is the tree exactly.
+    EXPECT_NE(std::string::npos, got.find("./job.out")) << "w" << i << "\n" << got;
+    std::string without_job;
+    std::istringstream lines(got);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("./job.out") == std::string::npos) without_job += line + "\n";
+    }
+    EXPECT_EQ(expected, without_job) << "w" << i;
+  }
+  std::cerr << "first sync: " << sent << " bytes onto the bridge for a payload of " << payload
+            << "\n";
+  EXPECT_LT(sent, 2 * payload) << first.output;
+
+  // One file changed, one deleted: only that file (and the manifest) crosses the uplink again.
+  WriteFile(Tree() + "/train.py", "print('changed')\n" + RandomBytes(1 << 20, 4));
+  std::filesystem::remove(Tree() + "/data/empty");
+  const uint64_t tx1 = BridgeTxBytes();
+  CommandResult second =
+      Launch(Spec("cat job.out; test -e data/empty; echo gone $?; head -c 16 train.py"));
+  const uint64_t sent_again = BridgeTxBytes() - tx1;
+  ASSERT_EQ(0, second.exit_code) << second.output;
+  std::cerr << "second sync: " << sent_again << " bytes onto the bridge\n";
+  EXPECT_LT(sent_again, 2 * ((1 << 20) + 64 * 1024)) << second.output;
+  EXPECT_NE(std::string::npos, second.output.find("[w5] job")) << second.output;     // kept
+  EXPECT_NE(std::string::npos, second.output.find("[w5] gone 1")) << second.output;  // deleted
+  EXPECT_NE(std::string::npos, second.output.find("[w5] print('changed')")) << second.output;
+  EXPECT_NE(std::string::npos, second.output.find("8 deleted")) << second.output;
+}
+
+TEST_F(SyncTest, AWorkerThatPeersCannotReachGetsTheFilesThroughItsOwnConnection) {
+  WriteFile(Tree() + "/fallback.bin", RandomBytes(1 << 20, 5));
+  // Worker 3 cannot reach worker 0, its parent in the relay tree (but this host still can).
+  ASSERT_EQ(0, pod_->Exec(3, "ip route add prohibit " + pod_->address(0) + "/32").exit_code);
+  CommandResult r = Launch(Spec("sha256sum fallback.bin"));
+  pod_->Exec(3, "ip route del prohibit " + pod_->address(0) + "/32");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("could not fetch from a peer")) << r.output;
+  const std::string sum = RunCommand("cd " + Tree() + " && sha256sum fallback.bin").output;
+  for (int i = 0; i < kWorkers; ++i) {
+    EXPECT_NE(std::string::npos, r.output.find("[w" + std::to_string(i) + "] " + sum.substr(0, 64)))
+        << r.output;
+  }
+}
+
+TEST_F(SyncTest, ASyncDirectoryThatDoesNotExistIsABadSpec) {
+  const std::string path = Dir() + "/nowhere.yaml";
+  std::ofstream(path) << "run: echo hi\nsync: does-not-exist\n";
+  CommandResult r = Launch(path);
+  EXPECT_EQ(2, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("nowhere.yaml:2:")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("does not exist")) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("[w")) << r.output;
+}
+
+}  // namespace
+}  // namespace podrun::testing

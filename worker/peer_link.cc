@@ -1,0 +1,352 @@
+// The peer link's server and client (see peer_link.h). Requests and replies are PeerChannel
+// frames: the client sends kGet frames naming blobs by sha256 (a bounded number ahead of the
+// replies); the server answers each, in order, with kRefused and a reason, or kSize and the
+// blob's size followed by kData frames of its bytes.
+#include "worker/peer_link.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "proto/agent.pb.h"
+#include "worker/agent_error.h"
+#include "worker/peer_crypto.h"
+
+namespace podrun::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kGet = 'G';      // client: sha256 (64 hex digits)
+constexpr char kRefused = 'R';  // server: why the blob asked for is not sent
+constexpr char kSize = 'S';     // server: the blob's size, 8 bytes big-endian; its data follows
+constexpr char kData = 'D';     // server: the next bytes of the blob
+constexpr size_t kMaxRequest = 64;
+constexpr size_t kPipeline = 16;                  // requests sent ahead of the replies
+constexpr std::chrono::seconds kServerStall{30};  // a client silent this long is dropped
+
+std::string Errno() { return std::strerror(errno); }
+
+std::string HostPort(const std::string& host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// A numeric IPv4 or IPv6 address: the pod's internal addresses are numbers, and the static agent
+// has no NSS to resolve names with.
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t size = 0;
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+};
+
+SocketAddress ParseAddress(const std::string& host, uint16_t port) {
+  SocketAddress address;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    address.size = sizeof *v4;
+  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    address.size = sizeof *v6;
+  } else {
+    throw AgentError(ErrorKind::kInvalidArgument, "not a numeric IP address: " + host);
+  }
+  return address;
+}
+
+// Timeouts on every send and receive (a stalled peer is an error), and no Nagle delay.
+void SetSocketOptions(int fd, std::chrono::seconds timeout) {
+  const timeval tv{static_cast<time_t>(timeout.count()), 0};
+  const int one = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    throw AgentError(ErrorKind::kInternal, "socket options: " + Errno());
+  }
+}
+
+// A non-blocking connect bounded by `timeout`; returns a blocking socket.
+UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout) {
+  auto fail = [](const std::string& what) {
+    throw AgentError(ErrorKind::kFailedPrecondition, "connect: " + what);
+  };
+  UniqueFd fd(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) fail(Errno());
+  if (::connect(fd.get(), address.get(), address.size) != 0) {
+    if (errno != EINPROGRESS) fail(Errno());
+    const auto deadline = Clock::now() + timeout;
+    pollfd p{fd.get(), POLLOUT, 0};
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      const int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (rc > 0) break;
+      if (rc == 0) fail("timed out after " + std::to_string(timeout.count()) + "s");
+      if (errno != EINTR) fail(Errno());
+    }
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
+    if (error != 0) fail(std::strerror(error));
+  }
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) fail(Errno());
+  return fd;
+}
+
+std::string EncodeSize(uint64_t size) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(size >> (56 - 8 * i));
+  return out;
+}
+
+uint64_t DecodeSize(std::string_view bytes) {
+  uint64_t size = 0;
+  for (unsigned char byte : bytes) size = size << 8 | byte;
+  return size;
+}
+
+// Sends one blob from the cache file in kPeerChunkSize frames; returns its size, or nothing
+// when the cache lacks it (and the request was refused).
+std::optional<uint64_t> SendBlob(PeerChannel& channel, const BlobCache& cache,
+                                 const std::string& sha256, std::vector<char>* buffer) {
+  UniqueFd file(::open(cache.PathOf(sha256).c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!file || ::fstat(file.get(), &st) != 0) {
+    channel.Send(kRefused, "not in the peer's cache");
+    return std::nullopt;
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  channel.Send(kSize, EncodeSize(size));
+  buffer->resize(kPeerChunkSize);
+  for (uint64_t sent = 0; sent < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer->size(), size - sent));
+    const ssize_t n = ::read(file.get(), buffer->data(), want);
+    if (n < 0 && errno == EINTR) continue;
+    // A file that shrank cannot keep the promise of kSize: end the connection.
+    if (n <= 0) throw AgentError(ErrorKind::kInternal, "blob " + sha256 + " ended early");
+    channel.Send(kData, std::string_view(buffer->data(), static_cast<size_t>(n)));
+    sent += static_cast<uint64_t>(n);
+  }
+  return size;
+}
+
+// Receives the reply to a kGet of `sha256` into the cache (checked against the hash).
+uint64_t ReceiveBlob(PeerChannel& channel, BlobCache& cache, const std::string& sha256,
+                     std::optional<uint64_t> expected_size) {
+  char type = 0;
+  std::string_view payload;
+  if (!channel.Receive(&type, &payload)) {
+    throw AgentError(ErrorKind::kInternal, "the peer closed the connection");
+  }
+  if (type == kRefused) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "the peer refused blob " + sha256 + ": " + std::string(payload));
+  }
+  if (type != kSize || payload.size() != 8) {
+    throw AgentError(ErrorKind::kInternal, "unexpected reply to the request for " + sha256);
+  }
+  const uint64_t size = DecodeSize(payload);
+  if (expected_size && size != *expected_size) {
+    throw AgentError(ErrorKind::kInvalidArgument,
+                     "blob " + sha256 + ": the peer has " + std::to_string(size) +
+                         " bytes, the manifest says " + std::to_string(*expected_size));
+  }
+  BlobCache::Writer writer(cache, sha256);
+  while (writer.size() < size) {
+    if (!channel.Receive(&type, &payload)) {
+      throw AgentError(ErrorKind::kInternal,
+                       "the peer closed the connection within blob " + sha256);
+    }
+    if (type != kData || payload.empty() || payload.size() > size - writer.size()) {
+      throw AgentError(ErrorKind::kInternal, "unexpected frame within blob " + sha256);
+    }
+    writer.Append(payload);
+  }
+  writer.Commit();
+  return size;
+}
+
+}  // namespace
+
+struct BlobServer::Connection {
+  UniqueFd fd;
+  std::thread thread;
+  std::atomic<bool> done{false};
+};
+
+BlobServer::BlobServer(const BlobCache& cache, const std::string& address, std::string key,
+                       const std::string& manifest_sha256, std::chrono::seconds lifetime)
+    : cache_(cache), key_(std::move(key)), deadline_(Clock::now() + lifetime) {
+  const std::string where = "serve blobs on " + address;
+  if (key_.size() != kPeerKeySize) {
+    throw AgentError(ErrorKind::kInvalidArgument, where + ": the key must be 32 bytes");
+  }
+  if (!cache_.Has(manifest_sha256)) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     where + ": manifest " + manifest_sha256 + " is not in the cache");
+  }
+  v1::SyncManifest manifest;
+  if (!manifest.ParseFromString(cache_.Read(manifest_sha256))) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     where + ": manifest " + manifest_sha256 + " does not parse");
+  }
+  allowed_.insert(manifest_sha256);
+  for (const auto& entry : manifest.entries()) {
+    if (entry.symlink().empty()) allowed_.insert(entry.sha256());
+  }
+
+  const SocketAddress local = ParseAddress(address, 0);
+  listener_.reset(::socket(local.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_storage bound{};
+  socklen_t size = sizeof bound;
+  if (!listener_ || ::bind(listener_.get(), local.get(), local.size) != 0 ||
+      ::listen(listener_.get(), 16) != 0 ||
+      ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
+    throw AgentError(ErrorKind::kInternal, where + ": " + Errno());
+  }
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_) throw AgentError(ErrorKind::kInternal, where + ": eventfd: " + Errno());
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+}
+
+BlobServer::~BlobServer() {
+  stop_ = true;
+  Wake();
+  acceptor_.join();
+}
+
+void BlobServer::Wake() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t ignored = ::write(wake_.get(), &one, sizeof one);
+}
+
+void BlobServer::AcceptLoop() {
+  while (!stop_ && Clock::now() < deadline_) {
+    connections_.remove_if([](const std::unique_ptr<Connection>& c) {
+      if (!c->done) return false;
+      c->thread.join();
+      return true;
+    });
+    // Poll the listener only while there is room: more connections wait in the backlog.
+    pollfd fds[2] = {{wake_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
+    const nfds_t count = connections_.size() < kMaxConnections ? 2 : 1;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
+    const int rc =
+        ::poll(fds, count, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60000)));
+    if (rc <= 0) continue;  // a timeout, EINTR (nothing else happens to valid fds)
+    if (fds[0].revents & POLLIN) {
+      uint64_t value = 0;
+      [[maybe_unused]] ssize_t ignored = ::read(wake_.get(), &value, sizeof value);
+    }
+    if (count < 2 || !(fds[1].revents & POLLIN)) continue;
+    UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd) {
+      // The client gave up already; or no fd is left, and it waits in the backlog a while.
+      if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      continue;
+    }
+    try {
+      auto connection = std::make_unique<Connection>();
+      connection->fd = std::move(fd);
+      Connection* c = connection.get();
+      c->thread = std::thread([this, c] {
+        Serve(c->fd.get());
+        c->done = true;
+        Wake();
+      });
+      connections_.push_back(std::move(connection));
+    } catch (const std::system_error&) {
+      // No thread to be had: this connection is dropped, its client sees it closed.
+    }
+  }
+  listener_.reset();
+  for (const auto& c : connections_) ::shutdown(c->fd.get(), SHUT_RDWR);
+  for (const auto& c : connections_) c->thread.join();
+  connections_.clear();
+}
+
+void BlobServer::Serve(int fd) {
+  try {
+    SetSocketOptions(fd, kServerStall);
+    PeerChannel channel(fd, key_, PeerChannel::Role::kServer, kMaxRequest);
+    std::vector<char> buffer;
+    char type = 0;
+    std::string_view payload;
+    while (!stop_ && channel.Receive(&type, &payload)) {
+      if (type != kGet) return;
+      const std::string sha256(payload);
+      if (!allowed_.contains(sha256)) {
+        channel.Send(kRefused, "not part of this transfer");
+        continue;
+      }
+      if (const auto size = SendBlob(channel, cache_, sha256, &buffer)) {
+        ++blobs_served_;
+        bytes_served_ += *size;
+      }
+    }
+  } catch (const std::exception&) {
+    // The connection ends here; the fetcher reports what failed.
+  }
+}
+
+FetchResult FetchBlobs(BlobCache& cache, const std::string& host, uint16_t port,
+                       const std::string& key, const std::string& manifest_sha256,
+                       std::chrono::seconds timeout) {
+  const std::string peer = HostPort(host, port);
+  timeout = std::max(timeout, std::chrono::seconds(1));  // 0 would mean no timeout at all
+  try {
+    cache.PathOf(manifest_sha256);  // a well-formed hash, before any connection
+    UniqueFd fd = Connect(ParseAddress(host, port), timeout);
+    SetSocketOptions(fd.get(), timeout);
+    PeerChannel channel(fd.get(), key, PeerChannel::Role::kClient, kPeerChunkSize);
+    FetchResult result;
+    if (!cache.Has(manifest_sha256)) {
+      channel.Send(kGet, manifest_sha256);
+      result.bytes += ReceiveBlob(channel, cache, manifest_sha256, std::nullopt);
+      ++result.blobs;
+    }
+    v1::SyncManifest manifest;
+    if (!manifest.ParseFromString(cache.Read(manifest_sha256))) {
+      throw AgentError(ErrorKind::kInvalidArgument,
+                       "manifest " + manifest_sha256 + " does not parse");
+    }
+    std::vector<const v1::ManifestEntry*> wanted;
+    std::unordered_set<std::string_view> seen;
+    for (const auto& entry : manifest.entries()) {
+      if (!entry.symlink().empty() || !seen.insert(entry.sha256()).second) continue;
+      if (!cache.Has(entry.sha256())) wanted.push_back(&entry);
+    }
+    size_t requested = 0;
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      for (; requested < wanted.size() && requested < i + kPipeline; ++requested) {
+        channel.Send(kGet, wanted[requested]->sha256());
+      }
+      result.bytes += ReceiveBlob(channel, cache, wanted[i]->sha256(), wanted[i]->size());
+      ++result.blobs;
+    }
+    return result;
+  } catch (const AgentError& e) {
+    throw AgentError(e.kind(), "peer " + peer + ": " + e.what());
+  }
+}
+
+}  // namespace podrun::agent

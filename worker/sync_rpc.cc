@@ -1,0 +1,127 @@
+// The code sync RPCs (see sync_rpc.h).
+#include "worker/sync_rpc.h"
+
+#include <unistd.h>
+
+#include "worker/agent_error.h"
+#include "worker/job_runner.h"
+#include "worker/peer_link.h"
+#include "worker/workdir_sync.h"
+
+namespace podrun::agent {
+namespace {
+
+constexpr auto kFetchTimeout = std::chrono::seconds(30);
+constexpr uint32_t kMaxServeSeconds = 3600;
+
+std::string Hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+v1::SyncManifest ReadManifest(const BlobCache& cache, const std::string& sha256) {
+  v1::SyncManifest manifest;
+  if (!manifest.ParseFromString(cache.Read(sha256))) {
+    throw AgentError(ErrorKind::kInvalidArgument, "sync: manifest " + sha256 + " is malformed");
+  }
+  return manifest;
+}
+
+}  // namespace
+
+SyncRpc::SyncRpc(const std::filesystem::path& home) : home_(home), cache_(home / "blobs") {}
+
+SyncRpc::~SyncRpc() = default;
+
+void SyncRpc::BlobsMissing(const v1::BlobsMissingRequest& req, v1::BlobsMissingReply* reply) {
+  for (const std::string& sha256 : req.sha256()) {
+    if (!cache_.Has(sha256)) reply->add_sha256(sha256);
+  }
+}
+
+void SyncRpc::PutBlobs(grpc::ServerReader<v1::BlobChunk>* reader, v1::PutBlobsReply* reply) {
+  std::unique_ptr<BlobCache::Writer> writer;
+  v1::BlobChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (!writer) {
+      writer = std::make_unique<BlobCache::Writer>(cache_, chunk.sha256());
+    } else if (chunk.sha256() != writer->sha256()) {
+      throw AgentError(ErrorKind::kInvalidArgument,
+                       "sync: blob " + writer->sha256() + " ended without its last chunk");
+    }
+    writer->Append(chunk.data());
+    if (chunk.last()) {
+      writer->Commit();
+      reply->set_blobs(reply->blobs() + 1);
+      reply->set_bytes(reply->bytes() + writer->size());
+      writer.reset();
+    }
+  }
+  if (writer) {
+    throw AgentError(ErrorKind::kInvalidArgument,
+                     "sync: blob " + writer->sha256() + " ended without its last chunk");
+  }
+}
+
+void SyncRpc::ServeBlobs(const v1::ServeBlobsRequest& req, v1::ServeBlobsReply* reply) {
+  if (req.key().size() != 32) {
+    throw AgentError(ErrorKind::kInvalidArgument, "sync: a peer key is 32 bytes");
+  }
+  if (!cache_.Has(req.manifest_sha256())) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "sync: manifest " + req.manifest_sha256() + " is not in the cache");
+  }
+  const auto seconds =
+      std::chrono::seconds(std::min(std::max(req.seconds(), 1u), kMaxServeSeconds));
+  std::unique_ptr<BlobServer> server;
+  try {
+    server = std::make_unique<BlobServer>(cache_, req.address(), req.key(), req.manifest_sha256(),
+                                          seconds);
+  } catch (const AgentError&) {
+    // Not an address of this machine (an external IP behind NAT, a name): every interface, the
+    // key still guarding what is served.
+    server =
+        std::make_unique<BlobServer>(cache_, "0.0.0.0", req.key(), req.manifest_sha256(), seconds);
+  }
+  const uint32_t port = server->port();
+  reply->set_port(port);
+  std::lock_guard lock(mu_);
+  servers_[port] = std::move(server);
+}
+
+void SyncRpc::FetchBlobs(const v1::FetchBlobsRequest& req, v1::FetchBlobsReply* reply) {
+  if (req.port() == 0 || req.port() > 65535) {
+    throw AgentError(ErrorKind::kInvalidArgument, "sync: bad peer port");
+  }
+  const FetchResult got =
+      podrun::agent::FetchBlobs(cache_, req.host(), static_cast<uint16_t>(req.port()), req.key(),
+                                req.manifest_sha256(), kFetchTimeout);
+  reply->set_blobs(got.blobs);
+  reply->set_bytes(got.bytes);
+}
+
+void SyncRpc::EndServe(const v1::EndServeRequest& req, v1::EndServeReply* reply) {
+  std::unique_ptr<BlobServer> server;
+  {
+    std::lock_guard lock(mu_);
+    auto it = servers_.find(req.port());
+    if (it == servers_.end()) return;  // already ended (or timed out and ended here)
+    server = std::move(it->second);
+    servers_.erase(it);
+  }
+  reply->set_blobs_served(server->blobs_served());
+  reply->set_bytes_served(server->bytes_served());
+}
+
+void SyncRpc::ApplySync(const v1::ApplySyncRequest& req, v1::ApplySyncReply* reply) {
+  const std::filesystem::path workdir = ResolveWorkdir(req.workdir());
+  const v1::SyncManifest manifest = ReadManifest(cache_, req.manifest_sha256());
+  const std::filesystem::path state = home_ / "sync" / Hostname() / Sha256Hex(workdir.string());
+  const SyncApplied applied = ApplyManifest(cache_, manifest, workdir, state);
+  reply->set_written(applied.written);
+  reply->set_deleted(applied.deleted);
+  reply->set_unchanged(applied.unchanged);
+}
+
+}  // namespace podrun::agent
