@@ -14,5 +14,7 @@ inline constexpr uint32_t kProtocolVersion = 1;
 //   PODRUN-AGENT ERROR <reason>
 inline constexpr char kReadyPrefix[] = "PODRUN-AGENT READY";
 inline constexpr char kErrorPrefix[] = "PODRUN-AGENT ERROR";
+// `podrun-agent lend`'s line: "PODRUN-AGENT SERVING <port>".
+inline constexpr char kServingPrefix[] = "PODRUN-AGENT SERVING";
 
 }  // namespace podrun

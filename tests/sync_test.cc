@@ -1,5 +1,6 @@
 // Integration tests of the spec's `sync` on a real 8-worker testpod (CONTRACT.md, the spec's
-// `sync`; DESIGN.md decision 11): every workdir matches the local tree byte for byte, ignored
+// `sync`; DESIGN.md decision 11): a cold launch sends the agent over the uplink about once
+// (the workers lend it to each other); every workdir matches the local tree byte for byte, ignored
 // files and .git absent; the bytes this host sends onto the pod's bridge stay under twice the
 // payload (the workers relay to each other), and after a one-file change under twice that file
 // plus the manifest; a file deleted here disappears there, a file the job wrote stays; a worker
@@ -102,10 +103,20 @@ TEST_F(SyncTest, TreesMatchOnEveryWorkerAndTheUplinkCarriesAboutOneCopy) {
   WriteFile(Tree() + "/secret.key", "ignored\n");
   ASSERT_EQ(0, RunCommand("cd " + Tree() + " && git init -q . && git add train.py").exit_code);
   const uint64_t payload = kBigFile + kBigFile / 4 + 200;
-  // The agents are installed first: their bytes are not the sync's.
+  // The agents are installed first (their bytes are not the sync's): sent to one worker, the
+  // others fetch the binary from their peers, so the uplink carries about one gzipped agent.
   const std::string warm = Dir() + "/warm.yaml";
   std::ofstream(warm) << "run: 'true'\n";
-  ASSERT_EQ(0, Launch(warm).exit_code);
+  const uint64_t cold0 = BridgeTxBytes();
+  CommandResult cold = Launch(warm);
+  const uint64_t cold_sent = BridgeTxBytes() - cold0;
+  ASSERT_EQ(0, cold.exit_code) << cold.output;
+  EXPECT_NE(std::string::npos, cold.output.find("uploaded to 1, from peers to 7")) << cold.output;
+  const uint64_t agent_gz =
+      std::stoull(RunCommand("gzip -c " + std::string(PODRUN_AGENT) + " | wc -c").output);
+  std::cerr << "cold launch: " << cold_sent << " bytes onto the bridge; gzipped agent " << agent_gz
+            << "\n";
+  EXPECT_LT(cold_sent, 3 * agent_gz) << cold.output;
 
   const uint64_t tx0 = BridgeTxBytes();
   CommandResult first = Launch(Spec("test -x run.sh && readlink link.py && echo job > job.out"));
@@ -146,13 +157,25 @@ TEST_F(SyncTest, TreesMatchOnEveryWorkerAndTheUplinkCarriesAboutOneCopy) {
   EXPECT_NE(std::string::npos, second.output.find("8 deleted")) << second.output;
 }
 
-TEST_F(SyncTest, AWorkerThatPeersCannotReachGetsTheFilesThroughItsOwnConnection) {
+TEST_F(SyncTest, AWorkerThatPeersCannotReachGetsAgentAndFilesThroughItsOwnConnection) {
   WriteFile(Tree() + "/fallback.bin", RandomBytes(1 << 20, 5));
-  // Worker 3 cannot reach worker 0, its parent in the relay tree (but this host still can).
-  ASSERT_EQ(0, pod_->Exec(3, "ip route add prohibit " + pod_->address(0) + "/32").exit_code);
+  // Worker 3 cannot reach its peers (this host still can), and lacks the agent, as does worker 5.
+  std::string cut, heal;
+  for (int i = 0; i < kWorkers; ++i) {
+    if (i == 3) continue;
+    cut += "ip route add prohibit " + pod_->address(i) + "/32; ";
+    heal += "ip route del prohibit " + pod_->address(i) + "/32; ";
+  }
+  ASSERT_EQ(0, pod_->Exec(3, cut).exit_code);
+  for (int i : {3, 5}) {
+    pod_->Exec(i, "pkill -f '[p]odrun-agent-.* serve'; rm -rf ~/.podrun/bin");
+  }
   CommandResult r = Launch(Spec("sha256sum fallback.bin"));
-  pod_->Exec(3, "ip route del prohibit " + pod_->address(0) + "/32");
+  pod_->Exec(3, heal);
   ASSERT_EQ(0, r.exit_code) << r.output;
+  // One of the two got the agent first; the other could not fetch it from that peer.
+  EXPECT_NE(std::string::npos, r.output.find("uploaded to 2, from peers to ")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("; 1 could not fetch it from a peer)")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("could not fetch from a peer")) << r.output;
   const std::string sum = RunCommand("cd " + Tree() + " && sha256sum fallback.bin").output;
   for (int i = 0; i < kWorkers; ++i) {

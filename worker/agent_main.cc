@@ -12,6 +12,7 @@
 #include "proto/edit_distance.h"
 #include "proto/private_state.h"
 #include "proto/protocol_version.h"
+#include "worker/binary_relay.h"
 #include "worker/dial_stdio.h"
 #include "worker/job_dir.h"
 #include "worker/serve.h"
@@ -143,6 +144,26 @@ int RunStreamLog(const std::vector<std::string>& args) {
   return StreamLog(sl);
 }
 
+int RunLend(const std::vector<std::string>& args) {
+  constexpr std::string_view kUsage = "lend --address IP [--seconds N] [--clients N]";
+  LendArgs sb;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--address" && i + 1 < args.size()) {
+      sb.address = args[++i];
+    } else if (args[i] == "--seconds" && i + 1 < args.size()) {
+      sb.lifetime = std::chrono::seconds(std::strtol(args[++i].c_str(), nullptr, 10));
+    } else if (args[i] == "--clients" && i + 1 < args.size()) {
+      sb.max_clients = static_cast<int>(std::strtol(args[++i].c_str(), nullptr, 10));
+    } else {
+      return UsageError("unknown option " + args[i], kUsage);
+    }
+  }
+  if (sb.address.empty() || sb.lifetime.count() <= 0 || sb.max_clients <= 0) {
+    return UsageError("--address is needed; --seconds and --clients are positive", kUsage);
+  }
+  return Lend(sb);
+}
+
 int RunVersion(const std::vector<std::string>&) {
   std::printf("podrun-agent %s (protocol %u)\n", PODRUN_VERSION, kProtocolVersion);
   return 0;
@@ -159,6 +180,8 @@ const std::vector<Command>& Commands() {
       {"stream-log", "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow]",
        "write a job attempt's log as framed records to stdout (the launcher's bulk log channel)",
        RunStreamLog},
+      {"lend", "lend --address IP [--seconds N] [--clients N]",
+       "lend this binary to workers that lack it (token on stdin; started by podrun)", RunLend},
       {"--version", "--version", "print the version", RunVersion},
   };
   return commands;

@@ -22,6 +22,7 @@
 #include "proto/agent.pb.h"
 #include "worker/agent_error.h"
 #include "worker/peer_crypto.h"
+#include "worker/tcp_socket.h"
 
 namespace podrun::agent {
 namespace {
@@ -38,37 +39,6 @@ constexpr std::chrono::seconds kServerStall{30};  // a client silent this long i
 
 std::string Errno() { return std::strerror(errno); }
 
-std::string HostPort(const std::string& host, uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-// A numeric IPv4 or IPv6 address: the pod's internal addresses are numbers, and the static agent
-// has no NSS to resolve names with.
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t size = 0;
-  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
-};
-
-SocketAddress ParseAddress(const std::string& host, uint16_t port) {
-  SocketAddress address;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    address.size = sizeof *v4;
-  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    address.size = sizeof *v6;
-  } else {
-    throw AgentError(ErrorKind::kInvalidArgument, "not a numeric IP address: " + host);
-  }
-  return address;
-}
-
 // Timeouts on every send and receive (a stalled peer is an error), and no Nagle delay.
 void SetSocketOptions(int fd, std::chrono::seconds timeout) {
   const timeval tv{static_cast<time_t>(timeout.count()), 0};
@@ -78,34 +48,6 @@ void SetSocketOptions(int fd, std::chrono::seconds timeout) {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
     throw AgentError(ErrorKind::kInternal, "socket options: " + Errno());
   }
-}
-
-// A non-blocking connect bounded by `timeout`; returns a blocking socket.
-UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout) {
-  auto fail = [](const std::string& what) {
-    throw AgentError(ErrorKind::kFailedPrecondition, "connect: " + what);
-  };
-  UniqueFd fd(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) fail(Errno());
-  if (::connect(fd.get(), address.get(), address.size) != 0) {
-    if (errno != EINPROGRESS) fail(Errno());
-    const auto deadline = Clock::now() + timeout;
-    pollfd p{fd.get(), POLLOUT, 0};
-    for (;;) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-      const int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-      if (rc > 0) break;
-      if (rc == 0) fail("timed out after " + std::to_string(timeout.count()) + "s");
-      if (errno != EINTR) fail(Errno());
-    }
-    int error = 0;
-    socklen_t size = sizeof error;
-    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
-    if (error != 0) fail(std::strerror(error));
-  }
-  const int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) fail(Errno());
-  return fd;
 }
 
 std::string EncodeSize(uint64_t size) {
@@ -210,17 +152,11 @@ BlobServer::BlobServer(const BlobCache& cache, const std::string& address, std::
     if (entry.symlink().empty()) allowed_.insert(entry.sha256());
   }
 
-  const SocketAddress local = ParseAddress(address, 0);
-  listener_.reset(::socket(local.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  sockaddr_storage bound{};
-  socklen_t size = sizeof bound;
-  if (!listener_ || ::bind(listener_.get(), local.get(), local.size) != 0 ||
-      ::listen(listener_.get(), 16) != 0 ||
-      ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
-    throw AgentError(ErrorKind::kInternal, where + ": " + Errno());
+  try {
+    listener_ = Listen(address, &port_);
+  } catch (const AgentError& e) {
+    throw AgentError(e.kind(), where + ": " + e.what());
   }
-  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_) throw AgentError(ErrorKind::kInternal, where + ": eventfd: " + Errno());
   acceptor_ = std::thread([this] { AcceptLoop(); });

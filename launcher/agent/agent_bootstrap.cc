@@ -56,9 +56,45 @@ std::string RemoteAgentPath(const AgentBinary& agent) {
   return "$HOME/.podrun/bin/" + agent.remote_name();
 }
 
+namespace {
+
+constexpr auto kFetchTimeout = std::chrono::seconds(20);
+constexpr std::chrono::seconds kLendFor{120};
+
+// Has the worker's agent binary lent to peers (lend); throws on failure.
+asio::awaitable<void> Lend(SshSession& session, const AgentBinary& agent, AgentRelay& relay,
+                           const std::string& address) {
+  const std::string command =
+      "sh -c " +
+      ShellQuote(fmt::format("exec \"{}\" lend --address {} --seconds {}", RemoteAgentPath(agent),
+                             ShellQuote(address), kLendFor.count()));
+  RemoteResult r = co_await RunRemote(session, command, relay.token() + "\n");
+  const std::string prefix = std::string(kServingPrefix) + " ";
+  const size_t at = r.out.find(prefix);
+  if (r.status.failed() || at == std::string::npos) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("lend the agent: {}: {}", r.status.ToString(), r.err));
+  }
+  const int port = std::atoi(r.out.c_str() + at + prefix.size());
+  if (port <= 0 || port > 65535) throw Error(ExitCode::kUnreachable, "lend the agent: bad port");
+  relay.Offer({address, static_cast<uint16_t>(port)});
+}
+
+}  // namespace
+
 asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentBinary& agent,
-                                               bool* uploaded) {
-  *uploaded = false;
+                                               AgentRelay* relay, const std::string& lend_address,
+                                               AgentInstall* how) {
+  *how = AgentInstall::kAlreadyThere;
+  bool seed = false;
+  // A seed that fails must free the others from waiting for it.
+  struct SeedGuard {
+    AgentRelay* relay;
+    bool* seed;
+    ~SeedGuard() {
+      if (*seed) relay->SeedCannotLend();
+    }
+  } guard{relay, &seed};
   std::string path = RemoteAgentPath(agent);
   // `sh -c` so that the worker's login shell, whatever it is, runs POSIX syntax.
   std::string start =
@@ -77,6 +113,14 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
                                 announcement->protocol_version, announcement->agent_version,
                                 kProtocolVersion));
       }
+      if (relay && *how != AgentInstall::kAlreadyThere && (seed || relay->WantsMoreSources())) {
+        try {
+          co_await Lend(session, agent, *relay, lend_address);
+          seed = false;  // lent: the guard has nothing to undo
+        } catch (const Error&) {
+          // The others fetch from elsewhere or upload for themselves (the guard tells them).
+        }
+      }
       co_return *announcement;
     }
     if (r.out.find(kMissing) == std::string::npos || round == 1) {
@@ -84,6 +128,18 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
                   fmt::format("start agent: no announcement from {} ({}){}{}", path,
                               r.status.ToString(), other.empty() ? "" : "; stdout: " + other,
                               r.err.empty() ? "" : "; stderr: " + r.err));
+    }
+    if (relay) {
+      if (auto source = co_await relay->Acquire(&seed)) {
+        RemoteResult got = co_await RunRemote(
+            session, AgentFetchCommand(*source, relay->token(), agent.remote_name(), agent.sha256(),
+                                       kFetchTimeout));
+        relay->Release(*source, !got.status.failed());
+        if (!got.status.failed()) {
+          *how = AgentInstall::kFromPeer;
+          continue;
+        }
+      }
     }
     // Upload: gzip'd, checked against the hash, renamed into place only when complete.
     std::string install =
@@ -100,7 +156,7 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
                   fmt::format("upload agent to {}: {}: {}", path, up.status.ToString(),
                               up.err.empty() ? up.out : up.err));
     }
-    *uploaded = true;
+    *how = AgentInstall::kUploaded;
   }
   throw Error(ExitCode::kUnreachable, "start agent: gave up");
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "launcher/agent/agent_binary.h"
+#include "launcher/agent/agent_relay.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
 
@@ -40,9 +41,15 @@ asio::awaitable<RemoteResult> RunRemote(SshSession& session, const std::string& 
 // The installed agent's path on the worker, in shell syntax ("$HOME/.podrun/bin/<name>").
 std::string RemoteAgentPath(const AgentBinary& agent);
 
-// Starts the agent on the worker, uploading it first if missing. *uploaded tells whether an
-// upload happened. Throws Error(kUnreachable) naming the step and what the worker said.
+// How the agent got onto the worker during EnsureAgent.
+enum class AgentInstall { kAlreadyThere, kUploaded, kFromPeer };
+
+// Starts the agent on the worker, installing it first if missing: from a peer when `relay` has
+// one (agent_relay.h), else uploaded through this session; a worker that got it lends it on at
+// `lend_address` when others wait. Throws Error(kUnreachable) naming the step and what the
+// worker said.
 asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentBinary& agent,
-                                               bool* uploaded);
+                                               AgentRelay* relay, const std::string& lend_address,
+                                               AgentInstall* how);
 
 }  // namespace podrun

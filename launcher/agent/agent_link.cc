@@ -58,7 +58,8 @@ class SshAgentLink : public AgentLink {
     return fmt::format("w{} ({})", worker_.index, worker_.host.ToString());
   }
 
-  bool uploaded_agent() const override { return uploaded_; }
+  bool uploaded_agent() const override { return install_ == AgentInstall::kUploaded; }
+  bool relayed_agent() const override { return install_ == AgentInstall::kFromPeer; }
   bool uses_dial_stdio() const override { return dial_stdio_; }
 
   std::shared_ptr<AgentLogStream> StartLogStream(const std::string& job_id, uint32_t attempt,
@@ -88,7 +89,11 @@ class SshAgentLink : public AgentLink {
     }
     address_ = session_->address();
     session_->StartKeepalive();
-    AgentAnnouncement announcement = co_await EnsureAgent(*session_, *ctx_.agent, &uploaded_);
+    // Peers reach this worker at its internal address when discovery gave one.
+    const std::string lend_address =
+        worker_.peer_address.empty() ? session_->address() : worker_.peer_address;
+    AgentAnnouncement announcement =
+        co_await EnsureAgent(*session_, *ctx_.agent, ctx_.relay, lend_address, &install_);
     std::unique_ptr<SshChannel> channel;
     bool forwarding_refused = false;
     try {
@@ -115,7 +120,7 @@ class SshAgentLink : public AgentLink {
   AgentLinkContext ctx_;
   mutable std::mutex mutex_;
   std::string address_;
-  bool uploaded_ = false;
+  AgentInstall install_ = AgentInstall::kAlreadyThere;
   bool dial_stdio_ = false;
   std::shared_ptr<SshSession> session_;  // loop thread only
   std::unique_ptr<AgentTunnel> tunnel_;  // loop thread only

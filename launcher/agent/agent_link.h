@@ -12,6 +12,7 @@
 
 #include "launcher/agent/agent_binary.h"
 #include "launcher/agent/agent_client.h"
+#include "launcher/agent/agent_relay.h"
 #include "launcher/pod/pod_options.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
@@ -47,6 +48,8 @@ class AgentLink {
 
   // True if the last Connect() had to upload the agent binary.
   virtual bool uploaded_agent() const { return false; }
+  // True if the last Connect() got the agent binary from a peer worker (AgentRelay).
+  virtual bool relayed_agent() const { return false; }
   // True if the server refused stream-local forwarding and the tunnel runs through
   // `podrun-agent dial-stdio` instead.
   virtual bool uses_dial_stdio() const { return false; }
@@ -57,6 +60,7 @@ struct AgentLinkContext {
   EventLoop* loop = nullptr;
   FanOutWindow* window = nullptr;  // lives on the loop
   const AgentBinary* agent = nullptr;
+  AgentRelay* relay = nullptr;       // lives on the loop; null: every worker lacking it uploads
   std::filesystem::path local_root;  // --local: worker K's home is local_root/wK
 };
 

@@ -25,7 +25,8 @@ ExitCode Runner::Run() {
   }
   loop_.emplace();
   window_.emplace(loop_->executor(), plan_.pod.fanout);
-  AgentLinkContext context{&*loop_, &*window_, &*agent_, plan_.home / "local"};
+  relay_.emplace(loop_->executor());
+  AgentLinkContext context{&*loop_, &*window_, &*agent_, &*relay_, plan_.home / "local"};
   for (int index : plan_.pod.selected) {
     auto w = std::make_unique<Worker>();
     w->index = index;
@@ -43,18 +44,27 @@ ExitCode Runner::Run() {
   progress_.emplace(STDERR_FILENO);
   BeginProgress("agents");
   ConnectAll();
-  int uploads = 0, relayed = 0;
+  int uploads = 0, from_peers = 0, relayed = 0;
   for (auto& w : workers_) {
     uploads += w->link->uploaded_agent() ? 1 : 0;
+    from_peers += w->link->relayed_agent() ? 1 : 0;
     relayed += w->link->uses_dial_stdio() ? 1 : 0;
   }
   if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
-    Say(fmt::format("agents ready on {} workers in {:.2f} s{}{}", n, SecondsSince(phase),
-                    uploads ? fmt::format(" (agent installed on {})", uploads) : "",
-                    relayed ? fmt::format(" (stream-local forwarding refused: tunnel through "
-                                          "dial-stdio on {})",
-                                          relayed)
-                            : ""));
+    Say(fmt::format(
+        "agents ready on {} workers in {:.2f} s{}{}", n, SecondsSince(phase),
+        uploads + from_peers
+            ? fmt::format(
+                  " (agent installed on {}: uploaded to {}, from peers to {}{})",
+                  uploads + from_peers, uploads, from_peers,
+                  relay_->failed_fetches()
+                      ? fmt::format("; {} could not fetch it from a peer", relay_->failed_fetches())
+                      : "")
+            : "",
+        relayed ? fmt::format(" (stream-local forwarding refused: tunnel through "
+                              "dial-stdio on {})",
+                              relayed)
+                : ""));
     if (!CheckTpuWorkerNumbers()) {
       ReleasePrepared();
       SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);

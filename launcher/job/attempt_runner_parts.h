@@ -156,6 +156,7 @@ class Runner {
   // Declared before the workers: their links use the loop until they are destroyed.
   std::optional<AgentBinary> agent_;
   std::optional<EventLoop> loop_;
+  std::optional<AgentRelay> relay_;  // on the loop: the agent binary lent between workers
   std::optional<FanOutWindow> window_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<int, Worker*> by_index_;

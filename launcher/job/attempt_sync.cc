@@ -59,8 +59,9 @@ void Runner::SyncAll() {
     if (w->error.empty()) live.push_back(w.get());
   }
   if (live.empty()) return;
-  Say(fmt::format("sync {} ({} files, {}) to {} worker{}", root.string(), manifest.files.size(),
-                  Megabytes(manifest.bytes), live.size(), live.size() == 1 ? "" : "s"));
+  Say(fmt::format("sync {} ({} file{}, {}) to {} worker{}", root.string(), manifest.files.size(),
+                  manifest.files.size() == 1 ? "" : "s", Megabytes(manifest.bytes), live.size(),
+                  live.size() == 1 ? "" : "s"));
   BeginProgress("sync");
 
   // Sends what `w` lacks through its own connection; returns the bytes sent.

@@ -65,7 +65,7 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
   binary_.emplace(AgentBinary::Locate());
   loop_ = std::make_unique<EventLoop>();
   window_ = std::make_unique<FanOutWindow>(loop_->executor(), pod.fanout);
-  AgentLinkContext context{loop_.get(), window_.get(), &*binary_, local_root};
+  AgentLinkContext context{loop_.get(), window_.get(), &*binary_, nullptr, local_root};
   for (int index : indexes) {
     links_.push_back(MakeAgentLink(pod, index, context));
     JobAgent agent;
