@@ -184,6 +184,42 @@ TEST_F(SyncTest, AWorkerThatPeersCannotReachGetsAgentAndFilesThroughItsOwnConnec
   }
 }
 
+// The README's walk-through spec (examples/bert-v2-32), as far as this machine can take it: no
+// TPU, no network, no gcsfuse, so its pod, setup, mounts and run are replaced; what it syncs,
+// where, the setup inputs and the env stay.
+TEST_F(SyncTest, TheBertExampleShipsItsDirectory) {
+  const std::string dir = Dir() + "/bert-v2-32";
+  ASSERT_EQ(0, RunCommand("rm -rf " + dir + " && cp -r " + std::string(PODRUN_SOURCE_DIR) +
+                          "/examples/bert-v2-32 " + dir)
+                   .exit_code);
+  std::ifstream in(dir + "/bert.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string spec = text.str();
+  auto cut = [&](const std::string& from, const std::string& to) {
+    const size_t a = spec.find(from), b = spec.find(to, a);
+    ASSERT_NE(std::string::npos, a) << from;
+    ASSERT_NE(std::string::npos, b) << to;
+    spec.erase(a, b - a);
+  };
+  cut("pod:\n", "workdir:");
+  cut("setup: |", "setup_inputs:");
+  cut("mounts:\n", "env:");
+  cut("run: |", "on_failure:");
+  spec += "setup: head -c 0 requirements.txt\nrun: test -x pretrain.sh && echo \"$MODEL_DIR\"\n";
+  std::ofstream(dir + "/bert.yaml") << spec;
+  CommandResult r = Launch(dir + "/bert.yaml");
+  ASSERT_EQ(0, r.exit_code) << spec << "\n" << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("[w7] gs://jestimator_example/experiments/pretrain/bert-base"))
+      << r.output;
+  for (const char* file : {"requirements.txt", "pretrain.sh", "bert.yaml"}) {
+    EXPECT_EQ(0, RunCommand("cmp " + dir + "/" + file + " " + pod_->dir() + "/w2/home/bert/" + file)
+                     .exit_code)
+        << file;
+  }
+}
+
 TEST_F(SyncTest, ASyncDirectoryThatDoesNotExistIsABadSpec) {
   const std::string path = Dir() + "/nowhere.yaml";
   std::ofstream(path) << "run: echo hi\nsync: does-not-exist\n";
