@@ -63,6 +63,7 @@ void Runner::SyncAll() {
                   manifest.files.size() == 1 ? "" : "s", Megabytes(manifest.bytes), live.size(),
                   live.size() == 1 ? "" : "s"));
   BeginProgress("sync");
+  if (progress_) progress_->SetDetail(Megabytes(manifest.bytes));
 
   // Sends what `w` lacks through its own connection; returns the bytes sent.
   auto send_direct = [&](Worker& w) -> uint64_t {

@@ -24,7 +24,12 @@ LiveProgress::~LiveProgress() { End(); }
 
 void LiveProgress::BeginPhase(const std::string& name, const std::vector<int>& workers) {
   std::lock_guard lock(mutex_);
-  phases_.push_back({name, workers.size(), {workers.begin(), workers.end()}, clock_()});
+  phases_.push_back({name, workers.size(), {workers.begin(), workers.end()}, clock_(), {}});
+}
+
+void LiveProgress::SetDetail(const std::string& detail) {
+  std::lock_guard lock(mutex_);
+  if (!phases_.empty()) phases_.back().detail = detail;
 }
 
 void LiveProgress::Done(int worker) {
@@ -47,6 +52,7 @@ std::string LiveProgress::Render() const {
   for (const Phase& p : phases_) {
     if (!line.empty()) line += " \u00b7 ";
     line += fmt::format("{} {}/{}", p.name, p.total - p.waiting.size(), p.total);
+    if (!p.detail.empty()) line += " (" + p.detail + ")";
   }
   if (phases_.empty()) return line;
   const Phase& current = phases_.back();

@@ -1,5 +1,5 @@
 // The launch's phases as one live line on a terminal's stderr, redrawn in place:
-//   agents 16/16 · mounts 16/16 · prepare 11/16 · waiting for w3, w7 (4 s)
+//   agents 16/16 · sync 16/16 (12.0 MB) · mounts 16/16 · prepare 11/16 · waiting for w3 (4 s)
 // naming the workers that hold the current phase up once it has lasted kNameAfter. Not on a
 // terminal, nothing is drawn (the plain progress lines say the same). Lines printed meanwhile
 // start with ClearPrefix(), so that they replace the live line instead of running into it;
@@ -34,6 +34,8 @@ class LiveProgress {
 
   // A new phase, waiting for `workers`; the previous one stays on the line with its count.
   void BeginPhase(const std::string& name, const std::vector<int>& workers);
+  // Shown after the current phase's count: "sync 16/16 (12.0 MB)".
+  void SetDetail(const std::string& detail);
   // `worker` is through the current phase (done or failed).
   void Done(int worker);
   // Clears the line for good (before the job's own output starts).
@@ -52,6 +54,7 @@ class LiveProgress {
     size_t total = 0;
     std::set<int> waiting;
     Clock::time_point began;
+    std::string detail;
   };
   void Draw();
 

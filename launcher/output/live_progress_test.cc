@@ -25,6 +25,17 @@ TEST(LiveProgressTest, CountsEachPhaseAndNamesWhoHoldsTheCurrentOneUp) {
             "agents 4/4 \u00b7 prepare 0/8 \u00b7 waiting for w0, w1, w2, w3, w4 and 3 more (3 s)");
 }
 
+TEST(LiveProgressTest, APhaseMayCarryADetail) {
+  LiveProgress progress(-1, /*terminal=*/false);
+  progress.BeginPhase("agents", {0, 1});
+  progress.Done(0);
+  progress.Done(1);
+  progress.BeginPhase("sync", {0, 1});
+  progress.SetDetail("12.0 MB");
+  progress.Done(1);
+  EXPECT_EQ(progress.Render(), "agents 2/2 \u00b7 sync 1/2 (12.0 MB)");
+}
+
 TEST(LiveProgressTest, NothingIsDrawnOffATerminal) {
   LiveProgress progress(-1, /*terminal=*/false);
   EXPECT_EQ(LiveProgress::ClearPrefix(), "");
