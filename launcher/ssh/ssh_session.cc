@@ -21,6 +21,8 @@
 #include "launcher/error.h"
 #include "launcher/ssh/connection_probe.h"
 #include "launcher/ssh/host_key_policy.h"
+#include "launcher/ssh/jump_hosts.h"
+#include "launcher/ssh/proxy_command.h"
 
 // ssh_send_keepalive is declared in server.h but works for clients too.
 #include <libssh/server.h>
@@ -113,14 +115,15 @@ void SshSession::WatchFd(int fd) {
 }
 
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target,
-                                                                 SshOptions options) {
+                                                                 SshOptions options,
+                                                                 JumpHosts* jumps) {
   auto executor = co_await asio::this_coro::executor;
   auto give_up_at = Clock::now() + options.connect_timeout;
   auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetryDelay);
   for (;;) {
     std::string transient;
     try {
-      co_return co_await ConnectOnce(target, options);
+      co_return co_await ConnectOnce(target, options, jumps);
     } catch (const TransientError& e) {
       transient = e.what();
     }
@@ -173,7 +176,8 @@ struct ConnectWatch {
 }  // namespace
 
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostSpec& target,
-                                                                     const SshOptions& options) {
+                                                                     const SshOptions& options,
+                                                                     JumpHosts* jumps) {
   auto executor = co_await asio::this_coro::executor;
   UniqueSshSession s(ssh_new());
   if (!s) throw Unreachable("cannot allocate an SSH session");
@@ -196,28 +200,42 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
         fmt::format("connection timed out after {} s", options.connect_timeout.count() / 1000.0));
   };
   ssh_session raw = session->raw();
+  bool jump_failed = false;
   try {
-    if (where.proxy_command.empty()) {
+    int fd = -1;
+    if (!where.jump.empty()) {
+      StartedTransport through;
+      try {
+        through = co_await ConnectThroughJump(jumps, where.jump, where.address, where.port, options,
+                                              watch->deadline.expiry());
+      } catch (const TransportRefused&) {
+        throw;
+      } catch (const Error&) {
+        jump_failed = true;  // its message names the jump host and why, timeouts included
+        throw;
+      }
+      session->transport_ = std::move(through.transport);
+      fd = through.fd;
+    } else if (!where.proxy_command.empty()) {
+      StartedTransport proxy =
+          StartProxyCommand(ExpandProxyCommand(where.proxy_command, where, target.host), executor);
+      session->transport_ = std::move(proxy.transport);
+      fd = proxy.fd;
+    } else {
       auto endpoints = co_await watch->resolver.async_resolve(
           where.address, std::to_string(where.port), asio::use_awaitable);
       co_await asio::async_connect(watch->socket, endpoints, asio::use_awaitable);
       watch->socket.set_option(asio::ip::tcp::no_delay(true));
-      int fd = watch->socket.release();
-      if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
-        ::close(fd);
-        throw Unreachable(fmt::format("{}: cannot hand the socket to libssh: {}", description,
-                                      ssh_get_error(raw)));
-      }
-      session->WatchFd(fd);
-      ssh_set_blocking(raw, 0);
-    } else {
-      ssh_set_blocking(raw, 0);
-      int rc = ssh_connect(raw);  // starts the ProxyCommand (ProxyJump) and gives libssh its fd
-      if (rc == SSH_ERROR) throw Unreachable(fmt::format("proxy: {}", ssh_get_error(raw)));
-      session->WatchFd(ssh_get_fd(raw));
+      fd = watch->socket.release();
     }
-    co_await session->Handshake(options);
-    co_await session->Authenticate(options);
+    if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
+      ::close(fd);
+      throw Unreachable(
+          fmt::format("{}: cannot hand the socket to libssh: {}", description, ssh_get_error(raw)));
+    }
+    session->WatchFd(fd);
+    ssh_set_blocking(raw, 0);
+    co_await session->Establish(options);
   } catch (const boost::system::system_error& e) {
     if (watch->timed_out) throw timeout_error();
     auto code = e.code();
@@ -229,11 +247,33 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
       throw TransientError(fmt::format("{}: {}", description, reason));
     }
     throw Unreachable(fmt::format("{}: {}", description, reason));
-  } catch (const Error&) {
+  } catch (const TransportRefused& e) {
     if (watch->timed_out) throw timeout_error();
+    throw TransientError(e.what());
+  } catch (const Error&) {
+    if (watch->timed_out && !jump_failed) throw timeout_error();
     throw;
   }
   co_return session;
+}
+
+asio::awaitable<void> SshSession::Establish(const SshOptions& options) {
+  std::exception_ptr failure;
+  try {
+    co_await Handshake(options);
+    co_await Authenticate(options);
+    co_return;
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // The connection ended: if the transport did (its process exited, the jump host's
+  // connection broke), that is the reason, and no retry will change it.
+  if (transport_) {
+    if (std::optional<std::string> why = co_await transport_->Failure()) {
+      throw Unreachable(fmt::format("{}: {}", description_, *why));
+    }
+  }
+  std::rethrow_exception(failure);
 }
 
 asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
@@ -343,7 +383,9 @@ bool SshSession::ReadyNow(bool want_input) {
   return ready;
 }
 
-asio::awaitable<void> SshSession::WaitIo() {
+asio::awaitable<void> SshSession::WaitIo() { co_await WaitIoUntil(Clock::time_point::max()); }
+
+asio::awaitable<bool> SshSession::WaitIoUntil(Clock::time_point deadline) {
   auto lost = [this] {
     return Error(ExitCode::kUnreachable,
                  fmt::format("{}: connection lost: no answer to keepalives for {} s", description_,
@@ -360,7 +402,7 @@ asio::awaitable<void> SshSession::WaitIo() {
   if (ReadyNow()) {  // what no edge of the socket would announce (see ReadyNow)
     co_await asio::post(waiter_.get_executor(), asio::use_awaitable);
     if (dead_) throw lost();
-    co_return;
+    co_return true;
   }
   int flags = ssh_get_poll_flags(session_.get());
   auto kind = (flags & SSH_WRITE_PENDING) ? asio::posix::stream_descriptor::wait_write
@@ -379,11 +421,12 @@ asio::awaitable<void> SshSession::WaitIo() {
     wait->socket_error = ec;
     wait->timer->cancel();
   });
-  wait->timer->expires_at(asio::steady_timer::time_point::max());
-  boost::system::error_code ignored;
-  co_await wait->timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  wait->timer->expires_at(deadline);
+  boost::system::error_code cancelled;  // success: the deadline passed
+  co_await wait->timer->async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
   if (dead_) throw lost();
   if (wait->socket_error) throw boost::system::system_error(wait->socket_error);
+  co_return cancelled || Clock::now() < deadline;
 }
 
 void SshSession::StartKeepalive() {
