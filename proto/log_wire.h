@@ -28,6 +28,8 @@ inline constexpr size_t kWireHeaderBytes = 24;
 inline constexpr int kStreamLogRefused = 3;
 inline constexpr auto kWireHeartbeatInterval = std::chrono::seconds(3);
 inline constexpr auto kWireSilenceLimit = std::chrono::seconds(15);
+// Before stream-log's first frame: the worker's login shell may take a while to start it.
+inline constexpr auto kWireStartLimit = std::chrono::seconds(60);
 
 // Appends `record`'s frame to `out`.
 void AppendWireRecord(const LogRecord& record, std::string* out);

@@ -168,7 +168,11 @@ TEST_F(SyncTest, AWorkerThatPeersCannotReachGetsAgentAndFilesThroughItsOwnConnec
   }
   ASSERT_EQ(0, pod_->Exec(3, cut).exit_code);
   for (int i : {3, 5}) {
-    pod_->Exec(i, "pkill -f '[p]odrun-agent-.* serve'; rm -rf ~/.podrun/bin");
+    // Only that worker's agent (pkill would see every worker's: they share the pid namespace).
+    RunCommand("for p in $(ip netns pids pr" + std::to_string(kPodId) + "-w" + std::to_string(i) +
+               "); do tr '\\0' ' ' < /proc/$p/cmdline | grep -q 'podrun-agent-[0-9a-f]* serve' "
+               "&& kill $p; done; true");
+    pod_->Exec(i, "rm -rf ~/.podrun/bin");
   }
   CommandResult r = Launch(Spec("sha256sum fallback.bin"));
   pod_->Exec(3, heal);
@@ -217,6 +221,24 @@ TEST_F(SyncTest, TheBertExampleShipsItsDirectory) {
     EXPECT_EQ(0, RunCommand("cmp " + dir + "/" + file + " " + pod_->dir() + "/w2/home/bert/" + file)
                      .exit_code)
         << file;
+  }
+}
+
+// A worker whose every SSH command takes 17 s to start (a slow .bashrc) holds the launch up,
+// but costs the other workers nothing: their tunnels, idle meanwhile, stay up (gRPC keepalive
+// pings on idle channels were never sent, and their watchdog closed them after 15 s), and its
+// log stream is not given up while its login shell starts.
+TEST_F(SyncTest, ASlowWorkerCostsTheOthersNothing) {
+  const std::string spec = Dir() + "/slow.yaml";
+  std::ofstream(spec) << "run: echo started\n";
+  ASSERT_EQ(0, Launch(spec).exit_code);  // every agent installed and running
+  const std::string bashrc = pod_->dir() + "/w7/home/.bashrc";
+  RunCommand("echo 'sleep 17  # podrun-slow-login' >> " + bashrc);
+  CommandResult r = Launch(spec);
+  RunCommand("sed -i '/podrun-slow-login/d' " + bashrc);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    EXPECT_NE(std::string::npos, r.output.find("[w" + std::to_string(i) + "] started")) << r.output;
   }
 }
 

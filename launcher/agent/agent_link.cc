@@ -85,7 +85,7 @@ class SshAgentLink : public AgentLink {
     session_.reset();
     {
       auto slot = co_await ctx_.window->Acquire();
-      session_ = co_await SshSession::Connect(worker_.host, ssh_);
+      session_ = co_await SshSession::Connect(worker_.host, ssh_, ctx_.jumps);
     }
     address_ = session_->address();
     session_->StartKeepalive();

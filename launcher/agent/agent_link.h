@@ -55,10 +55,11 @@ class AgentLink {
   virtual bool uses_dial_stdio() const { return false; }
 };
 
-// What every link of a pod shares. The loop and window must outlive the links.
+// What every link of a pod shares. The loop, window and jump hosts must outlive the links.
 struct AgentLinkContext {
   EventLoop* loop = nullptr;
   FanOutWindow* window = nullptr;  // lives on the loop
+  JumpHosts* jumps = nullptr;      // lives on the loop; null: each link its own jump connection
   const AgentBinary* agent = nullptr;
   AgentRelay* relay = nullptr;       // lives on the loop; null: every worker lacking it uploads
   std::filesystem::path local_root;  // --local: worker K's home is local_root/wK

@@ -1,6 +1,6 @@
 // AgentTunnel: joins an SSH channel that reaches the worker's agent (direct-streamlocal, or an
 // exec channel running `podrun-agent dial-stdio`) to a local socketpair whose other end becomes
-// a gRPC channel (DESIGN.md decision 3). One coroutine on the event loop copies both ways.
+// a gRPC channel (DESIGN.md decision 3). A ChannelBridge on the event loop copies both ways.
 // Create, use and destroy on the event-loop thread; the gRPC channel may be used anywhere.
 #pragma once
 
@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "launcher/ssh/channel_bridge.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
 
@@ -27,10 +28,8 @@ class AgentTunnel {
   // A new gRPC channel over the tunnel (call once: a channel made from an fd never reconnects).
   std::shared_ptr<grpc::Channel> MakeGrpcChannel();
 
-  struct State;
-
  private:
-  std::shared_ptr<State> state_;
+  std::unique_ptr<ChannelBridge> bridge_;
   int grpc_fd_ = -1;
 };
 

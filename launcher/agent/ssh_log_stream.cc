@@ -175,6 +175,10 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
   std::string error_text;
   // stream-log sends a heartbeat when it has nothing else to send: silence means a dead link.
   auto last_heard = std::chrono::steady_clock::now();
+  // Until stream-log's first bytes, the worker's login shell may still be starting (a slow
+  // .bashrc, conda's init): a longer limit, or every reconnect would give up the same way.
+  bool heard = false;
+  auto limit = [&] { return heard ? kWireSilenceLimit : kWireStartLimit; };
   while (!s->cancelled) {
     if (TooMuchUndelivered(*s)) {
       // Not reading lets the channel's window close: libssh tops it up after every read,
@@ -211,7 +215,10 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
     if (n > 0 && error_text.size() < kMaxErrorText) {
       error_text.append(buffer.data(), static_cast<size_t>(n));
     }
-    if (got > 0 || n > 0) last_heard = std::chrono::steady_clock::now();
+    if (got > 0 || n > 0) {
+      last_heard = std::chrono::steady_clock::now();
+      heard = true;
+    }
     if (decoder.end()) {
       auto end = LogStreamEndFromBytes(*decoder.end());
       if (!end) throw lost("a malformed end of the log");
@@ -235,12 +242,12 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
       co_await asio::post(s->executor, asio::use_awaitable);
       continue;
     }
-    if (std::chrono::steady_clock::now() - last_heard >= kWireSilenceLimit) {
+    if (std::chrono::steady_clock::now() - last_heard >= limit()) {
       throw lost(fmt::format("nothing, not even a heartbeat, for {} s",
-                             std::chrono::seconds(kWireSilenceLimit).count()));
+                             std::chrono::seconds(limit()).count()));
     }
     Arm(s, *session);
-    co_await Wait(s, last_heard + kWireSilenceLimit);
+    co_await Wait(s, last_heard + limit());
   }
   co_return AgentLogStreamEnd{};  // cancelled (Finish says so)
 }

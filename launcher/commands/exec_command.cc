@@ -23,6 +23,7 @@
 #include "launcher/output/output_groups.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/ssh/fan_out.h"
+#include "launcher/ssh/jump_hosts.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
 #include "proto/shell_quote.h"
@@ -111,12 +112,12 @@ void PrintError(const std::string& message) {
 }
 
 asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanOutWindow& window,
-                                   const std::string& command, ExecSink& sink,
+                                   JumpHosts& jumps, const std::string& command, ExecSink& sink,
                                    WorkerOutcome& outcome) {
   std::unique_ptr<SshSession> session;
   try {
     auto slot = co_await window.Acquire();
-    session = co_await SshSession::Connect(worker.host, pod.ssh);
+    session = co_await SshSession::Connect(worker.host, pod.ssh, &jumps);
     slot.Release();
     outcome.host = session->description();
     session->StartKeepalive();
@@ -192,6 +193,7 @@ ExitCode RunExec(const ExecRequest& request) {
   }
   asio::io_context context(1);
   FanOutWindow window(context.get_executor(), request.pod.fanout);
+  JumpHosts jumps(context.get_executor());  // one connection per jump host, for every worker
   ExecSink sink(request.json, request.fold);
   std::vector<WorkerOutcome> outcomes;
   for (int index : request.pod.selected) {
@@ -218,6 +220,7 @@ ExitCode RunExec(const ExecRequest& request) {
     const PodWorker& worker = request.pod.workers[outcomes[i].worker];
     auto done = [&](const std::exception_ptr&) {
       if (--remaining == 0) {
+        jumps.Close();  // its keepalives would keep the loop running
         signals.cancel();
         finished = true;
         ticker.cancel();
@@ -228,7 +231,8 @@ ExitCode RunExec(const ExecRequest& request) {
       asio::co_spawn(context,
                      ExecOnLocalWorker(worker.index, command, local_root, sink, outcomes[i]), done);
     } else {
-      asio::co_spawn(context, ExecOnWorker(worker, request.pod, window, remote, sink, outcomes[i]),
+      asio::co_spawn(context,
+                     ExecOnWorker(worker, request.pod, window, jumps, remote, sink, outcomes[i]),
                      done);
     }
   }

@@ -7,6 +7,14 @@
 namespace podrun {
 namespace attempt_internal {
 
+Runner::~Runner() {
+  if (!jumps_) return;
+  loop_->Run([this]() -> asio::awaitable<void> {
+    jumps_->Close();
+    co_return;
+  }());
+}
+
 ExitCode Runner::Run() {
   // Ctrl-C is taken by the watcher only: it blocks SIGINT before any other thread starts.
   // Once it has stopped, only the followers' ends (joined before) could add stoppers.
@@ -26,7 +34,8 @@ ExitCode Runner::Run() {
   loop_.emplace();
   window_.emplace(loop_->executor(), plan_.pod.fanout);
   relay_.emplace(loop_->executor());
-  AgentLinkContext context{&*loop_, &*window_, &*agent_, &*relay_, plan_.home / "local"};
+  jumps_.emplace(loop_->executor());
+  AgentLinkContext context{&*loop_, &*window_, &*jumps_, &*agent_, &*relay_, plan_.home / "local"};
   for (int index : plan_.pod.selected) {
     auto w = std::make_unique<Worker>();
     w->index = index;

@@ -75,6 +75,8 @@ class Runner {
  public:
   Runner(JobStore& store, const AttemptPlan& plan)
       : store_(store), plan_(plan), gang_(plan.pod.selected, plan.spec.on_failure) {}
+  // Lets go of the jump host sessions on the loop (they end with the last link using them).
+  ~Runner();
 
   ExitCode Run();
 
@@ -158,6 +160,7 @@ class Runner {
   std::optional<EventLoop> loop_;
   std::optional<AgentRelay> relay_;  // on the loop: the agent binary lent between workers
   std::optional<FanOutWindow> window_;
+  std::optional<JumpHosts> jumps_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<int, Worker*> by_index_;
 

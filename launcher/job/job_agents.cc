@@ -65,7 +65,9 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
   binary_.emplace(AgentBinary::Locate());
   loop_ = std::make_unique<EventLoop>();
   window_ = std::make_unique<FanOutWindow>(loop_->executor(), pod.fanout);
-  AgentLinkContext context{loop_.get(), window_.get(), &*binary_, nullptr, local_root};
+  jumps_ = std::make_unique<JumpHosts>(loop_->executor());
+  AgentLinkContext context{loop_.get(),       window_.get(), jumps_.get(), &*binary_,
+                           /*relay=*/nullptr, local_root};
   for (int index : indexes) {
     links_.push_back(MakeAgentLink(pod, index, context));
     JobAgent agent;
@@ -82,7 +84,13 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
   });
 }
 
-JobAgents::~JobAgents() { links_.clear(); }
+JobAgents::~JobAgents() {
+  links_.clear();
+  loop_->Run([this]() -> asio::awaitable<void> {
+    jumps_->Close();
+    co_return;
+  }());
+}
 
 std::shared_ptr<AgentLogStream> JobAgents::StartLogStream(
     const JobAgent& agent, const std::string& job_id, uint32_t attempt, uint64_t from_seq,

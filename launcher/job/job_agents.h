@@ -17,6 +17,7 @@
 #include "launcher/pod/pod_options.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
+#include "launcher/ssh/jump_hosts.h"
 
 namespace podrun {
 
@@ -76,6 +77,7 @@ class JobAgents {
   std::optional<AgentBinary> binary_;
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<FanOutWindow> window_;
+  std::unique_ptr<JumpHosts> jumps_;               // let go of on the loop, after the links
   std::vector<std::unique_ptr<AgentLink>> links_;  // parallel to agents_
   std::vector<JobAgent> agents_;
 };

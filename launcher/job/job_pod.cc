@@ -33,6 +33,7 @@ std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_ro
   if (pod.ssh.default_port) j["port"] = *pod.ssh.default_port;
   if (pod.ssh.identity) j["identity"] = *pod.ssh.identity;
   if (pod.ssh.ssh_config) j["ssh_config"] = *pod.ssh.ssh_config;
+  if (pod.ssh.jump) j["jump"] = JumpChainToString(*pod.ssh.jump);
   j["known_hosts"] = pod.ssh.known_hosts;
   j["strict_host_keys"] = pod.ssh.strict_host_keys;
   j["connect_timeout_ms"] = pod.ssh.connect_timeout.count();
@@ -57,6 +58,7 @@ Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
     if (j.contains("port")) pod.ssh.default_port = j["port"].get<int>();
     if (j.contains("identity")) pod.ssh.identity = j["identity"].get<std::string>();
     if (j.contains("ssh_config")) pod.ssh.ssh_config = j["ssh_config"].get<std::string>();
+    if (j.contains("jump")) pod.ssh.jump = ParseJumpChain(j["jump"].get<std::string>());
     pod.ssh.known_hosts = j.value("known_hosts", std::string());
     pod.ssh.strict_host_keys = j.value("strict_host_keys", false);
     pod.ssh.connect_timeout = std::chrono::milliseconds(j.value("connect_timeout_ms", 10000));

@@ -17,6 +17,7 @@
 
 #include "launcher/error.h"
 #include "launcher/job/yaml_reader.h"
+#include "launcher/ssh/jump_spec.h"
 #include "proto/edit_distance.h"
 
 namespace podrun {
@@ -42,21 +43,14 @@ constexpr std::string_view kTopKeys[] = {
     "free_accelerators",
 };
 constexpr std::string_view kPodKeys[] = {
-    "hosts",
-    "tpu",
-    "zone",
-    "project",
-    "internal_ip",
-    "local",
-    "workers",
-    "user",
-    "port",
-    "identity",
-    "ssh_config",
-    "known_hosts",
-    "strict_host_keys",
-    "fanout",
-    "connect_timeout",
+    "hosts",       "tpu",
+    "zone",        "project",
+    "internal_ip", "local",
+    "workers",     "user",
+    "port",        "identity",
+    "ssh_config",  "known_hosts",
+    "jump",        "strict_host_keys",
+    "fanout",      "connect_timeout",
 };
 
 bool IsValidWorkerList(const std::string& list) {
@@ -288,6 +282,14 @@ class Parser : private YamlReader {
         pod->ssh_config = NonEmptyString(k, v);
       } else if (name == "known_hosts") {
         pod->known_hosts = NonEmptyString(k, v);
+      } else if (name == "jump") {
+        std::string jump = NonEmptyString(k, v);
+        try {
+          ParseJumpChain(jump);
+        } catch (const Error& e) {
+          Fail(At(k, v), e.what());
+        }
+        pod->jump = jump;
       } else if (name == "strict_host_keys") {
         pod->strict_host_keys = Bool(k, v);
       } else if (name == "fanout") {

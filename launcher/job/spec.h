@@ -28,6 +28,7 @@ struct PodSettings {
   std::optional<std::string> identity;
   std::optional<std::string> ssh_config;
   std::optional<std::string> known_hosts;
+  std::optional<std::string> jump;  // -J: "[user@]host[:port][,...]" or "none" (syntax checked)
   std::optional<bool> strict_host_keys;
   std::optional<int> fanout;           // >= 1
   std::optional<int> connect_timeout;  // seconds, >= 1

@@ -83,6 +83,11 @@ void AddPodOptions(CLI::App& app, PodSettings& pod) {
          "ssh_config to read (default ~/.ssh/config)")
       ->group("SSH");
   app.add_option_function<std::string>(
+         "-J,--jump", [&pod](const std::string& v) { pod.jump = v; },
+         "Reach the workers through this jump host, [user@]host[:port][,...] as ssh -J "
+         "(one connection to it carries every worker's)")
+      ->group("SSH");
+  app.add_option_function<std::string>(
          "--known-hosts", [&pod](const std::string& v) { pod.known_hosts = v; },
          "known_hosts file (default ~/.ssh/known_hosts)")
       ->group("SSH");
@@ -125,6 +130,7 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   pick(out.identity, cli.identity);
   pick(out.ssh_config, cli.ssh_config);
   pick(out.known_hosts, cli.known_hosts);
+  pick(out.jump, cli.jump);
   pick(out.strict_host_keys, cli.strict_host_keys);
   pick(out.fanout, cli.fanout);
   pick(out.connect_timeout, cli.connect_timeout);
@@ -252,6 +258,7 @@ Pod ResolvePod(const PodSettings& s) {
       throw UsageError(fmt::format("ssh_config {} does not exist", *pod.ssh.ssh_config));
     }
   }
+  if (s.jump) pod.ssh.jump = ParseJumpChain(*s.jump);
   pod.ssh.known_hosts = ExpandTilde(s.known_hosts.value_or("~/.ssh/known_hosts"));
   pod.ssh.strict_host_keys = s.strict_host_keys.value_or(false);
   pod.ssh.connect_timeout = std::chrono::seconds(s.connect_timeout.value_or(10));

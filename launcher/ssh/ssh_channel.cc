@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "launcher/error.h"
+#include "launcher/ssh/ssh_transport.h"
 
 namespace podrun {
 namespace {
@@ -92,6 +93,40 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenUnixSocket(
     throw Error(ExitCode::kUnreachable,
                 fmt::format("{}: stream-local forwarding to {} refused: {}", session.description(),
                             socket_path, session.LastError()));
+  }
+  co_return channel;
+}
+
+asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenTcp(
+    SshSession& session, const std::string& host, unsigned int port,
+    std::chrono::steady_clock::time_point deadline) {
+  ssh_channel raw = ssh_channel_new(session.raw());
+  if (raw == nullptr) {
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a channel: {}",
+                                                    session.description(), session.LastError()));
+  }
+  std::unique_ptr<SshChannel> channel(new SshChannel(session, raw));
+  const int port_number = static_cast<int>(port);
+  for (;;) {
+    int rc = ssh_channel_open_forward(raw, host.c_str(), port_number, "127.0.0.1", 0);
+    session.NoteIo();
+    if (rc == SSH_OK) break;
+    if (rc != SSH_AGAIN) {
+      std::string reason = session.LastError();
+      std::string message = fmt::format("jump host {}: cannot reach {}:{} through it: {}",
+                                        session.description(), host, port, reason);
+      // sshd's own words for a connect() refused on its side (SSH2_OPEN_CONNECT_FAILED).
+      if (ssh_is_connected(session.raw()) &&
+          reason.find("Connection refused") != std::string::npos) {
+        throw TransportRefused(message);
+      }
+      throw Error(ExitCode::kUnreachable, message);
+    }
+    if (!co_await session.WaitIoUntil(deadline)) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("jump host {}: no answer opening a channel to {}:{} in time",
+                              session.description(), host, port));
+    }
   }
   co_return channel;
 }

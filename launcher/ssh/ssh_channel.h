@@ -7,6 +7,7 @@
 #include <libssh/libssh.h>
 
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -34,6 +35,14 @@ class SshChannel {
   // connected: ssh_is_connected) or the connection broke. The error does not say which.
   static asio::awaitable<std::unique_ptr<SshChannel>> OpenUnixSocket(
       SshSession& session, const std::string& socket_path);
+
+  // Opens a direct-tcpip channel: the server connects to `host`:`port` (resolving the name
+  // itself) and the channel carries that connection, as `ssh -W` does. Gives up at `deadline`.
+  // Throws Error(kUnreachable) naming the session and the destination; TransportRefused when
+  // the server could not connect because the destination refused.
+  static asio::awaitable<std::unique_ptr<SshChannel>> OpenTcp(
+      SshSession& session, const std::string& host, unsigned int port,
+      std::chrono::steady_clock::time_point deadline);
 
   ~SshChannel();
   SshChannel(const SshChannel&) = delete;

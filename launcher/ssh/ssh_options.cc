@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "launcher/error.h"
 #include "launcher/ssh/host_key_policy.h"
 
@@ -59,6 +61,16 @@ SshTarget ConfigureSession(ssh_session s, const HostSpec& target, const SshOptio
   out.user = GetStringOption(s, SSH_OPTIONS_USER);
   out.proxy_command = GetStringOption(s, SSH_OPTIONS_PROXYCOMMAND);
   if (out.proxy_command == "none") out.proxy_command.clear();  // "ProxyJump none"
+  if (options.jump) {
+    out.jump = *options.jump;
+    out.proxy_command.clear();
+  } else if (std::optional<JumpChain> chain = JumpChainOfProxyCommand(out.proxy_command)) {
+    out.proxy_command.clear();
+    bool names_itself = std::any_of(chain->begin(), chain->end(), [&](const HostSpec& hop) {
+      return hop.host == host || hop.host == out.address;
+    });
+    if (!(options.jump_depth > 0 && names_itself)) out.jump = std::move(*chain);
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "launcher/pod/host_list.h"
+#include "launcher/ssh/jump_spec.h"
 
 namespace podrun {
 
@@ -24,21 +25,35 @@ struct SshOptions {
   bool strict_host_keys = false;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds keepalive_interval{std::chrono::seconds(15)};
+  // -J: every connection goes through this chain (an empty one: directly), whatever ssh_config
+  // says, as with `ssh -J`; nullopt: ssh_config's ProxyJump or ProxyCommand decide.
+  std::optional<JumpChain> jump;
+  // How far down a jump chain this connection is: 0 for a worker, 1 for its (last) jump host,
+  // and so on. Set by JumpHosts; bounds a ProxyJump loop in ssh_config.
+  int jump_depth = 0;
 };
 
 // Where one connection goes once ssh_config and podrun's options are combined.
 struct SshTarget {
-  std::string address;        // after ssh_config's HostName
-  unsigned int port = 22;     // the explicit one if given, else ssh_config's, else 22
-  std::string user;           // likewise; libssh's default (the local user) when none
-  std::string proxy_command;  // from ProxyCommand or ProxyJump; empty: a direct TCP connection
+  std::string address;     // after ssh_config's HostName
+  unsigned int port = 22;  // the explicit one if given, else ssh_config's, else 22
+  std::string user;        // likewise; libssh's default (the local user) when none
+  // Through these jump hosts, first hop first (-J, else ssh_config's ProxyJump); empty: none.
+  JumpChain jump;
+  std::string proxy_command;  // ssh_config's ProxyCommand, tokens unexpanded; empty: none
+  // Neither: a direct TCP connection.
+
   // "user@address:port", for messages.
   std::string Describe() const;
 };
 
 // Configures a fresh session `s` for `target`: the host, then ssh_config (`options.ssh_config`,
 // else the user's and the system's), then podrun's explicit user, port and known_hosts over it,
-// then the host-key settings (PinHostKeyOptions). Returns where the session will connect.
+// then the host-key settings (PinHostKeyOptions). Returns where the session will connect and
+// how: `options.jump` if set, else ssh_config's ProxyJump (which libssh 0.10 hands over as a
+// ProxyCommand running OpenSSH's ssh: JumpChainOfProxyCommand turns it back into a chain, done
+// in process), else its ProxyCommand. A jump host's own ProxyJump that names itself (`Host *`)
+// is ignored for it.
 // Throws Error(kUnreachable) naming the option and the host when libssh refuses a value or
 // cannot read the ssh_config file.
 SshTarget ConfigureSession(ssh_session s, const HostSpec& target, const SshOptions& options);

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -15,54 +14,27 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 
 #include "launcher/error.h"
-#include "launcher/ssh/connection_probe.h"
-#include "launcher/ssh/host_key_policy.h"
+#include "launcher/ssh/jump_hosts.h"
+#include "launcher/ssh/proxy_command.h"
+#include "launcher/ssh/ssh_session_internal.h"
 
 // ssh_send_keepalive is declared in server.h but works for clients too.
 #include <libssh/server.h>
 
 namespace podrun {
+
+using ssh_session_internal::TransientError;
+using ssh_session_internal::Unreachable;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kFirstRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kMaxRetryDelay = std::chrono::milliseconds(1600);
 constexpr int kMaxSilentKeepalives = 3;
-
-// A failure worth retrying: the server refused or reset a connection it may accept later.
-struct TransientError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-Error Unreachable(const std::string& message) { return Error(ExitCode::kUnreachable, message); }
-
-struct ServerKey {
-  std::string type;
-  std::string fingerprint;
-};
-
-ServerKey GetServerKey(ssh_session s) {
-  ServerKey out{"unknown", "unknown"};
-  ssh_key key = nullptr;
-  if (ssh_get_server_publickey(s, &key) != SSH_OK) return out;
-  out.type = ssh_key_type_to_char(ssh_key_type(key));
-  unsigned char* hash = nullptr;
-  size_t hash_len = 0;
-  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) == SSH_OK) {
-    char* fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
-    if (fp != nullptr) {
-      out.fingerprint = fp;
-      ssh_string_free_char(fp);
-    }
-    ssh_clean_pubkey_hash(&hash);
-  }
-  ssh_key_free(key);
-  return out;
-}
 
 }  // namespace
 
@@ -113,14 +85,15 @@ void SshSession::WatchFd(int fd) {
 }
 
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target,
-                                                                 SshOptions options) {
+                                                                 SshOptions options,
+                                                                 JumpHosts* jumps) {
   auto executor = co_await asio::this_coro::executor;
   auto give_up_at = Clock::now() + options.connect_timeout;
   auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetryDelay);
   for (;;) {
     std::string transient;
     try {
-      co_return co_await ConnectOnce(target, options);
+      co_return co_await ConnectOnce(target, options, jumps);
     } catch (const TransientError& e) {
       transient = e.what();
     }
@@ -173,7 +146,8 @@ struct ConnectWatch {
 }  // namespace
 
 asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostSpec& target,
-                                                                     const SshOptions& options) {
+                                                                     const SshOptions& options,
+                                                                     JumpHosts* jumps) {
   auto executor = co_await asio::this_coro::executor;
   UniqueSshSession s(ssh_new());
   if (!s) throw Unreachable("cannot allocate an SSH session");
@@ -196,28 +170,42 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
         fmt::format("connection timed out after {} s", options.connect_timeout.count() / 1000.0));
   };
   ssh_session raw = session->raw();
+  bool jump_failed = false;
   try {
-    if (where.proxy_command.empty()) {
+    int fd = -1;
+    if (!where.jump.empty()) {
+      StartedTransport through;
+      try {
+        through = co_await ConnectThroughJump(jumps, where.jump, where.address, where.port, options,
+                                              watch->deadline.expiry());
+      } catch (const TransportRefused&) {
+        throw;
+      } catch (const Error&) {
+        jump_failed = true;  // its message names the jump host and why, timeouts included
+        throw;
+      }
+      session->transport_ = std::move(through.transport);
+      fd = through.fd;
+    } else if (!where.proxy_command.empty()) {
+      StartedTransport proxy =
+          StartProxyCommand(ExpandProxyCommand(where.proxy_command, where, target.host), executor);
+      session->transport_ = std::move(proxy.transport);
+      fd = proxy.fd;
+    } else {
       auto endpoints = co_await watch->resolver.async_resolve(
           where.address, std::to_string(where.port), asio::use_awaitable);
       co_await asio::async_connect(watch->socket, endpoints, asio::use_awaitable);
       watch->socket.set_option(asio::ip::tcp::no_delay(true));
-      int fd = watch->socket.release();
-      if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
-        ::close(fd);
-        throw Unreachable(fmt::format("{}: cannot hand the socket to libssh: {}", description,
-                                      ssh_get_error(raw)));
-      }
-      session->WatchFd(fd);
-      ssh_set_blocking(raw, 0);
-    } else {
-      ssh_set_blocking(raw, 0);
-      int rc = ssh_connect(raw);  // starts the ProxyCommand (ProxyJump) and gives libssh its fd
-      if (rc == SSH_ERROR) throw Unreachable(fmt::format("proxy: {}", ssh_get_error(raw)));
-      session->WatchFd(ssh_get_fd(raw));
+      fd = watch->socket.release();
     }
-    co_await session->Handshake(options);
-    co_await session->Authenticate(options);
+    if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
+      ::close(fd);
+      throw Unreachable(
+          fmt::format("{}: cannot hand the socket to libssh: {}", description, ssh_get_error(raw)));
+    }
+    session->WatchFd(fd);
+    ssh_set_blocking(raw, 0);
+    co_await session->Establish(options);
   } catch (const boost::system::system_error& e) {
     if (watch->timed_out) throw timeout_error();
     auto code = e.code();
@@ -229,86 +217,33 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
       throw TransientError(fmt::format("{}: {}", description, reason));
     }
     throw Unreachable(fmt::format("{}: {}", description, reason));
-  } catch (const Error&) {
+  } catch (const TransportRefused& e) {
     if (watch->timed_out) throw timeout_error();
+    throw TransientError(e.what());
+  } catch (const Error&) {
+    if (watch->timed_out && !jump_failed) throw timeout_error();
     throw;
   }
   co_return session;
 }
 
-asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
-  ssh_session s = session_.get();
-  int rc = co_await Retry([s] { return ssh_connect(s); });
-  if (rc != SSH_OK) {
-    std::string message = fmt::format("{}: SSH handshake failed: {}", description_, LastError());
-    // Worth another try: the server reset the connection, or closed it before saying anything
-    // (an sshd past MaxStartups). A server that answered and then failed the handshake, or a
-    // failure libssh saw on a live connection, would fail the same way again.
-    ConnectionEnd end = ProbeConnection(waiter_.native_handle());
-    bool banner = ssh_get_serverbanner(s) != nullptr;
-    if (end == ConnectionEnd::kReset || (end == ConnectionEnd::kClosedByPeer && !banner)) {
-      throw TransientError(message);
-    }
-    throw Unreachable(message);
-  }
-  // The decision is podrun's own (DESIGN.md decision 13): the known_hosts files are still the
-  // ones ConfigureSession pinned, whatever ssh_config said.
-  if (!HostKeyOptionsPinned(s, options.known_hosts)) {
-    throw Unreachable(fmt::format("{}: the known_hosts setting is not {} (refusing to connect)",
-                                  description_, options.known_hosts));
-  }
-  ssh_known_hosts_e state = ssh_session_is_known_server(s);
-  HostKeyAction action = DecideHostKey(state, options.strict_host_keys);
-  if (action == HostKeyAction::kAccept) co_return;
-  ServerKey key = GetServerKey(s);
-  if (action == HostKeyAction::kRecord) {
-    std::error_code ignored;
-    auto dir = std::filesystem::path(options.known_hosts).parent_path();
-    if (!dir.empty() && !std::filesystem::exists(dir, ignored)) {
-      std::filesystem::create_directories(dir, ignored);
-      ::chmod(dir.c_str(), 0700);
-    }
-    if (ssh_session_update_known_hosts(s) != SSH_OK) {
-      throw Unreachable(fmt::format("{}: cannot record the host key in {}: {}", description_,
-                                    options.known_hosts, LastError()));
-    }
+asio::awaitable<void> SshSession::Establish(const SshOptions& options) {
+  std::exception_ptr failure;
+  try {
+    co_await Handshake(options);
+    co_await Authenticate(options);
     co_return;
+  } catch (...) {
+    failure = std::current_exception();
   }
-  throw Unreachable(fmt::format(
-      "{}: {}", description_,
-      HostKeyRefusal(action, address_, key.type, key.fingerprint, options.known_hosts)));
-}
-
-asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {
-  ssh_session s = session_.get();
-  int rc = co_await Retry([s] { return ssh_userauth_none(s, nullptr); }, SSH_AUTH_AGAIN);
-  if (rc == SSH_AUTH_SUCCESS) co_return;
-  if (rc == SSH_AUTH_ERROR) {
-    throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
-  }
-  std::string tried;
-  if (options.identity) {
-    ssh_key key = nullptr;
-    if (ssh_pki_import_privkey_file(options.identity->c_str(), nullptr, nullptr, nullptr, &key) !=
-        SSH_OK) {
-      throw Unreachable(
-          fmt::format("{}: cannot read identity file {}", description_, *options.identity));
+  // The connection ended: if the transport did (its process exited, the jump host's
+  // connection broke), that is the reason, and no retry will change it.
+  if (transport_) {
+    if (std::optional<std::string> why = co_await transport_->Failure()) {
+      throw Unreachable(fmt::format("{}: {}", description_, *why));
     }
-    std::unique_ptr<ssh_key_struct, void (*)(ssh_key)> owned(key, ssh_key_free);
-    rc = co_await Retry([s, key] { return ssh_userauth_publickey(s, nullptr, key); },
-                        SSH_AUTH_AGAIN);
-    tried = "identity file " + *options.identity;
-  } else {
-    rc = co_await Retry([s] { return ssh_userauth_publickey_auto(s, nullptr, nullptr); },
-                        SSH_AUTH_AGAIN);
-    tried = "ssh-agent and the default key files";
   }
-  if (rc == SSH_AUTH_SUCCESS) co_return;
-  if (rc == SSH_AUTH_ERROR) {
-    throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
-  }
-  throw Unreachable(
-      fmt::format("{}: permission denied (publickey; tried {})", description_, tried));
+  std::rethrow_exception(failure);
 }
 
 struct SshSession::Keepalive {
@@ -343,7 +278,9 @@ bool SshSession::ReadyNow(bool want_input) {
   return ready;
 }
 
-asio::awaitable<void> SshSession::WaitIo() {
+asio::awaitable<void> SshSession::WaitIo() { co_await WaitIoUntil(Clock::time_point::max()); }
+
+asio::awaitable<bool> SshSession::WaitIoUntil(Clock::time_point deadline) {
   auto lost = [this] {
     return Error(ExitCode::kUnreachable,
                  fmt::format("{}: connection lost: no answer to keepalives for {} s", description_,
@@ -360,7 +297,7 @@ asio::awaitable<void> SshSession::WaitIo() {
   if (ReadyNow()) {  // what no edge of the socket would announce (see ReadyNow)
     co_await asio::post(waiter_.get_executor(), asio::use_awaitable);
     if (dead_) throw lost();
-    co_return;
+    co_return true;
   }
   int flags = ssh_get_poll_flags(session_.get());
   auto kind = (flags & SSH_WRITE_PENDING) ? asio::posix::stream_descriptor::wait_write
@@ -379,11 +316,12 @@ asio::awaitable<void> SshSession::WaitIo() {
     wait->socket_error = ec;
     wait->timer->cancel();
   });
-  wait->timer->expires_at(asio::steady_timer::time_point::max());
-  boost::system::error_code ignored;
-  co_await wait->timer->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  wait->timer->expires_at(deadline);
+  boost::system::error_code cancelled;  // success: the deadline passed
+  co_await wait->timer->async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
   if (dead_) throw lost();
   if (wait->socket_error) throw boost::system::system_error(wait->socket_error);
+  co_return cancelled || Clock::now() < deadline;
 }
 
 void SshSession::StartKeepalive() {

@@ -17,10 +17,13 @@
 
 #include "launcher/pod/host_list.h"
 #include "launcher/ssh/ssh_options.h"
+#include "launcher/ssh/ssh_transport.h"
 
 namespace podrun {
 
 namespace asio = boost::asio;
+
+class JumpHosts;
 
 struct SshSessionDeleter {
   void operator()(ssh_session s) const;
@@ -34,7 +37,12 @@ class SshSession {
   // options.connect_timeout. A connection the server refused, reset or closed before its SSH
   // banner (sshd saturated) is retried with backoff. Throws Error(kUnreachable) whose message
   // names the host and the reason.
-  static asio::awaitable<std::unique_ptr<SshSession>> Connect(HostSpec target, SshOptions options);
+  // The connection is a TCP socket of its own, or a direct-tcpip channel of a jump host's
+  // session taken from `jumps` (shared by every connection through that jump host; without
+  // `jumps`, a jump host connection of this session's own), or a ProxyCommand's process
+  // (proxy_command.h): see ConfigureSession for which.
+  static asio::awaitable<std::unique_ptr<SshSession>> Connect(HostSpec target, SshOptions options,
+                                                              JumpHosts* jumps = nullptr);
 
   SshSession(const SshSession&) = delete;
   SshSession& operator=(const SshSession&) = delete;
@@ -49,6 +57,8 @@ class SshSession {
   // Waits until the socket is ready for what libssh needs next: writable when libssh has
   // output pending, else readable. Throws asio's system_error if cancelled.
   asio::awaitable<void> WaitIo();
+  // The same, but returns false without waiting further once `deadline` has passed.
+  asio::awaitable<bool> WaitIoUntil(std::chrono::steady_clock::time_point deadline);
 
   // Asio waits for readiness edge-triggered (EPOLLET), libssh reads a few KiB per call and
   // writes its output only when it polls: so the socket can hold bytes libssh left over from
@@ -104,11 +114,14 @@ class SshSession {
   SshSession(asio::any_io_executor executor, UniqueSshSession session, std::string description,
              std::string address, std::chrono::milliseconds keepalive_interval);
   static asio::awaitable<std::unique_ptr<SshSession>> ConnectOnce(const HostSpec& target,
-                                                                  const SshOptions& options);
+                                                                  const SshOptions& options,
+                                                                  JumpHosts* jumps);
   // Starts watching libssh's fd (after libssh has one).
   void WatchFd(int fd);
   // Cancels every timer registered with WakeOnIo.
   void WakeAll();
+  // Handshake and Authenticate; a failure the transport explains is reported as the transport's.
+  asio::awaitable<void> Establish(const SshOptions& options);
   asio::awaitable<void> Handshake(const SshOptions& options);
   asio::awaitable<void> Authenticate(const SshOptions& options);
 
@@ -117,6 +130,8 @@ class SshSession {
   struct Keepalive;
   static void ScheduleKeepalive(const std::shared_ptr<Keepalive>& keepalive);
 
+  // Declared first, destroyed last: libssh's handle says goodbye through it.
+  std::unique_ptr<SshTransport> transport_;  // null for a TCP connection of its own
   UniqueSshSession session_;
   asio::posix::stream_descriptor waiter_;  // a dup of libssh's fd, for readiness only
   std::string description_;

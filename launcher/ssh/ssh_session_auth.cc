@@ -1,0 +1,122 @@
+// The handshake (with podrun's host-key decision, DESIGN.md decision 13) and the public-key
+// authentication of an SshSession (see ssh_session.h).
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "launcher/error.h"
+#include "launcher/ssh/connection_probe.h"
+#include "launcher/ssh/host_key_policy.h"
+#include "launcher/ssh/ssh_session.h"
+#include "launcher/ssh/ssh_session_internal.h"
+
+namespace podrun {
+
+using ssh_session_internal::TransientError;
+using ssh_session_internal::Unreachable;
+
+namespace {
+
+struct ServerKey {
+  std::string type;
+  std::string fingerprint;
+};
+
+ServerKey GetServerKey(ssh_session s) {
+  ServerKey out{"unknown", "unknown"};
+  ssh_key key = nullptr;
+  if (ssh_get_server_publickey(s, &key) != SSH_OK) return out;
+  out.type = ssh_key_type_to_char(ssh_key_type(key));
+  unsigned char* hash = nullptr;
+  size_t hash_len = 0;
+  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) == SSH_OK) {
+    char* fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
+    if (fp != nullptr) {
+      out.fingerprint = fp;
+      ssh_string_free_char(fp);
+    }
+    ssh_clean_pubkey_hash(&hash);
+  }
+  ssh_key_free(key);
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
+  ssh_session s = session_.get();
+  int rc = co_await Retry([s] { return ssh_connect(s); });
+  if (rc != SSH_OK) {
+    std::string message = fmt::format("{}: SSH handshake failed: {}", description_, LastError());
+    // Worth another try: the server reset the connection, or closed it before saying anything
+    // (an sshd past MaxStartups). A server that answered and then failed the handshake, or a
+    // failure libssh saw on a live connection, would fail the same way again.
+    ConnectionEnd end = ProbeConnection(waiter_.native_handle());
+    bool banner = ssh_get_serverbanner(s) != nullptr;
+    if (end == ConnectionEnd::kReset || (end == ConnectionEnd::kClosedByPeer && !banner)) {
+      throw TransientError(message);
+    }
+    throw Unreachable(message);
+  }
+  // The decision is podrun's own (DESIGN.md decision 13): the known_hosts files are still the
+  // ones ConfigureSession pinned, whatever ssh_config said.
+  if (!HostKeyOptionsPinned(s, options.known_hosts)) {
+    throw Unreachable(fmt::format("{}: the known_hosts setting is not {} (refusing to connect)",
+                                  description_, options.known_hosts));
+  }
+  ssh_known_hosts_e state = ssh_session_is_known_server(s);
+  HostKeyAction action = DecideHostKey(state, options.strict_host_keys);
+  if (action == HostKeyAction::kAccept) co_return;
+  ServerKey key = GetServerKey(s);
+  if (action == HostKeyAction::kRecord) {
+    std::error_code ignored;
+    auto dir = std::filesystem::path(options.known_hosts).parent_path();
+    if (!dir.empty() && !std::filesystem::exists(dir, ignored)) {
+      std::filesystem::create_directories(dir, ignored);
+      ::chmod(dir.c_str(), 0700);
+    }
+    if (ssh_session_update_known_hosts(s) != SSH_OK) {
+      throw Unreachable(fmt::format("{}: cannot record the host key in {}: {}", description_,
+                                    options.known_hosts, LastError()));
+    }
+    co_return;
+  }
+  throw Unreachable(fmt::format(
+      "{}: {}", description_,
+      HostKeyRefusal(action, address_, key.type, key.fingerprint, options.known_hosts)));
+}
+
+asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {
+  ssh_session s = session_.get();
+  int rc = co_await Retry([s] { return ssh_userauth_none(s, nullptr); }, SSH_AUTH_AGAIN);
+  if (rc == SSH_AUTH_SUCCESS) co_return;
+  if (rc == SSH_AUTH_ERROR) {
+    throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
+  }
+  std::string tried;
+  if (options.identity) {
+    ssh_key key = nullptr;
+    if (ssh_pki_import_privkey_file(options.identity->c_str(), nullptr, nullptr, nullptr, &key) !=
+        SSH_OK) {
+      throw Unreachable(
+          fmt::format("{}: cannot read identity file {}", description_, *options.identity));
+    }
+    std::unique_ptr<ssh_key_struct, void (*)(ssh_key)> owned(key, ssh_key_free);
+    rc = co_await Retry([s, key] { return ssh_userauth_publickey(s, nullptr, key); },
+                        SSH_AUTH_AGAIN);
+    tried = "identity file " + *options.identity;
+  } else {
+    rc = co_await Retry([s] { return ssh_userauth_publickey_auto(s, nullptr, nullptr); },
+                        SSH_AUTH_AGAIN);
+    tried = "ssh-agent and the default key files";
+  }
+  if (rc == SSH_AUTH_SUCCESS) co_return;
+  if (rc == SSH_AUTH_ERROR) {
+    throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
+  }
+  throw Unreachable(
+      fmt::format("{}: permission denied (publickey; tried {})", description_, tried));
+}
+
+}  // namespace podrun
