@@ -164,12 +164,12 @@ TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
 }
 
 TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
-  // w1's ~/.podrun is a 12 MB tmpfs: the agent (about 8.4 MB) fits, then the job's log fills it.
+  // w1's ~/.podrun is a 16 MB tmpfs: the agent (about 12.2 MB) fits, then the job's log fills it.
   // (The workers share one PID namespace: only w1's own agent is ended.)
   if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
   ASSERT_EQ(0, pod_->Exec(1,
                           "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
-                          "mount -t tmpfs -o size=12m,mode=0700 tmpfs /root/.podrun")
+                          "mount -t tmpfs -o size=16m,mode=0700 tmpfs /root/.podrun")
                    .exit_code);
   constexpr int kLines = 1500000;  // about 20 MB on w1; the others print little
   const std::string spec = WriteSpec(
