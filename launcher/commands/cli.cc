@@ -96,7 +96,8 @@ ExitCode ExecMain(int argc, char** argv) {
 ExitCode LaunchMain(int argc, char** argv) {
   CLI::App app(
       "Run the job of SPEC.yaml on every worker in lockstep: connect, bootstrap the\n"
-      "agent, prepare, start everywhere at once, stream the merged log, report.\n"
+      "agent, sync the spec's directory, mount, run the setup (cached), free the\n"
+      "accelerators, start everywhere at once, stream the merged log, report.\n"
       "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
       "launcher any other way leaves it running (see 'podrun logs JOB -f').",
       "podrun launch");
