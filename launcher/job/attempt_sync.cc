@@ -15,7 +15,9 @@ namespace {
 constexpr int kRelayFanout = 4;  // children per serving worker
 constexpr auto kServeFor = std::chrono::minutes(30);
 
+// "12.3 MB", or "42 kB" below a tenth of a megabyte.
 std::string Megabytes(uint64_t bytes) {
+  if (bytes < 100000) return fmt::format("{} kB", (bytes + 999) / 1000);
   return fmt::format("{:.1f} MB", static_cast<double>(bytes) / 1e6);
 }
 
