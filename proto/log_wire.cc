@@ -5,10 +5,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "proto/wire_compressor.h"
+
 namespace podrun {
 namespace {
 
-constexpr uint8_t kKindStdout = 0, kKindStderr = 1, kKindEnd = 2, kKindHeartbeat = 3;
+constexpr uint8_t kKindStdout = 0, kKindStderr = 1, kKindEnd = 2, kKindHeartbeat = 3,
+                  kKindCompressed = 4;
 
 template <typename T>
 void Put(char* at, T value) {
@@ -58,7 +61,7 @@ void AppendWireEnd(std::string_view payload, std::string* out) {
 size_t WireDecoder::CheckedFrameSize(const char* h) {
   const auto kind = static_cast<uint8_t>(h[2]);
   const auto length = Get<uint32_t>(h + 4);
-  if (h[0] != 'P' || h[1] != 'W' || kind > kKindHeartbeat || h[3] != 0 ||
+  if (h[0] != 'P' || h[1] != 'W' || kind > kKindCompressed || h[3] != 0 ||
       length > kMaxLogRecordDataBytes) {
     throw std::runtime_error("malformed log stream (not a podrun-agent stream-log frame)");
   }
@@ -66,6 +69,24 @@ size_t WireDecoder::CheckedFrameSize(const char* h) {
 }
 
 void AppendWireHeartbeat(std::string* out) { AppendFrame(kKindHeartbeat, 0, 0, {}, out); }
+
+void AppendWireCompressedHeader(size_t payload_size, std::string* out) {
+  AppendHeader(kKindCompressed, 0, 0, payload_size, out);
+}
+
+void WireDecoder::TakeCompressed(std::string_view payload) {
+  const std::string_view content = DecompressWireBatch(payload);
+  size_t at = 0;
+  while (at < content.size()) {
+    const char* h = content.data() + at;
+    if (content.size() - at < kWireHeaderBytes || CheckedFrameSize(h) > content.size() - at ||
+        (h[2] != kKindStdout && h[2] != kKindStderr)) {
+      throw std::runtime_error("malformed log stream (a compressed batch holds more than records)");
+    }
+    TakeFrame(h);
+    at += CheckedFrameSize(h);
+  }
+}
 
 void WireDecoder::TakeFrame(const char* h) {
   const auto kind = static_cast<uint8_t>(h[2]);
@@ -75,40 +96,76 @@ void WireDecoder::TakeFrame(const char* h) {
     return;
   }
   if (kind == kKindHeartbeat) return;
+  if (kind == kKindCompressed) {
+    TakeCompressed(payload);
+    return;
+  }
   LogRecord& r = records_.emplace_back();
   r.seq = Get<uint64_t>(h + 8);
   r.time_ns = Get<int64_t>(h + 16);
   r.stream = kind == kKindStderr ? LogStream::kStderr : LogStream::kStdout;
   r.data.assign(payload);
+  decoded_ += payload.size();
 }
 
-void WireDecoder::Feed(std::string_view bytes) {
-  if (end_) return;
-  auto move_to_buffer = [&](size_t want) {
-    const size_t take = std::min(want - buffer_.size(), bytes.size());
-    buffer_.append(bytes.substr(0, take));
-    bytes.remove_prefix(take);
-    return buffer_.size() == want;
-  };
-  if (!buffer_.empty()) {  // complete the frame held from before: its header, then the rest
-    if (!move_to_buffer(std::max(kWireHeaderBytes, buffer_.size()))) return;
-    if (!move_to_buffer(CheckedFrameSize(buffer_.data()))) return;
-    TakeFrame(buffer_.data());
-    buffer_.clear();
-  }
-  // The frames wholly inside `bytes` are taken from it directly; only an incomplete tail is
-  // copied aside.
+size_t WireDecoder::DecodeFrom(std::string_view bytes) {
   size_t at = 0;
-  while (!end_ && bytes.size() - at >= kWireHeaderBytes) {
+  while (!end_ && !Full() && bytes.size() - at >= kWireHeaderBytes) {
     const size_t size = CheckedFrameSize(bytes.data() + at);
     if (bytes.size() - at < size) break;
     TakeFrame(bytes.data() + at);
     at += size;
   }
-  if (!end_) buffer_.assign(bytes.substr(at));
+  return at;
+}
+
+void WireDecoder::Feed(std::string_view bytes) {
+  if (end_) return;
+  if (HasUndecoded() || Full()) {  // the caller did not Continue: keep the bytes for later
+    held_.append(bytes);
+    return;
+  }
+  if (pending() > 0) {  // complete the frame held from before: its header, then the rest
+    held_.erase(0, held_at_);
+    held_at_ = 0;
+    auto move_to_held = [&](size_t want) {
+      const size_t take = std::min(want - held_.size(), bytes.size());
+      held_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      return held_.size() == want;
+    };
+    if (!move_to_held(std::max(kWireHeaderBytes, held_.size()))) return;
+    if (!move_to_held(CheckedFrameSize(held_.data()))) return;
+    TakeFrame(held_.data());
+    held_.clear();
+  }
+  // The frames wholly inside `bytes` are taken from it directly; only what is left (an
+  // incomplete tail, or what the bound leaves undecoded) is copied aside.
+  const size_t used = DecodeFrom(bytes);
+  if (!end_) held_.assign(bytes.substr(used));
+}
+
+void WireDecoder::Continue() {
+  if (end_ || pending() == 0) return;
+  held_at_ += DecodeFrom(std::string_view(held_).substr(held_at_));
+  if (held_at_ == held_.size()) {
+    held_.clear();
+    held_at_ = 0;
+  }
+}
+
+bool WireDecoder::HasUndecoded() const {
+  const size_t left = pending();
+  if (end_ || left < kWireHeaderBytes) return false;
+  try {
+    return left >= CheckedFrameSize(held_.data() + held_at_);
+  } catch (const std::runtime_error&) {
+    return true;  // Continue throws, saying what is wrong
+  }
 }
 
 std::vector<LogRecord> WireDecoder::TakeRecords() {
+  decoded_ = 0;
   std::vector<LogRecord> out;
   out.swap(records_);
   return out;

@@ -119,7 +119,7 @@ int RunSupervise(const std::vector<std::string>& args) {
 
 int RunStreamLog(const std::vector<std::string>& args) {
   constexpr std::string_view kUsage =
-      "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow]";
+      "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow] [--compress]";
   StreamLogArgs sl;
   sl.home = DefaultHome();
   for (size_t i = 0; i < args.size(); ++i) {
@@ -134,6 +134,8 @@ int RunStreamLog(const std::vector<std::string>& args) {
       sl.from_seq = std::strtoull(args[++i].c_str(), nullptr, 10);
     } else if (args[i] == "--follow") {
       sl.follow = true;
+    } else if (args[i] == "--compress") {
+      sl.compress = true;
     } else {
       return UsageError("unknown option " + args[i], kUsage);
     }
@@ -177,7 +179,8 @@ const std::vector<Command>& Commands() {
        RunDialStdio},
       {"supervise", "supervise --home DIR --job ID --attempt N",
        "hold one job attempt's process, log and outcome (started by the agent)", RunSupervise},
-      {"stream-log", "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow]",
+      {"stream-log",
+       "stream-log [--home DIR] --job ID --attempt N [--from SEQ] [--follow] [--compress]",
        "write a job attempt's log as framed records to stdout (the launcher's bulk log channel)",
        RunStreamLog},
       {"lend", "lend --address IP [--seconds N] [--clients N]",

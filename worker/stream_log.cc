@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proto/log_wire.h"
+#include "proto/wire_compressor.h"
 #include "proto/write_all.h"
 #include "worker/agent_proto.h"
 #include "worker/job_log_stream.h"
@@ -18,9 +19,14 @@
 namespace podrun::agent {
 namespace {
 
-// Frames to stdout, one write per batch (a writev: the records' data is not copied).
+// Frames to stdout, one write per batch: a compressed batch when that pays (--compress), else a
+// writev of the frames (the records' data is not copied).
 class StdoutLogSink : public JobLogSink {
  public:
+  explicit StdoutLogSink(bool compress) {
+    if (compress) compressor_.emplace();
+  }
+
   bool Records(std::vector<LogRecord>&& records) override {
     buffer_.clear();
     for (const LogRecord& r : records) AppendWireRecordHeader(r, &buffer_);
@@ -30,6 +36,11 @@ class StdoutLogSink : public JobLogSink {
       pieces_.emplace_back(records[i].data);
     }
     last_sent_ = std::chrono::steady_clock::now();
+    if (compressor_) {
+      if (std::optional<std::string_view> batch = compressor_->Compress(pieces_)) {
+        return WriteAll(STDOUT_FILENO, *batch);
+      }
+    }
     return WriteAllOf(STDOUT_FILENO, pieces_);
   }
   bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
@@ -51,6 +62,7 @@ class StdoutLogSink : public JobLogSink {
     return WriteAll(STDOUT_FILENO, buffer_);
   }
 
+  std::optional<WireCompressor> compressor_;
   std::string buffer_;
   std::vector<std::string_view> pieces_;
   std::chrono::steady_clock::time_point last_sent_ = std::chrono::steady_clock::now();
@@ -72,7 +84,7 @@ int StreamLog(const StreamLogArgs& args) {
       std::fprintf(stderr, "no job %s/%u on this worker\n", args.job_id.c_str(), args.attempt);
       return kStreamLogRefused;
     }
-    StdoutLogSink sink;
+    StdoutLogSink sink(args.compress);
     const JobLogStreamEnd end =
         StreamJobLog(args.home, dir, ReadJobSnapshot(dir, /*count_records=*/false), args.from_seq,
                      args.follow, sink, [&] { return ReaderPresent() && sink.KeepAlive(); });

@@ -14,7 +14,8 @@ struct StreamLogArgs {
   std::string job_id;
   uint32_t attempt = 0;
   uint64_t from_seq = 1;
-  bool follow = false;  // until the job has ended (then the end frame), else to the log's end
+  bool follow = false;    // until the job has ended (then the end frame), else to the log's end
+  bool compress = false;  // batches LZ4-compressed when that pays (proto/wire_compressor.h)
 };
 
 // Exit codes: 0 streamed to the end; 1 the reader went away or an I/O error (said on stderr);

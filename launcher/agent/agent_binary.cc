@@ -44,9 +44,22 @@ std::string Gzip(const std::string& data) {
 }  // namespace
 
 AgentBinary::AgentBinary(std::string path) : path_(std::move(path)) {
-  std::string bytes = ReadFile(path_);
-  size_ = bytes.size();
-  sha256_ = Sha256Hex(bytes);
+  // Hashed in pieces as read: every command that reaches an agent does this, so it costs a
+  // few milliseconds, not a copy of the whole binary.
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw Error(ExitCode::kUnreachable, fmt::format("cannot read agent binary {}", path_));
+  Sha256 hash;
+  std::vector<char> buffer(1u << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    hash.Update(std::string_view(buffer.data(), got));
+    size_ += got;
+  }
+  if (in.bad()) {
+    throw Error(ExitCode::kUnreachable, fmt::format("cannot read agent binary {}", path_));
+  }
+  sha256_ = hash.FinishHex();
 }
 
 const std::string& AgentBinary::gzipped() const {

@@ -197,14 +197,20 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
     size_t got = 0;
     const uint64_t bytes_in = session->bytes_in();
     while (!decoder.end() && !TooMuchUndelivered(*s)) {
-      int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, 0);
-      session->NoteIo();
-      if (n == SSH_ERROR) throw lost("connection lost: " + session->LastError());
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
       try {
-        decoder.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
-      } catch (const std::runtime_error& e) {
+        if (decoder.HasUndecoded()) {  // what an earlier read brought comes first
+          decoder.Continue();
+        } else {
+          int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, 0);
+          session->NoteIo();
+          if (n == SSH_ERROR) throw lost("connection lost: " + session->LastError());
+          if (n <= 0) break;
+          got += static_cast<size_t>(n);
+          decoder.Feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
+        }
+      } catch (const Error&) {
+        throw;                                 // the connection, said already
+      } catch (const std::runtime_error& e) {  // a malformed stream
         throw lost(e.what());
       }
       std::vector<LogRecord> records = decoder.TakeRecords();
@@ -224,7 +230,9 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
       if (!end) throw lost("a malformed end of the log");
       co_return *end;
     }
-    if (ssh_channel_is_eof(c) || ssh_channel_is_closed(c)) {
+    // What the decoder still holds came before the channel's end: it is decoded first.
+    const bool undecoded = decoder.HasUndecoded();
+    if (!undecoded && (ssh_channel_is_eof(c) || ssh_channel_is_closed(c))) {
       ExitStatus status = co_await channel->WaitExitStatus();
       while (!error_text.empty() && error_text.back() == '\n') error_text.pop_back();
       if (status.exit_code == 0 && !request.follow) co_return AgentLogStreamEnd{};
@@ -237,7 +245,7 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
     }
     if (session->lost()) throw lost("connection lost: no answer to keepalives");
     // The stderr read may have brought more of stdout from the socket (SshSession::bytes_in).
-    if (got > 0 || session->bytes_in() != bytes_in || session->ReadyNow()) {
+    if (got > 0 || undecoded || session->bytes_in() != bytes_in || session->ReadyNow()) {
       // More may be there already: look again after the other channels had their turn.
       co_await asio::post(s->executor, asio::use_awaitable);
       continue;
@@ -272,9 +280,10 @@ asio::awaitable<void> Run(std::shared_ptr<StreamState> s,
 }  // namespace
 
 std::string StreamLogCommand(const SshLogStreamRequest& r) {
-  return "sh -c " + ShellQuote(fmt::format(
-                        "exec \"{}\" stream-log --job {} --attempt {} --from {}{}", r.agent_path,
-                        ShellQuote(r.job_id), r.attempt, r.from_seq, r.follow ? " --follow" : ""));
+  return "sh -c " +
+         ShellQuote(fmt::format(
+             "exec \"{}\" stream-log --job {} --attempt {} --from {}{} --compress", r.agent_path,
+             ShellQuote(r.job_id), r.attempt, r.from_seq, r.follow ? " --follow" : ""));
 }
 
 std::shared_ptr<AgentLogStream> StartSshLogStream(
