@@ -245,7 +245,10 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
     }
     if (session->lost()) throw lost("connection lost: no answer to keepalives");
     // The stderr read may have brought more of stdout from the socket (SshSession::bytes_in).
-    if (got > 0 || undecoded || session->bytes_in() != bytes_in || session->ReadyNow()) {
+    // A pass that stopped at the undelivered limit may have left bytes in libssh's buffer,
+    // which no socket wait would see: the top of the loop pauses for the delivery thread.
+    if (got > 0 || undecoded || TooMuchUndelivered(*s) || session->bytes_in() != bytes_in ||
+        session->ReadyNow()) {
       // More may be there already: look again after the other channels had their turn.
       co_await asio::post(s->executor, asio::use_awaitable);
       continue;

@@ -52,7 +52,7 @@ constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 constexpr auto kStopRetryFor = std::chrono::seconds(20);
 constexpr int kClockProbes = 3;
 // How far ahead the lockstep start is scheduled: enough for every Start to arrive first.
-constexpr auto kMinStartLead = std::chrono::milliseconds(50);
+constexpr auto kMinStartLead = std::chrono::milliseconds(25);
 
 // A progress line on stderr (in place of the live line, if one is drawn: LiveProgress).
 inline void Say(const std::string& message) {
