@@ -140,6 +140,7 @@ class SshSession {
   std::shared_ptr<Keepalive> keepalive_;
   ssh_counter_struct socket_counter_{};  // bytes through the socket, kept by libssh
   uint64_t noted_in_bytes_ = 0;          // socket_counter_.in_bytes at the last NoteIo
+  bool quick_ack_ = true;                // the transport takes TCP_QUICKACK (NoteIo)
   std::vector<std::weak_ptr<asio::steady_timer>> wakers_;  // see WakeOnIo
   bool dead_ = false;                                      // no answer to keepalives: WaitIo throws
 };
