@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -24,10 +25,16 @@ std::string ReadFile(const fs::path& path) {
 class WorkdirSyncTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / "workdir-sync-test";
+    // A directory per process: ctest runs this suite's tests side by side.
+    root_ = fs::path(::testing::TempDir()) / ("workdir-sync-test-" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_ / "work");
     cache_.emplace(root_ / "blobs");
+  }
+  void TearDown() override {
+    cache_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
   }
   v1::ManifestEntry* Add(v1::SyncManifest& m, const std::string& path, const std::string& content,
                          uint32_t mode = 0644) {
