@@ -2,6 +2,7 @@
 #include "proto/log_wire.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -79,12 +80,12 @@ void WireDecoder::TakeCompressed(std::string_view payload) {
   size_t at = 0;
   while (at < content.size()) {
     const char* h = content.data() + at;
-    if (content.size() - at < kWireHeaderBytes || CheckedFrameSize(h) > content.size() - at ||
-        (h[2] != kKindStdout && h[2] != kKindStderr)) {
+    const size_t size = content.size() - at < kWireHeaderBytes ? SIZE_MAX : CheckedFrameSize(h);
+    if (size > content.size() - at || (h[2] != kKindStdout && h[2] != kKindStderr)) {
       throw std::runtime_error("malformed log stream (a compressed batch holds more than records)");
     }
     TakeFrame(h);
-    at += CheckedFrameSize(h);
+    at += size;
   }
 }
 

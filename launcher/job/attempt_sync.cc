@@ -102,13 +102,15 @@ void Runner::SyncAll() {
   }
   for (size_t level = 1; level < tree.levels.size(); ++level) {
     // The parents of this level open their listeners.
-    std::vector<Worker*> parents;
+    // Positions in `live` (the tree's numbering), so each worker's slots are found directly.
+    std::vector<size_t> parents;
     for (int p : tree.levels[level - 1]) {
-      const bool has_children = static_cast<size_t>(p) * kRelayFanout + 1 < live.size();
-      if (has_children && live[p]->error.empty()) parents.push_back(live[p]);
+      const auto at = static_cast<size_t>(p);
+      if (at * kRelayFanout + 1 < live.size() && live[at]->error.empty()) parents.push_back(at);
     }
-    ForEachParallel(parents, [&](Worker& w) {
-      const size_t p = static_cast<size_t>(std::find(live.begin(), live.end(), &w) - live.begin());
+    ParallelFor(parents.size(), [&](size_t i) {
+      const size_t p = parents[i];
+      Worker& w = *live[p];
       try {
         ports[p] = Client(w)->ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
       } catch (const std::exception& e) {
@@ -118,11 +120,11 @@ void Runner::SyncAll() {
         }
       }
     });
-    std::vector<Worker*> children;
-    for (int p : tree.levels[level]) children.push_back(live[p]);
-    ForEachParallel(children, [&](Worker& w) {
+    const std::vector<int>& children = tree.levels[level];
+    ParallelFor(children.size(), [&](size_t i) {
+      const auto p = static_cast<size_t>(children[i]);
+      Worker& w = *live[p];
       if (!w.error.empty()) return;
-      const size_t p = static_cast<size_t>(std::find(live.begin(), live.end(), &w) - live.begin());
       const size_t parent = static_cast<size_t>(tree.parent[p]);
       try {
         if (ports[parent] != 0 && live[parent]->error.empty()) {
@@ -145,14 +147,14 @@ void Runner::SyncAll() {
       }
     });
   }
-  std::vector<Worker*> serving;
+  std::vector<size_t> serving;
   for (size_t p = 0; p < live.size(); ++p) {
-    if (ports[p] != 0) serving.push_back(live[p]);
+    if (ports[p] != 0) serving.push_back(p);
   }
-  ForEachParallel(serving, [&](Worker& w) {
-    const size_t p = static_cast<size_t>(std::find(live.begin(), live.end(), &w) - live.begin());
+  ParallelFor(serving.size(), [&](size_t i) {
+    const size_t p = serving[i];
     try {
-      Client(w)->EndServe(ports[p]);
+      Client(*live[p])->EndServe(ports[p]);
     } catch (const std::exception&) {
       // It closes by itself when its time is up.
     }
