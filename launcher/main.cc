@@ -3,6 +3,6 @@
 #include "proto/private_state.h"
 
 int main(int argc, char** argv) {
-  podrun::RestrictUmask();  // DESIGN.md decision 14: what podrun creates is its user's alone
+  podrun::RestrictUmask();  // docs/design.md decision 14: what podrun creates is its user's alone
   return podrun::Main(argc, argv);
 }

@@ -1,4 +1,4 @@
-// The on-disk framing of a job's log (DESIGN.md decision 5): sequenced, timestamped output
+// The on-disk framing of a job's log (docs/design.md decision 5): sequenced, timestamped output
 // chunks, appended one write() per record, read back from any sequence number.
 //
 // Record layout, little endian, 32-byte header then the data:

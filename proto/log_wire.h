@@ -1,4 +1,4 @@
-// The framing of `podrun-agent stream-log` (DESIGN.md decision 3 and docs/decisions.md "Bulk
+// The framing of `podrun-agent stream-log` (docs/design.md decision 3 and docs/decisions.md "Bulk
 // logs over a channel of their own"): a job's log records, then how the job ended, written to
 // the agent's stdout and read by the launcher from an SSH exec channel. SSH already checks the
 // bytes, so frames carry no CRC: they are cheaper to make and to read than the on-disk records.

@@ -1,4 +1,4 @@
-// State is private (DESIGN.md decision 14), on both sides: podrun and podrun-agent run with
+// State is private (docs/design.md decision 14), on both sides: podrun and podrun-agent run with
 // umask 077, keep their state in a directory that is their user's alone, and never follow a
 // symbolic link planted in it. The processes they start for the user (a job, exec --local's
 // command) get back the umask they themselves were started with.

@@ -1,4 +1,4 @@
-// Tests of the private-state checks both sides use (DESIGN.md decision 14).
+// Tests of the private-state checks both sides use (docs/design.md decision 14).
 #include "proto/private_state.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // Integration tests of faults on a worker during `podrun launch`, on a real 3-worker testpod
-// (DESIGN.md decisions 10 and 12): the agent SIGKILLed mid-run (the job goes on, the launch
+// (docs/design.md decisions 10 and 12): the agent SIGKILLed mid-run (the job goes on, the launch
 // succeeds, every line arrives once), the agent and the job's supervisor both SIGKILLed (the
 // worker is lost within a bounded time and the gang is stopped), and a worker whose ~/.podrun
 // is a small tmpfs that fills up (every line still reaches the attached launcher, the full disk

@@ -1,4 +1,4 @@
-// Integration tests of Cloud TPU discovery (`--tpu`, CONTRACT.md "Discovery") against a real
+// Integration tests of Cloud TPU discovery (`--tpu`, docs/reference.md "Discovery") against a real
 // 4-worker testpod, with a stand-in for the gcloud CLI ($PODRUN_GCLOUD: a script that answers
 // `describe` with the Node JSON the test wrote, or gcloud's own NOT_FOUND error). What is
 // checked: the exact command line podrun runs, endpoints in order as workers, external

@@ -1,4 +1,4 @@
-// Integration tests of the bounded output path (CONTRACT.md, Output; DESIGN.md decision 12)
+// Integration tests of the bounded output path (docs/reference.md, Output; docs/design.md decision 12)
 // on a real 2-worker testpod: a huge line without a newline through exec and launch, and a
 // '\r' progress bar seen in podrun's output file while it runs.
 #include <fcntl.h>

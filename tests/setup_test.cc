@@ -119,7 +119,7 @@ TEST_F(SetupTest, AFailedSetupStartsNothingAnywhereAndNamesTheWorker) {
 }
 
 // Mounts come before setup: a bind mount (the one type this machine can do for real; nfs,
-// gcsfuse and sshfs are checked by their exact command lines in worker/mounts_test.cc) is in
+// gcsfuse and sshfs are checked by their exact command lines in worker/host/mounts_test.cc) is in
 // place for setup and run, mounted once over two launches, and a mount that fails starts
 // nothing anywhere, naming the worker, the mount and the command.
 TEST_F(SetupTest, ABindMountIsInPlaceForSetupAndRunAndMountedOnce) {

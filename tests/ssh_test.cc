@@ -1,6 +1,6 @@
 // Integration tests of the SSH layer against a real 3-worker testpod: the session, its
 // channels and the agent tunnel used as a library, and the trust boundaries seen from the
-// command line (DESIGN.md decisions 13 and 14): ssh_config cannot weaken host keys or override
+// command line (docs/design.md decisions 13 and 14): ssh_config cannot weaken host keys or override
 // an explicit port, and the launcher's state is private.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "launcher/agent/agent_tunnel.h"
-#include "launcher/error.h"
+#include "launcher/agent_link/agent_tunnel.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"

@@ -1,5 +1,5 @@
-// Integration tests of the spec's `sync` on a real 8-worker testpod (CONTRACT.md, the spec's
-// `sync`; DESIGN.md decision 11): a cold launch sends the agent over the uplink about once
+// Integration tests of the spec's `sync` on a real 8-worker testpod (docs/reference.md, the spec's
+// `sync`; docs/design.md decision 11): a cold launch sends the agent over the uplink about once
 // (the workers lend it to each other); every workdir matches the local tree byte for byte, ignored
 // files and .git absent; the bytes this host sends onto the pod's bridge stay under twice the
 // payload (the workers relay to each other), and after a one-file change under twice that file

@@ -24,8 +24,8 @@
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
-#include "worker/job_dir.h"
-#include "worker/process_identity.h"
+#include "worker/base/process_identity.h"
+#include "worker/jobdir/job_dir.h"
 
 extern "C" char** environ;
 

@@ -12,12 +12,12 @@
 #include "proto/edit_distance.h"
 #include "proto/private_state.h"
 #include "proto/protocol_version.h"
-#include "worker/binary_relay.h"
 #include "worker/dial_stdio.h"
-#include "worker/job_dir.h"
+#include "worker/jobdir/job_dir.h"
 #include "worker/serve.h"
 #include "worker/stream_log.h"
-#include "worker/supervisor.h"
+#include "worker/supervisor/supervisor.h"
+#include "worker/sync/binary_relay.h"
 
 namespace podrun::agent {
 namespace {
@@ -200,7 +200,7 @@ int PrintHelp() {
 }
 
 int Main(int argc, char** argv) {
-  RestrictUmask();  // DESIGN.md decision 14; jobs get the umask the agent inherited
+  RestrictUmask();  // docs/design.md decision 14; jobs get the umask the agent inherited
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     PrintHelp();

@@ -19,11 +19,11 @@
 #include "proto/agent.grpc.pb.h"
 #include "proto/private_state.h"
 #include "proto/protocol_version.h"
-#include "worker/agent_service.h"
+#include "worker/base/process_identity.h"
 #include "worker/daemon.h"
-#include "worker/job_runner.h"
-#include "worker/process_identity.h"
-#include "worker/tpu_metadata.h"
+#include "worker/host/tpu_metadata.h"
+#include "worker/job/job_runner.h"
+#include "worker/rpc/agent_service.h"
 
 namespace podrun::agent {
 namespace {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "worker/job_retention.h"
+#include "worker/jobdir/job_retention.h"
 
 namespace podrun::agent {
 

@@ -13,8 +13,8 @@
 #include "proto/log_wire.h"
 #include "proto/wire_compressor.h"
 #include "proto/write_all.h"
-#include "worker/agent_proto.h"
-#include "worker/job_log_stream.h"
+#include "worker/job/job_log_stream.h"
+#include "worker/rpc/agent_proto.h"
 
 namespace podrun::agent {
 namespace {

@@ -1,5 +1,5 @@
 // Locating, hashing and compressing the agent binary.
-#include "launcher/agent/agent_binary.h"
+#include "launcher/agent_link/agent_binary.h"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 #include <vector>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/sha256.h"
 
 namespace podrun {

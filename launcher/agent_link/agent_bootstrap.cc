@@ -1,11 +1,11 @@
 // Agent bootstrap over SSH.
-#include "launcher/agent/agent_bootstrap.h"
+#include "launcher/agent_link/agent_bootstrap.h"
 
 #include <fmt/format.h>
 
 #include <sstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/protocol_version.h"
 #include "proto/shell_quote.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/agent/agent_binary.h"
-#include "launcher/agent/agent_relay.h"
+#include "launcher/agent_link/agent_binary.h"
+#include "launcher/agent_link/agent_relay.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
 

@@ -1,8 +1,8 @@
-#include "launcher/agent/agent_bootstrap.h"
+#include "launcher/agent_link/agent_bootstrap.h"
 
 #include <gtest/gtest.h>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

@@ -1,13 +1,13 @@
 // The launcher's gRPC calls to an agent, with deadlines, and conversion between the
 // generated messages and the launcher's types (see agent_client.h).
-#include "launcher/agent/agent_client.h"
+#include "launcher/agent_link/agent_client.h"
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 
-#include "launcher/agent/agent_client_internal.h"
-#include "launcher/error.h"
+#include "launcher/agent_link/agent_client_internal.h"
+#include "launcher/base/error.h"
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"
 

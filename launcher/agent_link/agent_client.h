@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/log_record.h"
 
 namespace podrun {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <optional>
 
-#include "launcher/agent/agent_client.h"
+#include "launcher/agent_link/agent_client.h"
 #include "proto/agent.grpc.pb.h"
 
 namespace podrun {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
-#include "launcher/agent/agent_client_internal.h"
-#include "launcher/error.h"
+#include "launcher/agent_link/agent_client_internal.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

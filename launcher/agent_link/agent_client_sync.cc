@@ -1,4 +1,4 @@
-// AgentClient's code sync calls (see agent_client.h; DESIGN.md decision 11).
+// AgentClient's code sync calls (see agent_client.h; docs/design.md decision 11).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/agent/agent_client_internal.h"
-#include "launcher/error.h"
+#include "launcher/agent_link/agent_client_internal.h"
+#include "launcher/base/error.h"
 #include "proto/unique_fd.h"
 
 namespace podrun {

@@ -1,5 +1,5 @@
 // Tests of AgentClient against the real podrun-agent binary over a unix socket.
-#include "launcher/agent/agent_client.h"
+#include "launcher/agent_link/agent_client.h"
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -13,8 +13,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "launcher/error.h"
-#include "launcher/job/log_follower.h"
+#include "launcher/base/error.h"
 
 extern "C" char** environ;
 

@@ -1,5 +1,5 @@
 // The two AgentLinks: SSH (bootstrap + tunnel) and local (an agent per worker home).
-#include "launcher/agent/agent_link.h"
+#include "launcher/agent_link/agent_link.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,11 +14,11 @@
 #include <mutex>
 #include <vector>
 
-#include "launcher/agent/agent_bootstrap.h"
-#include "launcher/agent/agent_tunnel.h"
-#include "launcher/agent/local_process.h"
-#include "launcher/agent/ssh_log_stream.h"
-#include "launcher/error.h"
+#include "launcher/agent_link/agent_bootstrap.h"
+#include "launcher/agent_link/agent_tunnel.h"
+#include "launcher/agent_link/local_process.h"
+#include "launcher/agent_link/ssh_log_stream.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/ssh_session.h"
 #include "proto/private_state.h"
 #include "proto/shell_quote.h"
@@ -219,9 +219,13 @@ std::filesystem::path LocalWorkerHome(const std::filesystem::path& local_root, i
   return local_root / ("w" + std::to_string(index));
 }
 
-std::unique_ptr<AgentLink> MakeAgentLink(const Pod& pod, int index, const AgentLinkContext& ctx) {
-  if (pod.local > 0) return std::make_unique<LocalAgentLink>(index, ctx);
-  return std::make_unique<SshAgentLink>(pod.workers.at(index), pod.ssh, ctx);
+std::unique_ptr<AgentLink> MakeSshAgentLink(const PodWorker& worker, const SshOptions& ssh,
+                                            const AgentLinkContext& ctx) {
+  return std::make_unique<SshAgentLink>(worker, ssh, ctx);
+}
+
+std::unique_ptr<AgentLink> MakeLocalAgentLink(int index, const AgentLinkContext& ctx) {
+  return std::make_unique<LocalAgentLink>(index, ctx);
 }
 
 }  // namespace podrun

@@ -1,4 +1,4 @@
-// AgentLink: how the launcher reaches one worker's agent (DESIGN.md decision 9): over SSH,
+// AgentLink: how the launcher reaches one worker's agent (docs/design.md decision 9): over SSH,
 // through a tunnel, or on this machine for --local. Everything above it (launch, logs,
 // status, stop) is the same for both.
 #pragma once
@@ -10,12 +10,13 @@
 #include <memory>
 #include <string>
 
-#include "launcher/agent/agent_binary.h"
-#include "launcher/agent/agent_client.h"
-#include "launcher/agent/agent_relay.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/agent_link/agent_binary.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/agent_link/agent_relay.h"
+#include "launcher/pod/pod_worker.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
+#include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
 
@@ -65,8 +66,12 @@ struct AgentLinkContext {
   std::filesystem::path local_root;  // --local: worker K's home is local_root/wK
 };
 
-// The link for worker `index` of `pod`: SSH, or local when pod.local > 0.
-std::unique_ptr<AgentLink> MakeAgentLink(const Pod& pod, int index, const AgentLinkContext& ctx);
+// The link to `worker`'s agent over SSH with `ssh`'s settings.
+std::unique_ptr<AgentLink> MakeSshAgentLink(const PodWorker& worker, const SshOptions& ssh,
+                                            const AgentLinkContext& ctx);
+
+// The link to local worker `index`'s agent (--local: no SSH).
+std::unique_ptr<AgentLink> MakeLocalAgentLink(int index, const AgentLinkContext& ctx);
 
 // The home directory of local worker `index` ($PODRUN_HOME/local/wK).
 std::filesystem::path LocalWorkerHome(const std::filesystem::path& local_root, int index);

@@ -1,5 +1,5 @@
 // See agent_relay.h.
-#include "launcher/agent/agent_relay.h"
+#include "launcher/agent_link/agent_relay.h"
 
 #include <fmt/format.h>
 #include <openssl/rand.h>
@@ -7,7 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/shell_quote.h"
 
 namespace podrun {

@@ -1,7 +1,7 @@
-// AgentRelay: the agent binary travels once over the user's uplink (DESIGN.md decision 11).
+// AgentRelay: the agent binary travels once over the user's uplink (docs/design.md decision 11).
 // During one command's bootstrap, the first worker that lacks the agent gets it through its
 // SSH connection (the seed); once its agent runs it lends the binary (`podrun-agent
-// lend`, worker/binary_relay.h) and the other workers that lack it fetch it from a
+// lend`, worker/sync/binary_relay.h) and the other workers that lack it fetch it from a
 // peer over the pod's network, checked against the hash the launcher gives them over SSH; each
 // worker that got it lends it in turn. A worker whose fetch fails gets it through its own
 // connection. Loop thread only (every link's bootstrap runs there).

@@ -1,5 +1,5 @@
 // The agent tunnel: a channel bridge to a socketpair whose other end becomes a gRPC channel.
-#include "launcher/agent/agent_tunnel.h"
+#include "launcher/agent_link/agent_tunnel.h"
 
 #include <fmt/format.h>
 #include <grpcpp/create_channel_posix.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

@@ -1,6 +1,6 @@
 // AgentTunnel: joins an SSH channel that reaches the worker's agent (direct-streamlocal, or an
 // exec channel running `podrun-agent dial-stdio`) to a local socketpair whose other end becomes
-// a gRPC channel (DESIGN.md decision 3). A ChannelBridge on the event loop copies both ways.
+// a gRPC channel (docs/design.md decision 3). A ChannelBridge on the event loop copies both ways.
 // Create, use and destroy on the event-loop thread; the gRPC channel may be used anywhere.
 #pragma once
 

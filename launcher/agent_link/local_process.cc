@@ -1,5 +1,5 @@
 // Local processes on the event loop.
-#include "launcher/agent/local_process.h"
+#include "launcher/agent_link/local_process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -17,7 +17,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/private_state.h"
 
 extern char** environ;

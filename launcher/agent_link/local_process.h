@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/exit_status.h"
-#include "launcher/stream.h"
+#include "launcher/base/exit_status.h"
+#include "launcher/base/stream.h"
 
 namespace podrun {
 

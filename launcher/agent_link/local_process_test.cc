@@ -1,5 +1,5 @@
 // Tests of local processes (exec --local) and the minimal environment of local workers.
-#include "launcher/agent/local_process.h"
+#include "launcher/agent_link/local_process.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <boost/asio/use_future.hpp>
 #include <cstdlib>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/private_state.h"
 
 namespace podrun {

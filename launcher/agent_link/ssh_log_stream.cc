@@ -1,5 +1,5 @@
 // See ssh_log_stream.h.
-#include "launcher/agent/ssh_log_stream.h"
+#include "launcher/agent_link/ssh_log_stream.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <vector>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "proto/log_wire.h"
 #include "proto/shell_quote.h"

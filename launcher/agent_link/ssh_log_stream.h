@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "launcher/agent/agent_client.h"
+#include "launcher/agent_link/agent_client.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {

@@ -1,167 +1,188 @@
-// One attempt of a job across the gang (DESIGN.md: the job, as data flowing through the system):
-// the run from the first connection to the report. Its parts: attempt_phases.cc, attempt_gang.cc.
-#include "launcher/job/attempt_runner.h"
+// One attempt of a job across the gang (docs/design.md, "The job, as data flowing through the
+// system"): the run from the first connection to the report. Its parts: the workers'
+// connections (connect/agent_connection.h), the phases before the start (PhaseFanOut) and the
+// gang while it runs (GangDriver).
+#include "launcher/attempt/attempt_runner.h"
 
-#include "launcher/job/attempt_runner_parts.h"
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
+#include "launcher/attempt/attempt_worker.h"
+#include "launcher/attempt/gang_driver.h"
+#include "launcher/attempt/interrupt_watcher.h"
+#include "launcher/attempt/phase_fan_out.h"
+#include "launcher/connect/agent_connection.h"
+#include "launcher/output/say.h"
 
 namespace podrun {
-namespace attempt_internal {
+namespace {
 
-Runner::~Runner() {
-  if (!jumps_) return;
-  loop_->Run([this]() -> asio::awaitable<void> {
-    jumps_->Close();
-    co_return;
-  }());
+// Says how the agents were reached: installed where (uploaded or from peers), tunnels through
+// dial-stdio.
+std::string DescribeAgents(AgentConnections& connections, double seconds) {
+  const size_t n = connections.all().size();
+  int uploads = 0, from_peers = 0, dial_stdio = 0;
+  for (auto& c : connections.all()) {
+    uploads += c->link().uploaded_agent() ? 1 : 0;
+    from_peers += c->link().relayed_agent() ? 1 : 0;
+    dial_stdio += c->link().uses_dial_stdio() ? 1 : 0;
+  }
+  const int failed_fetches = connections.relay() ? connections.relay()->failed_fetches() : 0;
+  return fmt::format(
+      "agents ready on {} workers in {:.2f} s{}{}", n, seconds,
+      uploads + from_peers
+          ? fmt::format(" (agent installed on {}: uploaded to {}, from peers to {}{})",
+                        uploads + from_peers, uploads, from_peers,
+                        failed_fetches
+                            ? fmt::format("; {} could not fetch it from a peer", failed_fetches)
+                            : "")
+          : "",
+      dial_stdio ? fmt::format(" (stream-local forwarding refused: tunnel through "
+                               "dial-stdio on {})",
+                               dial_stdio)
+                 : "");
 }
 
-ExitCode Runner::Run() {
-  // Ctrl-C is taken by the watcher only: it blocks SIGINT before any other thread starts.
-  // Once it has stopped, only the followers' ends (joined before) could add stoppers.
-  InterruptWatcher interrupts([this] { OnInterrupt(); });
-
-  try {
-    agent_.emplace(AgentBinary::Locate());
-  } catch (const Error& e) {
-    Say(e.what());
-    SetAttempt(AttemptState::kStartFailed, 3, true);
-    return ExitCode::kUnreachable;
+// Ctrl-C during the attempt: the watcher takes it from before any other thread starts (the
+// event loop's included); it reaches the gang once the gang exists, at once if it came earlier.
+class AttemptInterrupts {
+ public:
+  AttemptInterrupts() : watcher_([this] { Interrupted(); }) {}
+  // From now on Ctrl-C goes to `gang` (null: nowhere, from before the gang is gone).
+  void HandTo(GangDriver* gang) {
+    std::lock_guard lock(mutex_);
+    gang_ = gang;
+    if (gang_ && pending_) gang_->OnInterrupt();
   }
-  if (!BuildSyncManifest()) {
-    SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
+  // Stops taking Ctrl-C (SIGINT is unblocked again).
+  void Stop() { watcher_.Stop(); }
+
+ private:
+  void Interrupted() {
+    std::lock_guard lock(mutex_);
+    if (gang_) {
+      gang_->OnInterrupt();
+    } else {
+      pending_ = true;
+    }
+  }
+
+  std::mutex mutex_;
+  GangDriver* gang_ = nullptr;  // guarded by mutex_
+  bool pending_ = false;        // guarded by mutex_
+  InterruptWatcher watcher_;    // last: stopped before the rest goes
+};
+
+ExitCode RunWith(const AttemptPlan& plan, AttemptRecorder& recorder, AgentConnections& connections,
+                 AttemptInterrupts& interrupts) {
+  AttemptWorkers workers(connections);
+  PhaseFanOut phases(plan, recorder, workers);
+  GangDriver gang(plan, recorder, workers);
+  // Once the watcher has stopped, only the followers' ends (joined before) could add stoppers.
+  interrupts.HandTo(&gang);
+  struct Unhand {
+    AttemptInterrupts& interrupts;
+    ~Unhand() { interrupts.HandTo(nullptr); }
+  } unhand{interrupts};
+
+  if (!phases.BuildSyncManifest()) {
+    recorder.SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
     return ExitCode::kUsage;
   }
-  loop_.emplace();
-  window_.emplace(loop_->executor(), plan_.pod.fanout);
-  relay_.emplace(loop_->executor());
-  jumps_.emplace(loop_->executor());
-  AgentLinkContext context{&*loop_, &*window_, &*jumps_, &*agent_, &*relay_, plan_.home / "local"};
-  for (int index : plan_.pod.selected) {
-    auto w = std::make_unique<Worker>();
-    w->index = index;
-    w->link = MakeAgentLink(plan_.pod, index, context);
-    by_index_[index] = w.get();
-    workers_.push_back(std::move(w));
-  }
-  merger_ = std::make_unique<LogMerger>(
-      plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt),
-      LabelledOutput::ShouldColor(STDOUT_FILENO));
-
-  size_t n = workers_.size();
-  Say(fmt::format("connecting to {} worker{} ({})", n, n == 1 ? "" : "s", plan_.pod.description));
-  auto phase = Clock::now();
-  progress_.emplace(STDERR_FILENO);
-  BeginProgress("agents");
-  ConnectAll();
-  int uploads = 0, from_peers = 0, relayed = 0;
-  for (auto& w : workers_) {
-    uploads += w->link->uploaded_agent() ? 1 : 0;
-    from_peers += w->link->relayed_agent() ? 1 : 0;
-    relayed += w->link->uses_dial_stdio() ? 1 : 0;
-  }
-  if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
-    Say(fmt::format(
-        "agents ready on {} workers in {:.2f} s{}{}", n, SecondsSince(phase),
-        uploads + from_peers
-            ? fmt::format(
-                  " (agent installed on {}: uploaded to {}, from peers to {}{})",
-                  uploads + from_peers, uploads, from_peers,
-                  relay_->failed_fetches()
-                      ? fmt::format("; {} could not fetch it from a peer", relay_->failed_fetches())
-                      : "")
-            : "",
-        relayed ? fmt::format(" (stream-local forwarding refused: tunnel through "
-                              "dial-stdio on {})",
-                              relayed)
-                : ""));
-    if (!CheckTpuWorkerNumbers()) {
-      ReleasePrepared();
-      SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
+  gang.OpenLog();
+  const size_t n = workers.size();
+  Say(fmt::format("connecting to {} worker{} ({})", n, n == 1 ? "" : "s", plan.pod.description));
+  const auto began = std::chrono::steady_clock::now();
+  phases.StartProgress();
+  phases.ConnectAll();
+  if (workers.AllIn()) {
+    Say(DescribeAgents(connections, SecondsSince(began)));
+    if (!phases.CheckTpuWorkerNumbers()) {
+      phases.ReleasePrepared();
+      recorder.SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
       return ExitCode::kUsage;
     }
-    SyncAll();
-    if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
-      MountAll();
+    phases.SyncAll();
+    if (workers.AllIn()) phases.MountAll();
+    if (workers.AllIn()) {
+      if (!plan.spec.setup.empty()) phases.EndProgress();  // setup's output comes next
+      phases.SetupAll();
     }
-    if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
-      if (!plan_.spec.setup.empty()) progress_->End();  // setup's output comes next
-      SetupAll();
-    }
-    phase = Clock::now();
-    if (std::all_of(workers_.begin(), workers_.end(), [](auto& w) { return w->error.empty(); })) {
-      PrepareAll();
-    }
+    if (workers.AllIn()) phases.PrepareAll();
   }
-  {
-    std::lock_guard lock(gang_mutex_);
-    for (auto& w : workers_) {
-      if (w->error.empty()) {
-        gang_.Prepared(w->index);
-      } else {
-        Say(w->error);
-        UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
-        gang_.PrepareFailed(w->index, w->error);
-      }
+  std::optional<ExitCode> not_started;
+  const bool go = gang.Barrier([&](ExitCode outcome, bool interrupted) {
+    phases.EndProgress();  // the report comes next
+    if (!interrupted) {
+      Say(
+          fmt::format("job {} did not start: {} of {} workers could not be prepared; nothing "
+                      "was started anywhere",
+                      plan.job.id,
+                      std::count_if(workers.all().begin(), workers.all().end(),
+                                    [](auto& w) { return !w->error.empty(); }),
+                      n));
+    } else {
+      Say("interrupted before the start: nothing was started anywhere");
     }
-    if (!gang_.ReadyForGo()) {
-      progress_->End();  // the report comes next
-      ExitCode code = gang_.Outcome();
-      if (!gang_.interrupted()) {
-        Say(
-            fmt::format("job {} did not start: {} of {} workers could not be prepared; nothing "
-                        "was started anywhere",
-                        plan_.job.id,
-                        std::count_if(workers_.begin(), workers_.end(),
-                                      [](auto& w) { return !w->error.empty(); }),
-                        n));
-      } else {
-        Say("interrupted before the start: nothing was started anywhere");
-      }
-      SetAttempt(AttemptState::kStartFailed, static_cast<int>(code), true);
-      ReleasePrepared();
-      return code;
-    }
-    gang_.Go();
-  }
-  started_ = Clock::now();
-  StartAll();
-  progress_->End();  // the job's output comes next
+    recorder.SetAttempt(AttemptState::kStartFailed, static_cast<int>(outcome), true);
+    phases.ReleasePrepared();
+    not_started = outcome;
+  });
+  if (!go) return *not_started;
+  gang.MarkStarted();
+  phases.StartAll();
+  gang.RecordStarts();
+  phases.EndProgress();  // the job's output comes next
   int64_t first = INT64_MAX, last = 0;
-  for (auto& w : workers_) {
+  for (auto& w : workers.all()) {
     if (!w->error.empty()) continue;
     // In the launcher's clock, so that workers with different clocks compare.
-    first = std::min(first, w->start.start_time_ns - w->clock_offset_ns);
-    last = std::max(last, w->start.start_time_ns - w->clock_offset_ns);
+    const int64_t start_ns = w->start.start_time_ns - w->connection.clock_offset_ns();
+    first = std::min(first, start_ns);
+    last = std::max(last, start_ns);
   }
   if (last > 0) {
     Say(fmt::format("started on {} workers (start skew {:.1f} ms)", n,
                     static_cast<double>(last - first) / 1e6));
   }
-  SetAttempt(AttemptState::kRunning);
-  if (plan_.detach) {
+  recorder.SetAttempt(AttemptState::kRunning);
+  if (plan.detach) {
     interrupts.Stop();
-    JoinStoppers();
-    if (gang_.root_cause()) return Report();
-    Say(fmt::format("job {} runs detached; follow it with: podrun logs {} -f", plan_.job.id,
-                    plan_.job.id));
+    gang.JoinStoppers();
+    if (gang.HasRootCause()) return gang.Report();
+    Say(fmt::format("job {} runs detached; follow it with: podrun logs {} -f", plan.job.id,
+                    plan.job.id));
     return ExitCode::kOk;
   }
-  std::vector<Worker*> following;
-  for (auto& w : workers_) {
+  std::vector<AttemptWorker*> following;
+  for (auto& w : workers.all()) {
     if (w->error.empty()) following.push_back(w.get());
   }
   // No thread per worker: the streams run on gRPC's threads (see FollowLogs).
-  FollowAll(following);
+  gang.FollowAll(following);
   interrupts.Stop();
-  JoinStoppers();
-  return Report();
+  gang.JoinStoppers();
+  return gang.Report();
 }
 
-}  // namespace attempt_internal
+}  // namespace
 
 ExitCode RunAttempt(JobStore& store, const AttemptPlan& plan) {
-  attempt_internal::Runner runner(store, plan);
-  return runner.Run();
+  AttemptInterrupts interrupts;
+  AttemptRecorder recorder(store, plan);
+  std::optional<AgentConnections> connections;
+  try {
+    connections.emplace(plan.pod, plan.home / "local", plan.pod.selected, /*relay_agent=*/true);
+  } catch (const Error& e) {
+    Say(e.what());
+    recorder.SetAttempt(AttemptState::kStartFailed, 3, true);
+    return ExitCode::kUnreachable;
+  }
+  return RunWith(plan, recorder, *connections, interrupts);
 }
 
 }  // namespace podrun

@@ -3,29 +3,11 @@
 // the gang on the first failure, report the root cause, and record it all in the job store.
 #pragma once
 
-#include <filesystem>
-#include <map>
-#include <string>
-
-#include "launcher/error.h"
-#include "launcher/job/job_store.h"
-#include "launcher/job/spec.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/attempt/attempt_plan.h"
+#include "launcher/base/error.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
-
-struct AttemptPlan {
-  JobRecord job;  // as created in the store
-  int attempt = 1;
-  JobSpec spec;
-  Pod pod;
-  std::filesystem::path home;                    // $PODRUN_HOME
-  std::map<std::string, std::string> secrets;    // values: sent to agents, never stored
-  std::map<std::string, std::string> overrides;  // -e
-  bool detach = false;
-  bool force_setup = false;  // run the spec's setup whatever the workers' stamps say
-  std::string setup_stamp;   // SetupStamp(spec, overrides), when the spec has a setup
-};
 
 // Runs the attempt and returns the contract's exit code. Prints progress and the outcome to
 // stderr and the merged log to stdout/stderr. Ctrl-C stops the job on every worker (130).

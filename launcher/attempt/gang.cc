@@ -1,5 +1,5 @@
 // The gang state machine.
-#include "launcher/job/gang.h"
+#include "launcher/attempt/gang.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-// Gang: one attempt's workers as a unit (DESIGN.md decisions 6 and 7). Before GO, a barrier:
+// Gang: one attempt's workers as a unit (docs/design.md decisions 6 and 7). Before GO, a barrier:
 // GO only when every worker is prepared, and a failure before GO starts nothing anywhere.
 // After GO, under stop_all, the first worker whose process fails or whose agent is lost is the
 // root cause and every other worker is stopped. Pure state: the driver feeds events and acts
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/error.h"
-#include "launcher/job/spec.h"
-#include "launcher/job/worker_state.h"
+#include "launcher/base/error.h"
+#include "launcher/spec/spec.h"
+#include "launcher/store/worker_state.h"
 
 namespace podrun {
 

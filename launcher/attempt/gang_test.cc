@@ -1,4 +1,4 @@
-#include "launcher/job/gang.h"
+#include "launcher/attempt/gang.h"
 
 #include <gtest/gtest.h>
 

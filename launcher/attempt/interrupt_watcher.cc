@@ -1,5 +1,5 @@
 // See interrupt_watcher.h.
-#include "launcher/job/interrupt_watcher.h"
+#include "launcher/attempt/interrupt_watcher.h"
 
 #include <pthread.h>
 #include <signal.h>

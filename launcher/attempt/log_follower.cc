@@ -1,7 +1,7 @@
 // See log_follower.h. FollowLogs is an event loop on the calling thread: streams and reconnect
 // threads post events (a stream ended, a reconnect succeeded or gave up) to it, and it decides
 // what comes next for each log.
-#include "launcher/job/log_follower.h"
+#include "launcher/attempt/log_follower.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

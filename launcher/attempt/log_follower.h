@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_client.h"
+#include "launcher/agent_link/agent_client.h"
 
 namespace podrun {
 

@@ -1,4 +1,4 @@
-#include "launcher/job/log_follower.h"
+#include "launcher/attempt/log_follower.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {
@@ -33,7 +33,8 @@ TEST(LogFollower, ReconnectsThatNeverProgressEnd) {
                          ++reconnects;
                          return std::shared_ptr<AgentClient>();
                        },
-                       [&](const std::string& m) { said.push_back(m); }, {}};
+                       [&](const std::string& m) { said.push_back(m); },
+                       {}};
   const auto began = std::chrono::steady_clock::now();
   LogFollowResult r = FollowLog(FastParams(), hooks, [](std::vector<LogRecord>&&) { return true; });
   const auto took = std::chrono::steady_clock::now() - began;
@@ -56,7 +57,8 @@ TEST(LogFollower, ReconnectFailuresGiveUpWithTheLastError) {
                        []() -> std::shared_ptr<AgentClient> {
                          throw Error(ExitCode::kUnreachable, "ssh connect: No route to host");
                        },
-                       [](const std::string&) {}, {}};
+                       [](const std::string&) {},
+                       {}};
   LogFollowResult r = FollowLog(FastParams(), hooks, [](std::vector<LogRecord>&&) { return true; });
   EXPECT_NE(r.lost.find("No route to host"), std::string::npos) << r.lost;
 }
@@ -67,7 +69,8 @@ TEST(LogFollower, StartsWhereAsked) {
   LogFollowHooks hooks{
       [] { return std::shared_ptr<AgentClient>(); },
       []() -> std::shared_ptr<AgentClient> { throw Error(ExitCode::kUnreachable, "down"); },
-      [](const std::string&) {}, {}};
+      [](const std::string&) {},
+      {}};
   EXPECT_EQ(FollowLog(p, hooks, [](std::vector<LogRecord>&&) { return true; }).next_seq, 42u);
 }
 

@@ -1,5 +1,5 @@
 // See preemption.h.
-#include "launcher/job/preemption.h"
+#include "launcher/attempt/preemption.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,7 +8,8 @@
 #include <cstdlib>
 #include <exception>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
+#include "launcher/output/say.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -100,17 +101,16 @@ std::optional<std::vector<int>> WaitForReadyNodes(
     if (not_ready.empty()) {
       std::vector<int> changed = UpdateAddresses(pod, nodes);
       if (!waiting_for.empty()) {
-        WriteAll(STDERR_FILENO, fmt::format("podrun: TPU {} READY again{}\n",
-                                            pod.tpu_nodes.size() == 1 ? "node" : "nodes",
-                                            changed.empty() ? "" : ", at new addresses"));
+        Say(fmt::format("TPU {} READY again{}", pod.tpu_nodes.size() == 1 ? "node" : "nodes",
+                        changed.empty() ? "" : ", at new addresses"));
       }
       return changed;
     }
     if (not_ready != waiting_for) {
-      WriteAll(STDERR_FILENO,
-               fmt::format("podrun: waiting for the pod to be READY again: TPU node {} (gcloud, "
-                           "asked every {} s; Ctrl-C to give up)\n",
-                           not_ready, poll.count()));
+      Say(
+          fmt::format("waiting for the pod to be READY again: TPU node {} (gcloud, "
+                      "asked every {} s; Ctrl-C to give up)",
+                      not_ready, poll.count()));
       waiting_for = not_ready;
     }
     if (!wait(poll)) return std::nullopt;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/pod/pod_options.h"
+#include "launcher/connect/pod_options.h"
 
 namespace podrun {
 

@@ -1,5 +1,5 @@
 // Whole-gang restarts (see restarts.h).
-#include "launcher/job/restarts.h"
+#include "launcher/attempt/restarts.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "launcher/job/job_pod.h"
-#include "launcher/job/preemption.h"
+#include "launcher/attempt/preemption.h"
+#include "launcher/connect/job_pod.h"
+#include "launcher/output/say.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -59,12 +60,12 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan) {
     const auto attempt = store.LatestAttempt(plan.job.id);
     if (code != ExitCode::kFailed || !attempt || attempt->state != AttemptState::kFailed) break;
     const auto wait = RestartBackoff(restart);
-    WriteAll(STDERR_FILENO,
-             fmt::format("podrun: restarting the whole gang in {} s (restart {} of {}; Ctrl-C "
-                         "to give up)\n",
-                         wait.count(), restart, plan.spec.restarts));
+    Say(
+        fmt::format("restarting the whole gang in {} s (restart {} of {}; Ctrl-C "
+                    "to give up)",
+                    wait.count(), restart, plan.spec.restarts));
     if (!WaitUnlessInterrupted(wait)) {
-      WriteAll(STDERR_FILENO, "podrun: interrupted: no restart\n");
+      Say("interrupted: no restart");
       return ExitCode::kInterrupted;
     }
     // A preempted node is waited for, and the gang restarts at its new addresses.
@@ -73,17 +74,16 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan) {
       moved = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(),
                                 WaitUnlessInterrupted);
     } catch (const Error& e) {
-      WriteAll(STDERR_FILENO, fmt::format("podrun: {}\n", e.what()));
+      Say(e.what());
       return e.code();
     }
     if (!moved) {
-      WriteAll(STDERR_FILENO, "podrun: interrupted: no restart\n");
+      Say("interrupted: no restart");
       return ExitCode::kInterrupted;
     }
     if (!moved->empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
     plan.attempt = store.AddAttempt(plan.job.id, plan.pod.selected);
-    WriteAll(STDERR_FILENO,
-             fmt::format("podrun: attempt {} of job {}\n", plan.attempt, plan.job.id));
+    Say(fmt::format("attempt {} of job {}", plan.attempt, plan.job.id));
     code = RunAttempt(store, plan);
   }
   return code;

@@ -5,9 +5,9 @@
 
 #include <chrono>
 
-#include "launcher/error.h"
-#include "launcher/job/attempt_runner.h"
-#include "launcher/job/job_store.h"
+#include "launcher/attempt/attempt_runner.h"
+#include "launcher/base/error.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 

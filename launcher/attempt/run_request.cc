@@ -1,7 +1,7 @@
 // The Prepare request of a job's run on one worker (see run_request.h).
-#include "launcher/job/run_request.h"
+#include "launcher/attempt/run_request.h"
 
-#include "launcher/job/job_env.h"
+#include "launcher/spec/job_env.h"
 
 namespace podrun {
 

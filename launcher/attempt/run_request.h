@@ -1,12 +1,12 @@
-// The Prepare request of a job's `run` on one worker: its environment (CONTRACT.md, "What the
+// The Prepare request of a job's `run` on one worker: its environment (docs/reference.md, "What the
 // `run` process gets"), workdir and the spec's settings. The setup's request is made from it.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_client.h"
-#include "launcher/job/attempt_runner.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/attempt/attempt_plan.h"
 
 namespace podrun {
 

@@ -1,14 +1,14 @@
 // Running the spec's setup before the barrier (see setup_phase.h).
-#include "launcher/job/setup_phase.h"
+#include "launcher/attempt/setup_phase.h"
 
 #include <fmt/format.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "launcher/error.h"
-#include "launcher/job/job_agents.h"
-#include "launcher/job/parallel_for.h"
+#include "launcher/base/error.h"
+#include "launcher/base/parallel_for.h"
+#include "launcher/connect/job_agents.h"
 #include "launcher/pod/worker_range.h"
 #include "proto/sha256.h"
 

@@ -1,7 +1,8 @@
-// The spec's `setup`, run on every worker in parallel before the barrier (CONTRACT.md, the spec's
-// `setup` and `setup_inputs`): as a job attempt of its own ("<job id>.setup") through the same
-// agent path as `run`, its output merged and labelled like run output, skipped on a worker whose
-// stamp matches (the setup text, workdir, env and the content of setup_inputs), unless forced.
+// The spec's `setup`, run on every worker in parallel before the barrier (docs/reference.md, the
+// spec's `setup` and `setup_inputs`): as a job attempt of its own ("<job id>.setup") through the
+// same agent path as `run`, its output merged and labelled like run output, skipped on a worker
+// whose stamp matches (the setup text, workdir, env and the content of setup_inputs), unless
+// forced.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_client.h"
-#include "launcher/job/log_follower.h"
-#include "launcher/job/spec.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/attempt/log_follower.h"
 #include "launcher/output/log_merger.h"
+#include "launcher/spec/spec.h"
 
 namespace podrun {
 

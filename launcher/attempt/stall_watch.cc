@@ -1,5 +1,5 @@
 // The stall watch (see stall_watch.h).
-#include "launcher/job/stall_watch.h"
+#include "launcher/attempt/stall_watch.h"
 
 namespace podrun {
 

@@ -1,6 +1,6 @@
 // Tests of the stall watch's timing with an injected clock (Check), and that its thread reports
 // a silent job once.
-#include "launcher/job/stall_watch.h"
+#include "launcher/attempt/stall_watch.h"
 
 #include <gtest/gtest.h>
 

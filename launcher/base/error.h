@@ -7,7 +7,7 @@
 
 namespace podrun {
 
-// Exit codes of every command (CONTRACT.md, "Exit codes").
+// Exit codes of every command (docs/reference.md, "Exit codes").
 enum class ExitCode : int {
   kOk = 0,
   kFailed = 1,       // the command or job failed on at least one worker

@@ -1,5 +1,5 @@
 // See exit_status.h.
-#include "launcher/exit_status.h"
+#include "launcher/base/exit_status.h"
 
 #include <fmt/format.h>
 #include <string.h>

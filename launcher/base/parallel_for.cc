@@ -1,5 +1,5 @@
 // See parallel_for.h.
-#include "launcher/job/parallel_for.h"
+#include "launcher/base/parallel_for.h"
 
 #include <atomic>
 #include <system_error>

@@ -1,4 +1,4 @@
-#include "launcher/job/parallel_for.h"
+#include "launcher/base/parallel_for.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/base/error.h"
 #include "launcher/commands/doctor_command.h"
 #include "launcher/commands/exec_command.h"
 #include "launcher/commands/launch_command.h"
@@ -22,9 +23,9 @@
 #include "launcher/commands/stop_command.h"
 #include "launcher/commands/top_command.h"
 #include "launcher/commands/version.h"
-#include "launcher/error.h"
+#include "launcher/connect/pod_options.h"
 #include "launcher/output/labelled_output.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/output/say.h"
 #include "proto/edit_distance.h"
 
 namespace podrun {
@@ -38,10 +39,6 @@ struct Command {
   const char* summary;
   Handler run;
 };
-
-void PrintError(const std::string& message) {
-  WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
-}
 
 // Parses with CLI11; --help prints and returns 0, a bad option throws Error(kUsage).
 // Returns true when the command should run.
@@ -335,10 +332,10 @@ int Main(int argc, char** argv) {
     }
     return static_cast<int>(command->run(argc - 1, argv + 1));
   } catch (const Error& e) {
-    PrintError(e.what());
+    Say(e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    PrintError(fmt::format("internal error: {}", e.what()));
+    Say(fmt::format("internal error: {}", e.what()));
     return static_cast<int>(ExitCode::kFailed);
   }
 }

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "launcher/job/job_agents.h"
-#include "launcher/job/podrun_home.h"
+#include "launcher/connect/job_agents.h"
+#include "launcher/store/podrun_home.h"
 #include "proto/write_all.h"
 
 namespace podrun {

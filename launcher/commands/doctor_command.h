@@ -1,11 +1,11 @@
-// `podrun doctor [POD OPTIONS] [--fix] [--json]` (CONTRACT.md): per worker, whether it is
+// `podrun doctor [POD OPTIONS] [--fix] [--json]` (docs/reference.md): per worker, whether it is
 // reachable and authenticated, its agent's version, the accelerator devices and the processes
 // holding them, a stale /tmp/libtpu_lockfile, free disk, the clock offset, and a TCMalloc
 // LD_PRELOAD in the login environment; --fix ends the holders and removes a stale lockfile.
 #pragma once
 
-#include "launcher/error.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/base/error.h"
+#include "launcher/connect/pod_options.h"
 
 namespace podrun {
 

@@ -14,18 +14,19 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "launcher/agent/local_process.h"
-#include "launcher/job/podrun_home.h"
+#include "launcher/agent_link/local_process.h"
 #include "launcher/output/bounded_capture.h"
 #include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/output_groups.h"
+#include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/ssh/fan_out.h"
 #include "launcher/ssh/jump_hosts.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
+#include "launcher/store/podrun_home.h"
 #include "proto/shell_quote.h"
 
 namespace podrun {
@@ -107,10 +108,6 @@ asio::awaitable<void> TickOutput(asio::steady_timer& timer, const bool& finished
   }
 }
 
-void PrintError(const std::string& message) {
-  WriteAll(STDERR_FILENO, "podrun: " + message + "\n");
-}
-
 asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanOutWindow& window,
                                    JumpHosts& jumps, const std::string& command, ExecSink& sink,
                                    WorkerOutcome& outcome) {
@@ -124,7 +121,7 @@ asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanO
   } catch (const std::exception& e) {
     outcome.unreachable = true;
     outcome.error = e.what();  // an Error names host and reason already
-    PrintError(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+    Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
     co_return;
   }
   try {
@@ -136,7 +133,7 @@ asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanO
     sink.Finish(worker.index);
     outcome.lost = true;
     outcome.error = e.what();
-    PrintError(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+    Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
   }
 }
 
@@ -153,7 +150,7 @@ asio::awaitable<void> ExecOnLocalWorker(int index, const std::string& command,
   } catch (const std::exception& e) {
     outcome.unreachable = true;
     outcome.error = e.what();
-    PrintError(fmt::format("w{} (local): {}", index, e.what()));
+    Say(fmt::format("w{} (local): {}", index, e.what()));
   }
   sink.Finish(index);
 }
@@ -239,12 +236,12 @@ ExitCode RunExec(const ExecRequest& request) {
   context.run();
   sink.PrintGroups();
   if (interrupted) {
-    PrintError("interrupted");
+    Say("interrupted");
     return ExitCode::kInterrupted;
   }
   if (request.json) PrintJson(outcomes, sink);
   std::string summary = SummarizeFailures(outcomes);
-  if (!summary.empty()) PrintError(summary);
+  if (!summary.empty()) Say(summary);
   return AggregateExitCode(outcomes);
 }
 

@@ -1,12 +1,12 @@
 // `podrun exec`: runs a command through the login shell on every selected worker, streaming
-// labelled output (CONTRACT.md). Needs no agent.
+// labelled output (docs/reference.md). Needs no agent.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "launcher/commands/outcome.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/connect/pod_options.h"
 
 namespace podrun {
 

@@ -4,16 +4,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "launcher/attempt/attempt_runner.h"
+#include "launcher/attempt/restarts.h"
+#include "launcher/attempt/setup_phase.h"
 #include "launcher/commands/open_files.h"
-#include "launcher/job/attempt_runner.h"
-#include "launcher/job/job_env.h"
-#include "launcher/job/job_pod.h"
-#include "launcher/job/job_store.h"
-#include "launcher/job/podrun_home.h"
-#include "launcher/job/restarts.h"
-#include "launcher/job/setup_phase.h"
+#include "launcher/connect/job_pod.h"
+#include "launcher/connect/pod_options.h"
 #include "launcher/output/labelled_output.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/spec/job_env.h"
+#include "launcher/store/job_store.h"
+#include "launcher/store/podrun_home.h"
 
 namespace podrun {
 
@@ -29,9 +29,8 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   Pod pod = ResolvePod(MergePodSettings(request.pod, spec.pod));
   EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
-  std::map<std::string, std::string> secrets = ReadSecrets(spec.secret_env);
   // Before anything is recorded: an unreadable setup input is a bad spec (exit 2).
-  const std::string setup_stamp = spec.setup.empty() ? "" : SetupStamp(spec, overrides);
+  AttemptInputs inputs = ReadAttemptInputs(spec, overrides);
 
   std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
@@ -48,17 +47,9 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   int attempt = store.AddAttempt(job.id, pod.selected);
   WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
 
-  AttemptPlan plan;
-  plan.job = job;
-  plan.attempt = attempt;
-  plan.spec = spec;
-  plan.pod = pod;
-  plan.home = home;
-  plan.secrets = secrets;
-  plan.overrides = overrides;
-  plan.detach = request.detach;
-  plan.force_setup = request.force_setup;
-  plan.setup_stamp = setup_stamp;
+  const AttemptPlan plan =
+      MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs), overrides,
+                      {.detach = request.detach, .force_setup = request.force_setup});
   return RunAttemptsWithRestarts(store, plan);
 }
 

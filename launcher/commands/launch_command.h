@@ -1,11 +1,11 @@
-// `podrun launch SPEC.yaml`: records a new job and runs its first attempt (CONTRACT.md).
+// `podrun launch SPEC.yaml`: records a new job and runs its first attempt (docs/reference.md).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "launcher/error.h"
-#include "launcher/job/spec.h"
+#include "launcher/base/error.h"
+#include "launcher/spec/spec.h"
 
 namespace podrun {
 

@@ -15,19 +15,20 @@
 #include <tuple>
 #include <vector>
 
-#include "launcher/agent/agent_client.h"
-#include "launcher/job/job_agents.h"
-#include "launcher/job/job_store.h"
-#include "launcher/job/log_follower.h"
-#include "launcher/job/parallel_for.h"
-#include "launcher/job/podrun_home.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/attempt/log_follower.h"
+#include "launcher/base/parallel_for.h"
+#include "launcher/connect/job_agents.h"
 #include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/log_merge_queue.h"
 #include "launcher/output/log_printer.h"
+#include "launcher/output/say.h"
 #include "launcher/output/ticker_thread.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/store/job_store.h"
+#include "launcher/store/podrun_home.h"
 
 namespace podrun {
 namespace {
@@ -111,7 +112,7 @@ ExitCode RunLogs(const LogsRequest& request) {
   auto hooks = [&](JobAgent* agent) {
     LogFollowHooks h{[agent] { return agent->client; },
                      [&agents, agent] { return agents.Reconnect(*agent); },
-                     SayToUser,
+                     Say,
                      {}};
     // Bulk output over a channel of its own where the link has one (SSH), as launch does.
     h.open_stream = [&agents, &job, &attempt, &request, agent](uint64_t from_seq,
@@ -186,11 +187,11 @@ ExitCode RunLogs(const LogsRequest& request) {
     if (it == reads.end()) continue;  // unreachable: reported already
     const LogRead& read = it->second;
     if (read.unknown) {
-      SayToUser(fmt::format("{}: its agent has no log of attempt {} (it never started there)",
-                            agent.description, attempt->number));
+      Say(fmt::format("{}: its agent has no log of attempt {} (it never started there)",
+                      agent.description, attempt->number));
       failed = true;
     } else if (!read.error.empty()) {
-      SayToUser(fmt::format("{}: {}", agent.description, read.error));
+      Say(fmt::format("{}: {}", agent.description, read.error));
       ++unreachable;
     } else if (read.end) {
       failed = failed || StateOfEnd(*read.end) != WorkerState::kExited;
@@ -201,10 +202,10 @@ ExitCode RunLogs(const LogsRequest& request) {
           }
         }
       } catch (const Error& e) {
-        SayToUser(fmt::format("warning: job store: {}", e.what()));
+        Say(fmt::format("warning: job store: {}", e.what()));
       }
     }
-    if (read.gap) SayToUser(fmt::format("{}: {}", agent.description, DescribeLogGap(*read.gap)));
+    if (read.gap) Say(fmt::format("{}: {}", agent.description, DescribeLogGap(*read.gap)));
     if (request.follow && read.end) ends[DescribeProcessEnd(*read.end)].push_back(agent.index);
   }
   if (!ends.empty()) {
@@ -213,12 +214,12 @@ ExitCode RunLogs(const LogsRequest& request) {
       summary +=
           fmt::format("{}w{}: {}", summary.empty() ? "" : "; ", FormatWorkerRange(indexes), how);
     }
-    SayToUser(fmt::format("job {} attempt {} ended: {}", job.id, attempt->number, summary));
+    Say(fmt::format("job {} attempt {} ended: {}", job.id, attempt->number, summary));
   }
   try {
     SettleAttemptIfDone(store, job.id, attempt->number);
   } catch (const Error& e) {
-    SayToUser(fmt::format("warning: job store: {}", e.what()));
+    Say(fmt::format("warning: job store: {}", e.what()));
   }
   if (unreachable > 0) return ExitCode::kUnreachable;
   if (request.follow && failed) return ExitCode::kFailed;

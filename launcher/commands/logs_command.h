@@ -1,10 +1,10 @@
 // `podrun logs JOB`: the merged log of a job's latest attempt, read from the workers' agents
-// (the authoritative copy), from any terminal (CONTRACT.md).
+// (the authoritative copy), from any terminal (docs/reference.md).
 #pragma once
 
 #include <string>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

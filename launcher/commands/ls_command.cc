@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "launcher/job/job_store.h"
-#include "launcher/job/podrun_home.h"
 #include "launcher/output/labelled_output.h"
+#include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/store/job_store.h"
+#include "launcher/store/podrun_home.h"
 
 namespace podrun {
 namespace {
@@ -79,7 +80,7 @@ ExitCode RunLs(const LsRequest& request) {
   if (request.json) {
     PrintJson(jobs);
   } else if (jobs.empty()) {
-    WriteAll(STDERR_FILENO, "podrun: no jobs yet\n");
+    Say("no jobs yet");
   } else {
     PrintTable(jobs);
   }

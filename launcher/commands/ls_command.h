@@ -1,7 +1,7 @@
-// `podrun ls`: the recorded jobs, newest first (CONTRACT.md).
+// `podrun ls`: the recorded jobs, newest first (docs/reference.md).
 #pragma once
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

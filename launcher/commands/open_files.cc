@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

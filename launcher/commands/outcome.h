@@ -1,11 +1,11 @@
-// What happened on each worker, and the command's exit code from that (CONTRACT.md).
+// What happened on each worker, and the command's exit code from that (docs/reference.md).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "launcher/error.h"
-#include "launcher/exit_status.h"
+#include "launcher/base/error.h"
+#include "launcher/base/exit_status.h"
 
 namespace podrun {
 

@@ -4,15 +4,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "launcher/attempt/attempt_runner.h"
+#include "launcher/attempt/restarts.h"
+#include "launcher/attempt/setup_phase.h"
 #include "launcher/commands/open_files.h"
-#include "launcher/job/attempt_runner.h"
-#include "launcher/job/job_env.h"
-#include "launcher/job/job_pod.h"
-#include "launcher/job/podrun_home.h"
-#include "launcher/job/restarts.h"
-#include "launcher/job/setup_phase.h"
-#include "launcher/job/spec.h"
+#include "launcher/connect/job_pod.h"
+#include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/spec/job_env.h"
+#include "launcher/spec/spec.h"
+#include "launcher/store/podrun_home.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -40,29 +41,20 @@ ExitCode RunRerun(const RerunRequest& request) {
     if (!latest) throw UsageError(fmt::format("job {} has no attempt to rerun", job.id));
     pod.selected = FailedWorkers(store.Workers(job.id, latest->number));
     if (pod.selected.empty()) {
-      WriteAll(STDERR_FILENO, fmt::format("podrun: no worker failed in attempt {} of job {}: "
-                                          "nothing to rerun\n",
-                                          latest->number, job.id));
+      Say(
+          fmt::format("no worker failed in attempt {} of job {}: "
+                      "nothing to rerun",
+                      latest->number, job.id));
       return ExitCode::kOk;
     }
   }
   EnsureOpenFiles(pod.selected.size());
-  const std::map<std::string, std::string> secrets = ReadSecrets(spec.secret_env);
-  const std::string setup_stamp = spec.setup.empty() ? "" : SetupStamp(spec, job.env_overrides);
+  AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
   const int attempt = store.AddAttempt(job.id, pod.selected);
   WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
-  WriteAll(STDERR_FILENO, fmt::format("podrun: attempt {} of job {} on w{}\n", attempt, job.id,
-                                      FormatWorkerRange(pod.selected)));
-  AttemptPlan plan;
-  plan.job = job;
-  plan.attempt = attempt;
-  plan.spec = spec;
-  plan.pod = pod;
-  plan.home = home;
-  plan.secrets = secrets;
-  plan.overrides = job.env_overrides;
-  plan.detach = request.detach;
-  plan.setup_stamp = setup_stamp;
+  Say(fmt::format("attempt {} of job {} on w{}", attempt, job.id, FormatWorkerRange(pod.selected)));
+  const AttemptPlan plan = MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs),
+                                           job.env_overrides, {.detach = request.detach});
   return RunAttemptsWithRestarts(store, plan);
 }
 

@@ -1,13 +1,13 @@
 // `podrun rerun JOB [--failed] [-d]`: a new attempt of a recorded job, with its recorded spec,
 // hosts and options (no gcloud needed), on every worker or only on those that failed
-// (CONTRACT.md).
+// (docs/reference.md).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "launcher/error.h"
-#include "launcher/job/job_store.h"
+#include "launcher/base/error.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 

@@ -10,13 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "launcher/exit_status.h"
-#include "launcher/job/job_agents.h"
-#include "launcher/job/job_store.h"
-#include "launcher/job/podrun_home.h"
+#include "launcher/base/exit_status.h"
+#include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/store/job_store.h"
+#include "launcher/store/podrun_home.h"
 
 namespace podrun {
 namespace {

@@ -1,10 +1,10 @@
 // `podrun status [JOB]`: per worker of a job's latest attempt, its host, state, exit code and
-// times, checked with the workers' agents where the store cannot know (CONTRACT.md).
+// times, checked with the workers' agents where the store cannot know (docs/reference.md).
 #pragma once
 
 #include <string>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

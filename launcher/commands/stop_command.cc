@@ -8,11 +8,12 @@
 #include <map>
 #include <mutex>
 
-#include "launcher/exit_status.h"
-#include "launcher/job/job_agents.h"
-#include "launcher/job/job_store.h"
-#include "launcher/job/podrun_home.h"
-#include "launcher/job/spec.h"
+#include "launcher/base/exit_status.h"
+#include "launcher/connect/job_agents.h"
+#include "launcher/output/say.h"
+#include "launcher/spec/spec.h"
+#include "launcher/store/job_store.h"
+#include "launcher/store/podrun_home.h"
 
 namespace podrun {
 namespace {
@@ -23,8 +24,8 @@ int SpecGraceSeconds(const JobRecord& job) {
   try {
     return ParseSpecText(job.spec_text, job.spec_path).grace_seconds;
   } catch (const Error& e) {
-    SayToUser(fmt::format("warning: job {}: cannot read its stored spec ({}); grace period {} s",
-                          job.id, e.what(), kDefaultGraceSeconds));
+    Say(fmt::format("warning: job {}: cannot read its stored spec ({}); grace period {} s", job.id,
+                    e.what(), kDefaultGraceSeconds));
     return kDefaultGraceSeconds;
   }
 }
@@ -82,20 +83,19 @@ ExitCode RunStop(const StopRequest& request) {
     if (IsFinal(w.state) && !w.stop_pending_grace) {
       std::string how;
       if (w.exit_code || w.signal) how = " (" + DescribeExit(w.exit_code, w.signal) + ")";
-      SayToUser(
-          fmt::format("w{} ({}): already {}{}", w.index, w.host, WorkerStateName(w.state), how));
+      Say(fmt::format("w{} ({}): already {}{}", w.index, w.host, WorkerStateName(w.state), how));
     } else {
       active.push_back(w.index);
     }
   }
   if (active.empty()) {
     SettleAttemptIfDone(store, job.id, number);
-    SayToUser(fmt::format("job {}: nothing to stop, every worker's process has ended", job.id));
+    Say(fmt::format("job {}: nothing to stop, every worker's process has ended", job.id));
     return ExitCode::kOk;
   }
   std::chrono::seconds grace(request.grace_seconds.value_or(SpecGraceSeconds(job)));
-  SayToUser(fmt::format("stopping job {} (attempt {}) on {} worker{} (grace period {} s)", job.id,
-                        number, active.size(), active.size() == 1 ? "" : "s", grace.count()));
+  Say(fmt::format("stopping job {} (attempt {}) on {} worker{} (grace period {} s)", job.id, number,
+                  active.size(), active.size() == 1 ? "" : "s", grace.count()));
 
   JobAgents agents(job, active);
   int unreachable = agents.ReportUnreachable();
@@ -108,7 +108,7 @@ ExitCode RunStop(const StopRequest& request) {
     } catch (const std::exception& e) {
       out.message = std::string("cannot stop: ") + e.what();
     }
-    SayToUser(fmt::format("{}: {}", agent.description, out.message));
+    Say(fmt::format("{}: {}", agent.description, out.message));
     std::lock_guard lock(mutex);
     outcomes[agent.index] = std::move(out);
   });
@@ -135,13 +135,13 @@ ExitCode RunStop(const StopRequest& request) {
     SettleAttemptIfDone(store, job.id, number);
   }
   if (unreachable > 0) {
-    SayToUser(fmt::format(
+    Say(fmt::format(
         "job {}: {} worker{} could not be stopped (see above); the stop is recorded and "
         "delivered by the next podrun status or stop that reaches {}",
         job.id, unreachable, unreachable == 1 ? "" : "s", unreachable == 1 ? "it" : "them"));
     return ExitCode::kUnreachable;
   }
-  SayToUser(fmt::format("job {} stopped", job.id));
+  Say(fmt::format("job {} stopped", job.id));
   return ExitCode::kOk;
 }
 

@@ -1,10 +1,10 @@
-// `podrun stop JOB`: stops a job's latest attempt on every worker (CONTRACT.md).
+// `podrun stop JOB`: stops a job's latest attempt on every worker (docs/reference.md).
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

@@ -14,14 +14,15 @@
 #include <optional>
 #include <string_view>
 
-#include "launcher/job/interrupt_watcher.h"
-#include "launcher/job/job_agents.h"
-#include "launcher/job/job_store.h"
-#include "launcher/job/parallel_for.h"
-#include "launcher/job/podrun_home.h"
-#include "launcher/job/top_sample.h"
+#include "launcher/attempt/interrupt_watcher.h"
+#include "launcher/base/parallel_for.h"
+#include "launcher/connect/job_agents.h"
+#include "launcher/connect/top_sample.h"
+#include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/output/top_table.h"
+#include "launcher/store/job_store.h"
+#include "launcher/store/podrun_home.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -182,7 +183,7 @@ ExitCode RunTop(const TopRequest& request) {
   const JobRecord job = store.ResolveJobOrLatest(request.job);
   const std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
   if (!attempt) {
-    SayToUser(fmt::format("job {} ({}) has no attempt yet", job.id, job.name));
+    Say(fmt::format("job {} ({}) has no attempt yet", job.id, job.name));
     return ExitCode::kOk;
   }
   TopSampler sampler(job, attempt->number, store.Workers(job.id, attempt->number),

@@ -1,11 +1,11 @@
 // `podrun top [JOB] [--once] [--json]`: a live view of a job's latest attempt, a row per worker
 // (state, CPU, memory, accelerators in use, output rate, seconds silent, last line), failed and
-// silent workers first, refreshed every second (CONTRACT.md).
+// silent workers first, refreshed every second (docs/reference.md).
 #pragma once
 
 #include <string>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

@@ -1,10 +1,10 @@
 // See clock_sync.h.
-#include "launcher/job/clock_sync.h"
+#include "launcher/connect/clock_sync.h"
 
 #include <algorithm>
 
-#include "launcher/agent/agent_client.h"
-#include "launcher/job/job_store.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 

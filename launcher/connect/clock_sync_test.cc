@@ -1,4 +1,4 @@
-#include "launcher/job/clock_sync.h"
+#include "launcher/connect/clock_sync.h"
 
 #include <gtest/gtest.h>
 

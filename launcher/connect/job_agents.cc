@@ -1,5 +1,5 @@
 // Reaching a recorded job's agents, and reading their answers into the store.
-#include "launcher/job/job_agents.h"
+#include "launcher/connect/job_agents.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -9,18 +9,16 @@
 #include <cstring>
 #include <thread>
 
-#include "launcher/error.h"
-#include "launcher/exit_status.h"
-#include "launcher/job/clock_sync.h"
-#include "launcher/job/job_pod.h"
-#include "launcher/job/parallel_for.h"
+#include "launcher/base/error.h"
+#include "launcher/base/exit_status.h"
+#include "launcher/base/parallel_for.h"
+#include "launcher/connect/job_pod.h"
 #include "launcher/output/labelled_output.h"
+#include "launcher/output/say.h"
 
 namespace podrun {
-namespace {
 
-// Hellos per connection, to measure the agent's clock offset (the quickest one counts).
-constexpr int kClockProbes = 3;
+namespace {
 
 // The message of `e` without a leading "<description>: " (links add it; we print it apart).
 std::string Reason(const std::exception& e, const std::string& description) {
@@ -30,8 +28,6 @@ std::string Reason(const std::exception& e, const std::string& description) {
 }
 
 }  // namespace
-
-void SayToUser(const std::string& message) { WriteAll(STDERR_FILENO, "podrun: " + message + "\n"); }
 
 namespace {
 
@@ -62,17 +58,11 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
                      const std::vector<int>& indexes) {
   // The tunnels write to socketpairs whose gRPC end may close first.
   ::signal(SIGPIPE, SIG_IGN);
-  binary_.emplace(AgentBinary::Locate());
-  loop_ = std::make_unique<EventLoop>();
-  window_ = std::make_unique<FanOutWindow>(loop_->executor(), pod.fanout);
-  jumps_ = std::make_unique<JumpHosts>(loop_->executor());
-  AgentLinkContext context{loop_.get(),       window_.get(), jumps_.get(), &*binary_,
-                           /*relay=*/nullptr, local_root};
-  for (int index : indexes) {
-    links_.push_back(MakeAgentLink(pod, index, context));
+  connections_.emplace(pod, local_root, indexes, /*relay_agent=*/false);
+  for (const auto& connection : connections_->all()) {
     JobAgent agent;
-    agent.index = index;
-    agent.description = links_.back()->description();
+    agent.index = connection->index();
+    agent.description = connection->description();
     agents_.push_back(std::move(agent));
   }
   ParallelFor(agents_.size(), [&](size_t i) {
@@ -84,27 +74,20 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
   });
 }
 
-JobAgents::~JobAgents() {
-  links_.clear();
-  loop_->Run([this]() -> asio::awaitable<void> {
-    jumps_->Close();
-    co_return;
-  }());
-}
-
 std::shared_ptr<AgentLogStream> JobAgents::StartLogStream(
     const JobAgent& agent, const std::string& job_id, uint32_t attempt, uint64_t from_seq,
     bool follow, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done) {
   const auto i = static_cast<size_t>(&agent - agents_.data());
-  return links_.at(i)->StartLogStream(job_id, attempt, from_seq, follow, std::move(on_batch),
-                                      std::move(on_done));
+  return connections_->all().at(i)->link().StartLogStream(job_id, attempt, from_seq, follow,
+                                                          std::move(on_batch), std::move(on_done));
 }
 
 std::shared_ptr<AgentClient> JobAgents::Reconnect(JobAgent& agent) {
   size_t i = static_cast<size_t>(&agent - agents_.data());
   try {
-    auto client = std::make_shared<AgentClient>(links_.at(i)->Connect());
-    agent.clock_offset_ns = MeasureClockOffset(*client, kClockProbes).offset_ns;
+    AgentConnection& connection = *connections_->all().at(i);
+    auto client = connection.Connect(AgentConnection::Greeting::kMeasureClock);
+    agent.clock_offset_ns = connection.clock_offset_ns();
     agent.client = client;
     agent.error.clear();
     return client;
@@ -118,7 +101,7 @@ int JobAgents::ReportUnreachable() const {
   int n = 0;
   for (const JobAgent& agent : agents_) {
     if (agent.client) continue;
-    SayToUser(fmt::format("{}: cannot reach its agent: {}", agent.description, agent.error));
+    Say(fmt::format("{}: cannot reach its agent: {}", agent.description, agent.error));
     ++n;
   }
   return n;

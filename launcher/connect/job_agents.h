@@ -10,14 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_binary.h"
-#include "launcher/agent/agent_client.h"
-#include "launcher/agent/agent_link.h"
-#include "launcher/job/job_store.h"
-#include "launcher/pod/pod_options.h"
-#include "launcher/ssh/event_loop.h"
-#include "launcher/ssh/fan_out.h"
-#include "launcher/ssh/jump_hosts.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/connect/agent_connection.h"
+#include "launcher/connect/pod_options.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 
@@ -45,8 +41,6 @@ class JobAgents {
   // --local workers' root.
   JobAgents(const Pod& pod, const std::filesystem::path& local_root,
             const std::vector<int>& indexes);
-  // Closes the links (before the event loop they live on).
-  ~JobAgents();
   JobAgents(const JobAgents&) = delete;
   JobAgents& operator=(const JobAgents&) = delete;
 
@@ -73,17 +67,9 @@ class JobAgents {
   void ForEachReachable(const std::function<void(JobAgent&)>& f);
 
  private:
-  // Declared before the links: they use the loop and window until destroyed.
-  std::optional<AgentBinary> binary_;
-  std::unique_ptr<EventLoop> loop_;
-  std::unique_ptr<FanOutWindow> window_;
-  std::unique_ptr<JumpHosts> jumps_;               // let go of on the loop, after the links
-  std::vector<std::unique_ptr<AgentLink>> links_;  // parallel to agents_
+  std::optional<AgentConnections> connections_;  // parallel to agents_
   std::vector<JobAgent> agents_;
 };
-
-// Prints "podrun: <message>" on stderr.
-void SayToUser(const std::string& message);
 
 // Why a job is lost when the agent reports it so (its supervisor vanished).
 std::string SupervisorVanished();

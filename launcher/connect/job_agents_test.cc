@@ -1,5 +1,5 @@
 // Unit tests of what the agents' answers mean for the job store (job_agents.h).
-#include "launcher/job/job_agents.h"
+#include "launcher/connect/job_agents.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // Storing and restoring a job's pod.
-#include "launcher/job/job_pod.h"
+#include "launcher/connect/job_pod.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/job/job_store.h"
-#include "launcher/pod/pod_options.h"
+#include "launcher/connect/pod_options.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 

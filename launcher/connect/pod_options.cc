@@ -1,5 +1,5 @@
 // POD OPTIONS: command-line registration, merging with a spec's pod section, resolution.
-#include "launcher/pod/pod_options.h"
+#include "launcher/connect/pod_options.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,11 +8,12 @@
 #include <filesystem>
 #include <sstream>
 
-#include "launcher/error.h"
-#include "launcher/job/podrun_home.h"
+#include "launcher/base/error.h"
+#include "launcher/output/say.h"
 #include "launcher/pod/tcp_probe.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/store/podrun_home.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -195,9 +196,10 @@ void DiscoverTpuWorkersChecked(const PodSettings& s, Pod* pod) {
     silent += fmt::format("{}w{} ({})", silent.empty() ? "" : ", ", i, hosts[i]);
   }
   if (silent.empty()) return;
-  WriteAll(STDERR_FILENO, fmt::format("podrun: no answer at the cached address of {}: asking "
-                                      "gcloud again\n",
-                                      silent));
+  Say(
+      fmt::format("no answer at the cached address of {}: asking "
+                  "gcloud again",
+                  silent));
   *pod = Pod();
   DiscoverTpuWorkers(s, /*refresh=*/true, pod);
 }

@@ -1,4 +1,4 @@
-// The POD OPTIONS shared by every command that talks to workers (CONTRACT.md, "Selecting the
+// The POD OPTIONS shared by every command that talks to workers (docs/reference.md, "Selecting the
 // pod"), and their resolution into the list of workers and SSH settings.
 #pragma once
 
@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "launcher/job/spec.h"
 #include "launcher/pod/host_list.h"
+#include "launcher/pod/pod_worker.h"
 #include "launcher/pod/tpu_discovery.h"
+#include "launcher/spec/spec.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
@@ -20,15 +21,6 @@ void AddPodOptions(CLI::App& app, PodSettings& pod);
 
 // Field by field: what `cli` sets, else what `spec` sets (the command line wins).
 PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec);
-
-struct PodWorker {
-  int index = 0;  // pod-wide rank
-  HostSpec host;  // as written (an ssh_config alias is resolved when connecting)
-  // How the other workers reach this one (a discovered TPU VM's internal IP); empty: the
-  // address the launcher connected to.
-  std::string peer_address;
-  int slice = 0;  // --tpu A,B,...: the node (0-based) this worker belongs to
-};
 
 struct Pod {
   std::vector<PodWorker> workers;  // the whole pod, rank order

@@ -1,10 +1,10 @@
 // `podrun top`'s rows from agents' samples (see top_sample.h).
-#include "launcher/job/top_sample.h"
+#include "launcher/connect/top_sample.h"
 
 #include <algorithm>
 
-#include "launcher/job/job_agents.h"
-#include "launcher/job/worker_state.h"
+#include "launcher/connect/job_agents.h"
+#include "launcher/store/worker_state.h"
 
 namespace podrun {
 namespace {

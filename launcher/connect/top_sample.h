@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "launcher/agent/agent_client.h"
-#include "launcher/job/job_store.h"
+#include "launcher/agent_link/agent_client.h"
 #include "launcher/output/top_table.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 

@@ -1,4 +1,4 @@
-// Makes a worker's line safe to print on a terminal (CONTRACT.md, Output): SGR colour
+// Makes a worker's line safe to print on a terminal (docs/reference.md, Output): SGR colour
 // sequences (ESC [ digits/;/: m) pass; every other control character is shown visibly in
 // caret notation (ESC as "^[", BEL as "^G", DEL as "^?"), so an OSC title or clipboard
 // write (ESC ] ...), cursor movement or a bell cannot act. UTF-8 encoded C1 controls

@@ -1,6 +1,6 @@
 // Prints workers' output line by line as "[wK] text": stdout lines to one fd, stderr lines
 // to another, each line whole (never mixed with another worker's), the label coloured if
-// asked. Bounded (CONTRACT.md, Output): lines are cut at 64 KiB, '\r' progress states are
+// asked. Bounded (docs/reference.md, Output): lines are cut at 64 KiB, '\r' progress states are
 // printed rate-limited (ProgressThrottle: every 250 ms on a terminal, 5 s into a file or pipe
 // and into the Tee copy), and on a terminal control sequences other than colours are escaped.
 // Memory: about 2 x 64 KiB per worker and stream, whatever is written.
@@ -16,9 +16,9 @@
 #include <string>
 #include <string_view>
 
+#include "launcher/base/stream.h"
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/progress_throttle.h"
-#include "launcher/stream.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -56,7 +56,7 @@ class LabelledOutput {
   // The label printed before a line of `worker`, e.g. "[w3] ".
   std::string Label(int worker) const { return MakeLabel(worker, color_); }
 
-  // True when stdout is a terminal and NO_COLOR is unset (CONTRACT.md, Output).
+  // True when stdout is a terminal and NO_COLOR is unset (docs/reference.md, Output).
   static bool ShouldColor(int fd);
 
   // Options with the given colour and prefix, the rest default.

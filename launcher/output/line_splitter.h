@@ -1,5 +1,5 @@
 // Splits a byte stream into lines and progress states, holding at most 64 KiB of a line
-// (CONTRACT.md, Output; DESIGN.md decision 12).
+// (docs/reference.md, Output; docs/design.md decision 12).
 //
 // - A line ends with '\n' (a "\r\n" ending counts as '\n').
 // - A line longer than kMaxLineBytes is cut into pieces of at most kMaxLineBytes, each passed

@@ -4,7 +4,7 @@
 // prints each worker's line N with its own label. Line N is emitted once every selected worker
 // has reached it or ended, so the folder works while following a running job.
 //
-// Bounded (DESIGN.md decision 12): when the lines held for slower workers pass max_held_bytes
+// Bounded (docs/design.md decision 12): when the lines held for slower workers pass max_held_bytes
 // on a stream, the oldest line index is emitted as far as it is known (identical lines of the
 // workers that reached it folded together), and each worker that had not reached it prints its
 // line of that index unfolded when it comes.

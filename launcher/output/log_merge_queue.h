@@ -1,4 +1,4 @@
-// LogMergeQueue: merges workers' logs in time order in bounded batches (DESIGN.md decision
+// LogMergeQueue: merges workers' logs in time order in bounded batches (docs/design.md decision
 // 12), for `podrun logs` without -f. Each worker's reader thread pushes its records batch by
 // batch and blocks while that worker already has kMaxQueuedBatches waiting; the consumer takes
 // the record with the smallest (time_ns, worker) among the heads of all workers, waiting for a

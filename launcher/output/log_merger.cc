@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launcher/output/say.h"
+
 namespace podrun {
 
 LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
@@ -32,9 +34,8 @@ LogMerger::~LogMerger() { ticker_.reset(); }
 void LogMerger::WarnCopyFailed(const std::string& what) {
   if (warned_) return;
   warned_ = true;
-  WriteAll(STDERR_FILENO, "podrun: warning: the launcher's copy of the log (" +
-                              (dir_ / what).string() + ") is incomplete: " + std::strerror(errno) +
-                              "\n");
+  Say("warning: the launcher's copy of the log (" + (dir_ / what).string() +
+      ") is incomplete: " + std::strerror(errno));
 }
 
 void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {

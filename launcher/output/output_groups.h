@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/stream.h"
+#include "launcher/base/stream.h"
 
 namespace podrun {
 

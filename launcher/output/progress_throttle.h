@@ -13,7 +13,7 @@ namespace podrun {
 
 using SteadyClockFn = std::function<std::chrono::steady_clock::time_point()>;
 
-// How often a progress state is printed (CONTRACT.md, Output).
+// How often a progress state is printed (docs/reference.md, Output).
 inline constexpr auto kTerminalProgressInterval = std::chrono::milliseconds(250);
 inline constexpr auto kFileProgressInterval = std::chrono::seconds(5);
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

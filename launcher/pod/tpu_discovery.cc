@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/run_program.h"
 
 namespace podrun {

@@ -1,4 +1,4 @@
-// Discovery of a Cloud TPU VM pod's workers (CONTRACT.md, "Discovery"): runs
+// Discovery of a Cloud TPU VM pod's workers (docs/reference.md, "Discovery"): runs
 // `gcloud compute tpus tpu-vm describe NAME --zone ZONE [--project P] --format=json` (the gcloud
 // on PATH, or $PODRUN_GCLOUD) and keeps the answer for a few minutes, since one describe costs
 // about a second of gcloud's own start-up, more than a whole fan-out to 16 workers.

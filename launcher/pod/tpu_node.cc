@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

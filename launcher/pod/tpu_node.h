@@ -1,5 +1,5 @@
 // A Cloud TPU VM node as `gcloud compute tpus tpu-vm describe NAME --format=json` prints it: the
-// Cloud TPU v2 API's Node resource (CONTRACT.md, "Discovery"), reduced to what podrun uses.
+// Cloud TPU v2 API's Node resource (docs/reference.md, "Discovery"), reduced to what podrun uses.
 #pragma once
 
 #include <optional>

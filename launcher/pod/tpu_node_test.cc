@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

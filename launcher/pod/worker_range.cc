@@ -7,7 +7,7 @@
 #include <charconv>
 #include <sstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

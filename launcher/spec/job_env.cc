@@ -1,13 +1,13 @@
 // Builds the contract's environment for one worker's process: podrun's own variables, those that
 // torch.distributed, JAX, the TPU runtime and SkyPilot scripts expect, and the user's values.
-#include "launcher/job/job_env.h"
+#include "launcher/spec/job_env.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
-#include "launcher/error.h"
-#include "launcher/job/spec.h"
+#include "launcher/base/error.h"
+#include "launcher/spec/spec.h"
 
 namespace podrun {
 namespace {

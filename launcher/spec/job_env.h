@@ -1,4 +1,4 @@
-// The environment of a job's `run` (and `setup`) process on one worker (CONTRACT.md, "What the
+// The environment of a job's `run` (and `setup`) process on one worker (docs/reference.md, "What the
 // `run` process gets"), and the parsing of `-e KEY=VALUE`.
 #pragma once
 

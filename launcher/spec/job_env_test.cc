@@ -1,9 +1,9 @@
 // Tests of the run process's environment: every contract variable, precedence, secrets, `-e`.
-#include "launcher/job/job_env.h"
+#include "launcher/spec/job_env.h"
 
 #include <gtest/gtest.h>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

@@ -1,12 +1,12 @@
 // See mount_request.h.
-#include "launcher/job/mount_request.h"
+#include "launcher/spec/mount_request.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_client.h"
-#include "launcher/job/spec.h"
+#include "launcher/agent_link/agent_client.h"
+#include "launcher/spec/spec.h"
 
 namespace podrun {
 

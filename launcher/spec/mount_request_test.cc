@@ -1,8 +1,8 @@
-#include "launcher/job/mount_request.h"
+#include "launcher/spec/mount_request.h"
 
 #include <gtest/gtest.h>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

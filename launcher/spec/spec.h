@@ -1,4 +1,4 @@
-// The job spec of `podrun launch` (CONTRACT.md, "The spec (YAML)"): its data, and the parser
+// The job spec of `podrun launch` (docs/reference.md, "The spec (YAML)"): its data, and the parser
 // that validates it and points at the offending line and column when it is wrong.
 #pragma once
 
@@ -8,31 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace podrun {
+#include "launcher/spec/pod_settings.h"
 
-// The spec's `pod:` section: any POD OPTION by its long name. Every field is optional so that
-// options given on the command line can win over the spec.
-struct PodSettings {
-  // `[user@]host[:port]` entries in rank order, kept verbatim (a YAML list or a comma string);
-  // or a single "@FILE" entry naming a host file, as `--hosts @FILE` does.
-  std::optional<std::vector<std::string>> hosts;
-  std::optional<std::string> tpu;
-  std::optional<std::string> zone;
-  std::optional<std::string> project;
-  std::optional<bool> internal_ip;
-  std::optional<bool> refresh;         // --refresh only: describe the TPU node again (no spec key)
-  std::optional<int> local;            // number of local workers, >= 1
-  std::optional<std::string> workers;  // index list, e.g. "0,2-3" (syntax checked)
-  std::optional<std::string> user;
-  std::optional<int> port;  // 1..65535
-  std::optional<std::string> identity;
-  std::optional<std::string> ssh_config;
-  std::optional<std::string> known_hosts;
-  std::optional<std::string> jump;  // -J: "[user@]host[:port][,...]" or "none" (syntax checked)
-  std::optional<bool> strict_host_keys;
-  std::optional<int> fanout;           // >= 1
-  std::optional<int> connect_timeout;  // seconds, >= 1
-};
+namespace podrun {
 
 enum class MountType { kNfs, kGcsfuse, kSshfs, kBind };
 

@@ -1,6 +1,6 @@
 // Tests of the spec parser: the full contract example, defaults, and errors that point at
 // file:line:col with the source line and a caret.
-#include "launcher/job/spec.h"
+#include "launcher/spec/spec.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

@@ -1,5 +1,5 @@
 // See yaml_reader.h.
-#include "launcher/job/yaml_reader.h"
+#include "launcher/spec/yaml_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <sstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 
@@ -40,7 +40,6 @@ std::vector<std::string> SplitCommas(const std::string& s) {
   return parts;
 }
 
-// "0,2-3": comma-separated indexes or inclusive ranges.
 void YamlReader::Fail(const YAML::Mark& mark, const std::string& message) const {
   if (mark.is_null() || mark.line < 0) {
     throw UsageError(file_ + ":1:1: " + message);

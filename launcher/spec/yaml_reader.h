@@ -1,12 +1,16 @@
 // YamlReader: typed reading of a YAML document whose every error names the file, line and
 // column, shows the line and puts a caret under the problem (Ninja style), then throws
-// Error(kUsage). The spec's schema (spec.cc) is written on top of it.
+// Error(kUsage); and tables of a mapping's keys, each with the reader of its value. The spec's
+// schema (spec.cc, pod_section.cc, mounts_section.cc) is written on top of it.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
+#include <ranges>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,5 +77,57 @@ class YamlReader {
   const std::string& text_;
   const std::string& file_;
 };
+
+// One key of a mapping and the function that reads its value into a Target. A table of these
+// (a C array) lists a mapping's keys once: for reading them, and for "did you mean".
+template <typename Target>
+struct KeyReader {
+  std::string_view name;
+  void (*read)(const YamlReader& yaml, const YAML::Node& key, const YAML::Node& value,
+               Target* target);
+};
+
+// The entry of `table` named `name`, else nullptr.
+template <typename Target, size_t N>
+const KeyReader<Target>* FindKey(const KeyReader<Target> (&table)[N], std::string_view name) {
+  for (const KeyReader<Target>& entry : table) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+// The names in `table`, in its order (the order in which UnknownKey prefers equally close ones).
+template <typename Target, size_t N>
+auto KeyNames(const KeyReader<Target> (&table)[N]) {
+  return table | std::views::transform(&KeyReader<Target>::name);
+}
+
+// The struct a pointer to member belongs to: MemberOwner<&PodSettings::port> is PodSettings.
+template <typename Pointer>
+struct MemberOwnerOf;
+template <typename Owner, typename Field>
+struct MemberOwnerOf<Field Owner::*> {
+  using type = Owner;
+};
+template <auto kField>
+using MemberOwner = typename MemberOwnerOf<decltype(kField)>::type;
+
+// Readers for a KeyReader table that store one typed value (YamlReader's Int, Bool,
+// NonEmptyString) in the field kField.
+template <auto kField, int kMin, int kMax>
+void ReadIntField(const YamlReader& yaml, const YAML::Node& key, const YAML::Node& value,
+                  MemberOwner<kField>* target) {
+  target->*kField = yaml.Int(key, value, kMin, kMax);
+}
+template <auto kField>
+void ReadBoolField(const YamlReader& yaml, const YAML::Node& key, const YAML::Node& value,
+                   MemberOwner<kField>* target) {
+  target->*kField = yaml.Bool(key, value);
+}
+template <auto kField>
+void ReadNonEmptyStringField(const YamlReader& yaml, const YAML::Node& key, const YAML::Node& value,
+                             MemberOwner<kField>* target) {
+  target->*kField = yaml.NonEmptyString(key, value);
+}
 
 }  // namespace podrun

@@ -1,6 +1,6 @@
 // ChannelBridge: copies both ways between an SSH channel and a local socket (one end of a
 // socketpair) on the event loop, so that whatever holds the socketpair's other end talks
-// through the channel: gRPC to the agent (AgentTunnel, DESIGN.md decision 3), or a worker's own
+// through the channel: gRPC to the agent (AgentTunnel, docs/design.md decision 3), or a worker's own
 // SSH session through a jump host's direct-tcpip channel (jump_hosts.h).
 // Create, use and destroy on the event-loop thread.
 #pragma once

@@ -1,5 +1,5 @@
 // The launcher's one event loop: an io_context on its own thread, where every SSH session,
-// channel and tunnel lives (DESIGN.md decision 2). Other threads (gRPC calls, the command's
+// channel and tunnel lives (docs/design.md decision 2). Other threads (gRPC calls, the command's
 // main thread) hand work to it with Run().
 #pragma once
 

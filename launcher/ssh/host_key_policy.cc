@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/ssh_options.h"
 
 namespace podrun {

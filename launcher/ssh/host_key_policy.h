@@ -1,7 +1,7 @@
-// What to do with a server's host key, given what known_hosts says (CONTRACT.md: unknown keys
+// What to do with a server's host key, given what known_hosts says (docs/reference.md: unknown keys
 // are recorded unless --strict-host-keys; a changed key is always refused). The decision is
 // podrun's own: ssh_config's UserKnownHostsFile, GlobalKnownHostsFile and StrictHostKeyChecking
-// never reach it (DESIGN.md decision 13; PinHostKeyOptions).
+// never reach it (docs/design.md decision 13; PinHostKeyOptions).
 #pragma once
 
 #include <libssh/libssh.h>

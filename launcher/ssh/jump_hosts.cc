@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/channel_bridge.h"
 #include "launcher/ssh/ssh_channel.h"
 

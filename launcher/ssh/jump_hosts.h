@@ -1,4 +1,4 @@
-// Jump hosts done in process (CONTRACT.md: -J, ssh_config's ProxyJump): one SSH session to a
+// Jump hosts done in process (docs/reference.md: -J, ssh_config's ProxyJump): one SSH session to a
 // jump host carries a direct-tcpip channel per worker, bridged to a local socketpair on which
 // the worker's own SshSession runs (end to end encrypted and host-key checked as any worker),
 // so a pod behind a bastion costs one connection to it and no `ssh` process at all.
@@ -34,7 +34,7 @@ class JumpHosts {
 
   // The session to `chain`'s last hop, connected through the hops before it (recursively, by
   // this registry) with the pod's `options` — key, known_hosts and host-key strictness alike
-  // (DESIGN.md decision 13), not -l and -p, which name the workers' user and port, as with
+  // (docs/design.md decision 13), not -l and -p, which name the workers' user and port, as with
   // `ssh -J`. Callers that come while it is being connected wait for that one attempt; a lost
   // session is replaced. Throws Error(kUnreachable) "jump host HOP: reason".
   asio::awaitable<std::shared_ptr<SshSession>> Get(const JumpChain& chain,

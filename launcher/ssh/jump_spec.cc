@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

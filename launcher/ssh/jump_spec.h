@@ -1,4 +1,4 @@
-// Jump hosts as the user names them (CONTRACT.md: `-J, --jump`, ssh_config's ProxyJump): a
+// Jump hosts as the user names them (docs/reference.md: `-J, --jump`, ssh_config's ProxyJump): a
 // chain of `[user@]host[:port]` hops, first hop first, as `ssh -J` takes it.
 #pragma once
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {

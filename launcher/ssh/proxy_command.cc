@@ -17,7 +17,7 @@
 #include <cstring>
 #include <optional>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 extern char** environ;
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/ssh_transport.h"
 
 namespace podrun {

@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/exit_status.h"
+#include "launcher/base/exit_status.h"
+#include "launcher/base/stream.h"
 #include "launcher/ssh/ssh_session.h"
-#include "launcher/stream.h"
 
 namespace podrun {
 

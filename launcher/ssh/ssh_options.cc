@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/host_key_policy.h"
 
 namespace podrun {

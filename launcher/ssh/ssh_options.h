@@ -1,5 +1,5 @@
 // The SSH settings of a pod, and how they are combined with the user's ssh_config for one
-// connection (DESIGN.md decision 13: ssh_config may add, never weaken). ssh_config is read
+// connection (docs/design.md decision 13: ssh_config may add, never weaken). ssh_config is read
 // first; the options given to podrun are set after it, so they win; the host-key settings are
 // always podrun's own, whatever ssh_config says.
 #pragma once
@@ -15,7 +15,7 @@
 
 namespace podrun {
 
-// Settings shared by every connection of a pod (CONTRACT.md, "Selecting the pod").
+// Settings shared by every connection of a pod (docs/reference.md, "Selecting the pod").
 struct SshOptions {
   std::optional<std::string> default_user;  // -l: for hosts that don't say
   std::optional<int> default_port;          // -p: for hosts that don't say

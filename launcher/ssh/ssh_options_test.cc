@@ -1,4 +1,4 @@
-// Tests of how ssh_config and podrun's own options combine (DESIGN.md decision 13).
+// Tests of how ssh_config and podrun's own options combine (docs/design.md decision 13).
 #include "launcher/ssh/ssh_options.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <memory>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/host_key_policy.h"
 
 namespace podrun {

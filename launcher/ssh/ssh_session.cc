@@ -18,7 +18,7 @@
 #include <cstring>
 #include <functional>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/jump_hosts.h"
 #include "launcher/ssh/proxy_command.h"
 #include "launcher/ssh/ssh_session_internal.h"

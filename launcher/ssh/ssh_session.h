@@ -1,5 +1,5 @@
 // An SSH connection to one worker, driven non-blocking by libssh on the Asio event loop
-// (DESIGN.md decision 2). Asio resolves and connects the TCP socket, libssh takes the fd and
+// (docs/design.md decision 2). Asio resolves and connects the TCP socket, libssh takes the fd and
 // runs with ssh_set_blocking(0); every SSH_AGAIN waits on the fd with async_wait.
 // Thread: everything runs on the one event-loop thread; a session is never shared.
 #pragma once

@@ -1,11 +1,11 @@
-// The handshake (with podrun's host-key decision, DESIGN.md decision 13) and the public-key
+// The handshake (with podrun's host-key decision, docs/design.md decision 13) and the public-key
 // authentication of an SshSession (see ssh_session.h).
 #include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/connection_probe.h"
 #include "launcher/ssh/host_key_policy.h"
 #include "launcher/ssh/ssh_session.h"
@@ -59,7 +59,7 @@ asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
     }
     throw Unreachable(message);
   }
-  // The decision is podrun's own (DESIGN.md decision 13): the known_hosts files are still the
+  // The decision is podrun's own (docs/design.md decision 13): the known_hosts files are still the
   // ones ConfigureSession pinned, whatever ssh_config said.
   if (!HostKeyOptionsPinned(s, options.known_hosts)) {
     throw Unreachable(fmt::format("{}: the known_hosts setting is not {} (refusing to connect)",

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun::ssh_session_internal {
 

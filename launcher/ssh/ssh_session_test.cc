@@ -14,7 +14,7 @@
 #include <fstream>
 #include <thread>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/ssh/event_loop.h"
 
 namespace podrun {

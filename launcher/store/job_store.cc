@@ -1,6 +1,6 @@
 // The job store's queries, behind status, logs, ls and rerun (the schema is in
 // job_store_schema.cc, the SQLite wrappers in sqlite_statement.h).
-#include "launcher/job/job_store.h"
+#include "launcher/store/job_store.h"
 
 #include <sqlite3.h>
 
@@ -12,10 +12,10 @@
 #include <set>
 #include <utility>
 
-#include "launcher/error.h"
-#include "launcher/job/job_store_schema.h"
-#include "launcher/job/podrun_home.h"
-#include "launcher/job/sqlite_statement.h"
+#include "launcher/base/error.h"
+#include "launcher/store/job_store_schema.h"
+#include "launcher/store/podrun_home.h"
+#include "launcher/store/sqlite_statement.h"
 
 namespace podrun {
 namespace {

@@ -1,4 +1,4 @@
-// The launcher's job store (DESIGN.md decision 8): jobs, their attempts and each worker's
+// The launcher's job store (docs/design.md decision 8): jobs, their attempts and each worker's
 // outcome, in SQLite at $PODRUN_HOME/podrun.db, so that status, logs, ls and rerun work from
 // any terminal. Never holds a secret's value: only secret names.
 #pragma once
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/job/job_env.h"
-#include "launcher/job/worker_state.h"
+#include "launcher/spec/job_env.h"
+#include "launcher/store/worker_state.h"
 
 struct sqlite3;
 

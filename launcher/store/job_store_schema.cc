@@ -1,5 +1,5 @@
 // See job_store_schema.h.
-#include "launcher/job/job_store_schema.h"
+#include "launcher/store/job_store_schema.h"
 
 #include <iterator>
 

@@ -1,6 +1,6 @@
 // Tests of the job store on a real SQLite file: round trips, JOB resolution, two stores on one
 // file, and that no secret's value ever reaches the database.
-#include "launcher/job/job_store.h"
+#include "launcher/store/job_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -10,8 +10,8 @@
 #include <regex>
 #include <sstream>
 
-#include "launcher/error.h"
-#include "launcher/job/job_env.h"
+#include "launcher/base/error.h"
+#include "launcher/spec/job_env.h"
 
 namespace podrun {
 namespace {

@@ -1,5 +1,5 @@
 // Resolves, creates and checks the launcher's state directory and its per-job directories.
-#include "launcher/job/podrun_home.h"
+#include "launcher/store/podrun_home.h"
 
 #include <fmt/format.h>
 #include <pwd.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <optional>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/private_state.h"
 
 namespace podrun {

@@ -1,5 +1,5 @@
-// Where the launcher keeps its state (CONTRACT.md, "Where state lives"): $PODRUN_HOME, holding
-// podrun.db and jobs/<id>/. The state is private (DESIGN.md decision 14): the launcher runs
+// Where the launcher keeps its state (docs/reference.md, "Where state lives"): $PODRUN_HOME, holding
+// podrun.db and jobs/<id>/. The state is private (docs/design.md decision 14): the launcher runs
 // with umask 077 (RestrictUmask, proto/private_state.h), the directory is its user's alone,
 // and nothing in it is a symbolic link.
 #pragma once
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "launcher/job/job_env.h"
+#include "launcher/spec/job_env.h"
 
 namespace podrun {
 

@@ -1,5 +1,5 @@
 // Tests of where the launcher's state lives: $PODRUN_HOME, $XDG_STATE_HOME, ~/.local/state.
-#include "launcher/job/podrun_home.h"
+#include "launcher/store/podrun_home.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/private_state.h"
 
 namespace podrun {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 
 namespace podrun {
 

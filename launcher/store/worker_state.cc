@@ -1,5 +1,5 @@
 // See worker_state.h.
-#include "launcher/job/worker_state.h"
+#include "launcher/store/worker_state.h"
 
 #include <array>
 #include <cstddef>

@@ -7,7 +7,7 @@
 
 namespace podrun {
 
-// A worker's state (CONTRACT.md, `podrun status`).
+// A worker's state (docs/reference.md, `podrun status`).
 enum class WorkerState {
   kPending,
   kConnecting,

@@ -17,7 +17,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "launcher/sync/ignore_rules.h"
 #include "proto/agent.pb.h"
 #include "proto/sha256.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "launcher/error.h"
+#include "launcher/base/error.h"
 #include "proto/agent.pb.h"
 #include "proto/sha256.h"
 

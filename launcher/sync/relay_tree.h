@@ -1,4 +1,4 @@
-// The tree blobs travel down during a sync (DESIGN.md decision 11): the launcher sends to the
+// The tree blobs travel down during a sync (docs/design.md decision 11): the launcher sends to the
 // root only, every other worker fetches from its parent over the pod's network, each worker
 // serving at most `fanout` children, so the launcher's uplink carries one copy and the depth
 // grows with the logarithm of the pod.

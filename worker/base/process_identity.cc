@@ -1,5 +1,5 @@
 // Reading process identities from /proc (see process_identity.h).
-#include "worker/process_identity.h"
+#include "worker/base/process_identity.h"
 
 #include <dirent.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // Tests of process identities: a recycled pid (same pid, another start time) or another boot is
 // never taken for the process, and group members are found only among the group's own.
-#include "worker/process_identity.h"
+#include "worker/base/process_identity.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

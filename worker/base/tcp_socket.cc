@@ -1,5 +1,5 @@
 // TCP helpers (see tcp_socket.h).
-#include "worker/tcp_socket.h"
+#include "worker/base/tcp_socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "worker/agent_error.h"
+#include "worker/base/agent_error.h"
 
 namespace podrun::agent {
 namespace {

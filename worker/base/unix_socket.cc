@@ -1,5 +1,5 @@
 // Unix stream sockets by path (see unix_socket.h).
-#include "worker/unix_socket.h"
+#include "worker/base/unix_socket.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -1,5 +1,5 @@
 // Freeing a worker's accelerators (see accelerators.h).
-#include "worker/accelerators.h"
+#include "worker/host/accelerators.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "proto/unique_fd.h"
-#include "worker/process_identity.h"
+#include "worker/base/process_identity.h"
 
 namespace podrun::agent {
 namespace {

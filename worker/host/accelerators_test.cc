@@ -1,7 +1,7 @@
 // Tests of freeing the accelerators, with stand-in device files in a temporary directory: the
 // processes holding them are ended (SIGKILL for one that ignores SIGTERM), an unrelated process
 // is left alone, and /tmp/libtpu_lockfile's stand-in is removed only when nobody holds it.
-#include "worker/accelerators.h"
+#include "worker/host/accelerators.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

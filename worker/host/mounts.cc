@@ -1,5 +1,5 @@
 // See mounts.h.
-#include "worker/mounts.h"
+#include "worker/host/mounts.h"
 
 #include <stdexcept>
 

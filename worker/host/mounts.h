@@ -1,4 +1,4 @@
-// The spec's `mounts:` on one worker (CONTRACT.md; DESIGN.md decision 11): each type is a
+// The spec's `mounts:` on one worker (docs/reference.md; docs/design.md decision 11): each type is a
 // driver that turns an entry into the command lines that mount it, run before setup.
 // Idempotent: a mount point already in /proc/self/mountinfo is left as it is. Where the SSH
 // user is not root, the commands that need root run through `sudo -n` (never a password

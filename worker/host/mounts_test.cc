@@ -1,4 +1,4 @@
-#include "worker/mounts.h"
+#include "worker/host/mounts.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The GCE metadata server, for the TPU worker number (see tpu_metadata.h).
-#include "worker/tpu_metadata.h"
+#include "worker/host/tpu_metadata.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 // See job_log_stream.h.
-#include "worker/job_log_stream.h"
+#include "worker/job/job_log_stream.h"
 
 #include <algorithm>
 
-#include "worker/supervisor_client.h"
+#include "worker/job/supervisor_client.h"
 
 namespace podrun::agent {
 namespace {

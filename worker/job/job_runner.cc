@@ -1,5 +1,5 @@
 // Preparing, starting, supervising and stopping job processes (see job_runner.h).
-#include "worker/job_runner.h"
+#include "worker/job/job_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,9 +20,9 @@
 
 #include "proto/log_record.h"
 #include "proto/private_state.h"
-#include "worker/agent_error.h"
-#include "worker/prepared_child.h"
-#include "worker/supervisor_client.h"
+#include "worker/base/agent_error.h"
+#include "worker/job/supervisor_client.h"
+#include "worker/supervisor/prepared_child.h"
 
 namespace podrun::agent {
 namespace {

@@ -22,8 +22,8 @@
 #include <string>
 
 #include "proto/unique_fd.h"
-#include "worker/job_dir.h"
-#include "worker/job_state.h"
+#include "worker/jobdir/job_dir.h"
+#include "worker/jobdir/job_state.h"
 
 namespace podrun::agent {
 

@@ -2,7 +2,7 @@
 // recorded on disk, output is logged in order, and Stop ends a whole process group. The
 // process forked by Prepare waits for Start, is released by it, and never outlives an
 // attempt that does not start.
-#include "worker/job_runner.h"
+#include "worker/job/job_runner.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "proto/log_record.h"
-#include "worker/agent_error.h"
+#include "worker/base/agent_error.h"
 
 namespace podrun::agent {
 namespace {

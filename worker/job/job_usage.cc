@@ -1,5 +1,5 @@
 // Reading a job's CPU, memory and accelerators from /proc (see job_usage.h).
-#include "worker/job_usage.h"
+#include "worker/job/job_usage.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <set>
 
 #include "proto/unique_fd.h"
-#include "worker/accelerators.h"
+#include "worker/host/accelerators.h"
 
 namespace podrun::agent {
 namespace {

@@ -1,7 +1,7 @@
 // Tests of a job's usage: parsing /proc/<pid>/stat (a command name with spaces and parentheses),
 // choosing the job's processes (its group, descendants in a session of their own, not an earlier
 // process or another group), and reading a real process tree that burns CPU.
-#include "worker/job_usage.h"
+#include "worker/job/job_usage.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // Reading the end of a job's log for `podrun top` (see log_tail.h).
-#include "worker/log_tail.h"
+#include "worker/job/log_tail.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

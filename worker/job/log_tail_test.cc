@@ -1,7 +1,7 @@
 // Tests of reading a log's tail: the first whole record in a window that starts mid-record (also
 // when the output imitates record headers), torn tails, the totals of a log longer than the
 // window, and the last line of output.
-#include "worker/log_tail.h"
+#include "worker/job/log_tail.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

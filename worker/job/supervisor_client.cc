@@ -1,5 +1,5 @@
 // Starting and asking per-job supervisors (see supervisor_client.h).
-#include "worker/supervisor_client.h"
+#include "worker/job/supervisor_client.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,10 +14,10 @@
 #include <stdexcept>
 
 #include "proto/private_state.h"
-#include "worker/prepared_child.h"
-#include "worker/plan_codec.h"
-#include "worker/supervisor.h"
-#include "worker/unix_socket.h"
+#include "worker/base/unix_socket.h"
+#include "worker/supervisor/plan_codec.h"
+#include "worker/supervisor/prepared_child.h"
+#include "worker/supervisor/supervisor.h"
 
 extern char** environ;
 

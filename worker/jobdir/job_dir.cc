@@ -1,5 +1,5 @@
 // Reading and writing the plain files of a job attempt's directory (see job_dir.h).
-#include "worker/job_dir.h"
+#include "worker/jobdir/job_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -160,10 +160,10 @@ std::optional<ProcessIdentity> JobDir::ReadJobProcess() const {
 }
 
 void JobDir::WriteLogGap(const LogGapInfo& gap) const {
-  WriteFileAtomically(path_ / "log_gap", "from_seq " + std::to_string(gap.from_seq) + "\nbytes " +
-                                             std::to_string(gap.bytes) + "\nchunks " +
-                                             std::to_string(gap.chunks) + "\ncause " + gap.cause +
-                                             "\n",
+  WriteFileAtomically(path_ / "log_gap",
+                      "from_seq " + std::to_string(gap.from_seq) + "\nbytes " +
+                          std::to_string(gap.bytes) + "\nchunks " + std::to_string(gap.chunks) +
+                          "\ncause " + gap.cause + "\n",
                       /*durable=*/true);
 }
 

@@ -29,8 +29,8 @@
 #include <string>
 #include <string_view>
 
-#include "worker/log_writer.h"
-#include "worker/process_identity.h"
+#include "worker/base/process_identity.h"
+#include "worker/jobdir/log_gap.h"
 
 namespace podrun::agent {
 

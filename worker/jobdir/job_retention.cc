@@ -1,5 +1,5 @@
 // Pruning of finished attempts.
-#include "worker/job_retention.h"
+#include "worker/jobdir/job_retention.h"
 
 #include <sys/types.h>
 

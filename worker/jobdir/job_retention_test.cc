@@ -1,4 +1,4 @@
-#include "worker/job_retention.h"
+#include "worker/jobdir/job_retention.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Reading a job attempt's state from its files (see job_state.h).
-#include "worker/job_state.h"
+#include "worker/jobdir/job_state.h"
 
 #include <poll.h>
 #include <signal.h>

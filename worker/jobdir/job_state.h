@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "proto/unique_fd.h"
-#include "worker/job_dir.h"
-#include "worker/log_writer.h"
+#include "worker/jobdir/job_dir.h"
+#include "worker/jobdir/log_gap.h"
 
 namespace podrun::agent {
 

@@ -1,5 +1,5 @@
 // See agent_proto.h.
-#include "worker/agent_proto.h"
+#include "worker/rpc/agent_proto.h"
 
 namespace podrun::agent {
 

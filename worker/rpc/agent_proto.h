@@ -6,9 +6,9 @@
 
 #include "proto/agent.pb.h"
 #include "proto/log_record.h"
-#include "worker/job_dir.h"
-#include "worker/job_state.h"
-#include "worker/log_writer.h"
+#include "worker/jobdir/job_dir.h"
+#include "worker/jobdir/job_state.h"
+#include "worker/supervisor/log_writer.h"
 
 namespace podrun::agent {
 

@@ -1,5 +1,5 @@
 // The agent's RPC handlers: translate requests to JobRunner calls and errors to gRPC statuses.
-#include "worker/agent_service.h"
+#include "worker/rpc/agent_service.h"
 
 #include <fcntl.h>
 #include <glob.h>
@@ -15,14 +15,14 @@
 #include "proto/log_record.h"
 #include "proto/protocol_version.h"
 #include "proto/shell_quote.h"
-#include "worker/accelerators.h"
-#include "worker/agent_error.h"
-#include "worker/agent_proto.h"
-#include "worker/job_log_stream.h"
-#include "worker/job_top.h"
-#include "worker/mount_rpc.h"
-#include "worker/supervisor_client.h"
-#include "worker/tpu_metadata.h"
+#include "worker/base/agent_error.h"
+#include "worker/host/accelerators.h"
+#include "worker/host/tpu_metadata.h"
+#include "worker/job/job_log_stream.h"
+#include "worker/job/supervisor_client.h"
+#include "worker/rpc/agent_proto.h"
+#include "worker/rpc/job_top.h"
+#include "worker/rpc/mount_rpc.h"
 
 extern char** environ;
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "proto/agent.grpc.pb.h"
-#include "worker/job_runner.h"
-#include "worker/sync_rpc.h"
+#include "worker/job/job_runner.h"
+#include "worker/rpc/sync_rpc.h"
 
 namespace podrun::agent {
 

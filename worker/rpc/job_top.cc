@@ -1,10 +1,10 @@
 // The Top RPC's reply (see job_top.h).
-#include "worker/job_top.h"
+#include "worker/rpc/job_top.h"
 
-#include "worker/agent_proto.h"
-#include "worker/job_runner.h"
-#include "worker/job_usage.h"
-#include "worker/log_tail.h"
+#include "worker/job/job_runner.h"
+#include "worker/job/job_usage.h"
+#include "worker/job/log_tail.h"
+#include "worker/rpc/agent_proto.h"
 
 namespace podrun::agent {
 

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "proto/agent.pb.h"
-#include "worker/job_dir.h"
-#include "worker/job_state.h"
+#include "worker/jobdir/job_dir.h"
+#include "worker/jobdir/job_state.h"
 
 namespace podrun::agent {
 

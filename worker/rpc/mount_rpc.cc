@@ -1,5 +1,5 @@
 // See mount_rpc.h.
-#include "worker/mount_rpc.h"
+#include "worker/rpc/mount_rpc.h"
 
 #include <unistd.h>
 
@@ -7,9 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "worker/agent_error.h"
-#include "worker/job_runner.h"
-#include "worker/mounts.h"
+#include "worker/base/agent_error.h"
+#include "worker/host/mounts.h"
+#include "worker/job/job_runner.h"
 
 namespace podrun::agent {
 namespace {

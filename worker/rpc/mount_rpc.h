@@ -1,7 +1,7 @@
 // The Mount RPC's body: the request's mounts on this worker (mounts.h), run for real.
 #pragma once
 
-#include "worker/agent_proto.h"
+#include "worker/rpc/agent_proto.h"
 
 namespace podrun::agent {
 

@@ -1,12 +1,12 @@
 // The code sync RPCs (see sync_rpc.h).
-#include "worker/sync_rpc.h"
+#include "worker/rpc/sync_rpc.h"
 
 #include <unistd.h>
 
-#include "worker/agent_error.h"
-#include "worker/job_runner.h"
-#include "worker/peer_link.h"
-#include "worker/workdir_sync.h"
+#include "worker/base/agent_error.h"
+#include "worker/job/job_runner.h"
+#include "worker/sync/peer_link.h"
+#include "worker/sync/workdir_sync.h"
 
 namespace podrun::agent {
 namespace {

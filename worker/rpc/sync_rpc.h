@@ -1,4 +1,4 @@
-// The code sync RPCs' bodies (proto/agent.proto, "Code sync"; DESIGN.md decision 11): the blob
+// The code sync RPCs' bodies (proto/agent.proto, "Code sync"; docs/design.md decision 11): the blob
 // cache under the agent's home, the peer listeners this agent serves, and ApplySync.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "proto/agent.grpc.pb.h"
-#include "worker/blob_cache.h"
+#include "worker/sync/blob_cache.h"
 
 namespace podrun::agent {
 

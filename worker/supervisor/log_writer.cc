@@ -1,5 +1,5 @@
 // The supervisor's log writer (see log_writer.h).
-#include "worker/log_writer.h"
+#include "worker/supervisor/log_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

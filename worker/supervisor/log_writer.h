@@ -1,4 +1,4 @@
-// LogWriter: the supervisor's side of a job's log (DESIGN.md decisions 5 and 12). Every output
+// LogWriter: the supervisor's side of a job's log (docs/design.md decisions 5 and 12). Every output
 // chunk becomes the next sequenced record, on disk before anyone is told of it. When the disk
 // refuses a record (full, quota), nothing is silently lost: the record is held in memory, in
 // order, and served to live readers (the agent asks the supervisor for it), writing is retried
@@ -22,16 +22,9 @@
 
 #include "proto/log_record.h"
 #include "proto/unique_fd.h"
+#include "worker/jobdir/log_gap.h"
 
 namespace podrun::agent {
-
-// What could not be written to disk, summed over the attempt (the proto's LogGap).
-struct LogGapInfo {
-  uint64_t from_seq = 0;  // the first record not written
-  uint64_t bytes = 0;     // output bytes not written
-  uint64_t chunks = 0;    // records not written
-  std::string cause;      // e.g. "No space left on device"
-};
 
 class LogWriter {
  public:

@@ -1,7 +1,7 @@
 // Tests of the supervisor's log writer on a disk that refuses writes (fault injection through
 // its append function): nothing is silently lost, records stay in order, what is never written
 // is replaced by one gap marker carrying the last replaced sequence number.
-#include "worker/log_writer.h"
+#include "worker/supervisor/log_writer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The plan's wire format (see plan_codec.h).
-#include "worker/plan_codec.h"
+#include "worker/supervisor/plan_codec.h"
 
 #include <cstdint>
 #include <cstring>

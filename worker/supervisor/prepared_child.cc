@@ -1,5 +1,5 @@
 // The job's prepared process (see prepared_child.h).
-#include "worker/prepared_child.h"
+#include "worker/supervisor/prepared_child.h"
 
 #include <signal.h>
 #include <sys/resource.h>

@@ -1,5 +1,5 @@
 // The per-job supervisor (see supervisor.h).
-#include "worker/supervisor.h"
+#include "worker/supervisor/supervisor.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,13 +23,12 @@
 
 #include "proto/log_record.h"
 #include "proto/unique_fd.h"
-#include "worker/job_dir.h"
-#include "worker/job_runner.h"
-#include "worker/log_writer.h"
-#include "worker/plan_codec.h"
-#include "worker/prepared_child.h"
-#include "worker/process_identity.h"
-#include "worker/unix_socket.h"
+#include "worker/base/process_identity.h"
+#include "worker/base/unix_socket.h"
+#include "worker/jobdir/job_dir.h"
+#include "worker/supervisor/log_writer.h"
+#include "worker/supervisor/plan_codec.h"
+#include "worker/supervisor/prepared_child.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-// The per-job supervisor (DESIGN.md decision 10): `podrun-agent supervise`, one process per job
+// The per-job supervisor (docs/design.md decision 10): `podrun-agent supervise`, one process per job
 // attempt, started by the agent at Prepare, in a session of its own. It owns the job's process
 // and pipes, writes the sequenced log (log_writer.h), records the exit status (fsync'd, renamed
 // into place) and exits with the job, so the job never depends on the agent: an agent that

@@ -1,5 +1,5 @@
 // The agent binary relay's server (see binary_relay.h).
-#include "worker/binary_relay.h"
+#include "worker/sync/binary_relay.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,8 +17,8 @@
 
 #include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
-#include "worker/agent_error.h"
-#include "worker/tcp_socket.h"
+#include "worker/base/agent_error.h"
+#include "worker/base/tcp_socket.h"
 
 namespace podrun::agent {
 namespace {

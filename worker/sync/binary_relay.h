@@ -1,4 +1,4 @@
-// `podrun-agent lend`: lends this agent's own binary to workers that lack it (DESIGN.md
+// `podrun-agent lend`: lends this agent's own binary to workers that lack it (docs/design.md
 // decision 11: the agent travels once over the user's uplink). The launcher starts it over SSH
 // on a worker that just got the agent, with a random token on stdin; it listens on the worker's
 // internal address, prints "PODRUN-AGENT SERVING <port>", detaches, and for a bounded time

@@ -1,5 +1,5 @@
 // The content-addressed blob store (see blob_cache.h).
-#include "worker/blob_cache.h"
+#include "worker/sync/blob_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "proto/write_all.h"
-#include "worker/agent_error.h"
+#include "worker/base/agent_error.h"
 
 namespace podrun::agent {
 namespace {

@@ -1,5 +1,5 @@
 // BlobCache: the worker's content-addressed store of synced files and relayed agent binaries
-// (DESIGN.md decision 11), `<home>/blobs/<first 2 hex digits>/<sha256>`. A blob appears only
+// (docs/design.md decision 11), `<home>/blobs/<first 2 hex digits>/<sha256>`. A blob appears only
 // whole and checked: it is written to a temporary file, its hash compared, then renamed into
 // place. Safe for several agents sharing one home (NFS, --local): renames are atomic.
 #pragma once

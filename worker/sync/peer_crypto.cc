@@ -1,5 +1,5 @@
 // The peer link's handshake and frames (see peer_crypto.h).
-#include "worker/peer_crypto.h"
+#include "worker/sync/peer_crypto.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -13,7 +13,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "worker/agent_error.h"
+#include "worker/base/agent_error.h"
 
 namespace podrun::agent {
 namespace {

@@ -1,5 +1,5 @@
-// PeerChannel: the wire of the peer link (worker/peer_link.h). Both ends send a magic string and
-// a fresh 32-byte nonce; each direction then gets its own key, HMAC-SHA256(transfer key,
+// PeerChannel: the wire of the peer link (worker/sync/peer_link.h). Both ends send a magic string
+// and a fresh 32-byte nonce; each direction then gets its own key, HMAC-SHA256(transfer key,
 // "podrun-peer v1" || client nonce || server nonce || direction), so no key and IV pair is ever
 // used on two connections. Every message is one frame: a 4-byte big-endian length, then the
 // AES-256-GCM ciphertext of (type byte, payload) and its 16-byte tag, with the length as

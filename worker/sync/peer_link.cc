@@ -2,7 +2,7 @@
 // frames: the client sends kGet frames naming blobs by sha256 (a bounded number ahead of the
 // replies); the server answers each, in order, with kRefused and a reason, or kSize and the
 // blob's size followed by kData frames of its bytes.
-#include "worker/peer_link.h"
+#include "worker/sync/peer_link.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "proto/agent.pb.h"
-#include "worker/agent_error.h"
-#include "worker/peer_crypto.h"
-#include "worker/tcp_socket.h"
+#include "worker/base/agent_error.h"
+#include "worker/base/tcp_socket.h"
+#include "worker/sync/peer_crypto.h"
 
 namespace podrun::agent {
 namespace {

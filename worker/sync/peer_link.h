@@ -1,9 +1,9 @@
-// The peer link (DESIGN.md decision 11): workers relay synced blobs to one another over the
+// The peer link (docs/design.md decision 11): workers relay synced blobs to one another over the
 // pod's internal network, so the launcher's uplink carries each blob once. A BlobServer is a
 // short-lived TCP listener serving the blobs of one manifest; FetchBlobs is its client. Both
 // ends prove they hold the transfer's key (from the launcher, through SSH) and everything is
-// encrypted and authenticated (worker/peer_crypto.h); every blob is checked against its hash as
-// it arrives, before it enters the fetcher's cache.
+// encrypted and authenticated (worker/sync/peer_crypto.h); every blob is checked against its hash
+// as it arrives, before it enters the fetcher's cache.
 #pragma once
 
 #include <atomic>
@@ -16,7 +16,7 @@
 #include <unordered_set>
 
 #include "proto/unique_fd.h"
-#include "worker/blob_cache.h"
+#include "worker/sync/blob_cache.h"
 
 namespace podrun::agent {
 

@@ -2,7 +2,7 @@
 // several-MiB one, duplicates, symlinks), blobs already cached not sent again, a wrong key, a
 // hash outside the transfer, a peer lacking a blob, a blob corrupted in the server's cache, the
 // server's lifetime and destructor, connect and read failures; and a throughput print.
-#include "worker/peer_link.h"
+#include "worker/sync/peer_link.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 
 #include "proto/agent.pb.h"
 #include "proto/sha256.h"
-#include "worker/agent_error.h"
+#include "worker/base/agent_error.h"
 
 namespace podrun::agent {
 namespace {

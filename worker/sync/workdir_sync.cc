@@ -1,5 +1,5 @@
 // ApplySync's work on the worker's disk (see workdir_sync.h).
-#include "worker/workdir_sync.h"
+#include "worker/sync/workdir_sync.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,7 +16,7 @@
 #include "proto/sha256.h"
 #include "proto/unique_fd.h"
 #include "proto/write_all.h"
-#include "worker/agent_error.h"
+#include "worker/base/agent_error.h"
 
 namespace podrun::agent {
 namespace {

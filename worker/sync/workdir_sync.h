@@ -1,4 +1,4 @@
-// Bringing a workdir to a synced tree's manifest from the blob cache (ApplySync; CONTRACT.md,
+// Bringing a workdir to a synced tree's manifest from the blob cache (ApplySync; docs/reference.md,
 // the spec's `sync`): files that differ are written (whole, then renamed into place, checked
 // against their hash on the way), files the previous sync wrote and the manifest no longer
 // lists are deleted, everything else in the workdir (what the job wrote) is kept.
@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "proto/agent.pb.h"
-#include "worker/blob_cache.h"
+#include "worker/sync/blob_cache.h"
 
 namespace podrun::agent {
 

@@ -1,44 +1,111 @@
 // An attempt while it runs: following every log, failures and hangs, stopping the gang, the report.
-#include "launcher/job/attempt_runner_parts.h"
-#include "launcher/job/preemption.h"
+#include "launcher/attempt/gang_driver.h"
 
-namespace podrun::attempt_internal {
+#include <fmt/format.h>
+#include <unistd.h>
 
-void Runner::OnInterrupt() {
-  std::lock_guard lock(gang_mutex_);
+#include "launcher/attempt/log_follower.h"
+#include "launcher/attempt/preemption.h"
+#include "launcher/connect/job_agents.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/output/say.h"
+#include "launcher/pod/worker_range.h"
+
+namespace podrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// A worker whose agent gives no progress for this long is lost (LogFollowParams).
+constexpr auto kLostAfter = std::chrono::seconds(20);
+constexpr auto kReconnectPause = std::chrono::milliseconds(500);
+// A stop that cannot be delivered is retried (reconnecting) for this long, then recorded as
+// pending in the job store for the next command that reaches the worker.
+constexpr auto kStopRetryFor = std::chrono::seconds(20);
+
+bool EndFailed(const AgentProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
+
+}  // namespace
+
+void GangDriver::OpenLog() {
+  merger_ = std::make_unique<LogMerger>(
+      plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt),
+      LabelledOutput::ShouldColor(STDOUT_FILENO));
+}
+
+bool GangDriver::Barrier(const std::function<void(ExitCode outcome, bool interrupted)>& not_ready) {
+  std::lock_guard lock(mutex_);
+  for (auto& w : workers_.all()) {
+    if (w->error.empty()) {
+      gang_.Prepared(w->index);
+    } else {
+      Say(w->error);
+      recorder_.UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
+      gang_.PrepareFailed(w->index, w->error);
+    }
+  }
+  if (!gang_.ReadyForGo()) {
+    not_ready(gang_.Outcome(), gang_.interrupted());
+    return false;
+  }
+  gang_.Go();
+  return true;
+}
+
+void GangDriver::RecordStarts() {
+  std::lock_guard lock(mutex_);
+  for (auto& w : workers_.all()) {
+    if (w->error.empty()) {
+      gang_.Started(w->index);
+      recorder_.UpdateWorker(w->index,
+                             {.state = WorkerState::kRunning, .start_ns = w->start.start_time_ns});
+    } else {
+      Say(w->error);
+      recorder_.UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
+      if (gang_.StartFailed(w->index, w->error)) StopRunning();
+    }
+  }
+}
+
+bool GangDriver::HasRootCause() {
+  std::lock_guard lock(mutex_);
+  return gang_.root_cause().has_value();
+}
+
+void GangDriver::OnInterrupt() {
+  std::lock_guard lock(mutex_);
   if (gang_.interrupted()) return;
   Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
   if (gang_.Interrupt()) StopRunning();
 }
 
-void Runner::JoinStoppers() {
+void GangDriver::JoinStoppers() {
   std::vector<std::thread> stoppers;
   {
-    std::lock_guard lock(gang_mutex_);
+    std::lock_guard lock(mutex_);
     stoppers.swap(stoppers_);
   }
   for (auto& t : stoppers) t.join();
 }
 
-void Runner::StopRunning() {
+void GangDriver::StopRunning() {
   for (int index : gang_.Running()) {
-    Worker* w = by_index_.at(index);
+    AttemptWorker* w = &workers_.at(index);
     try {
       stoppers_.emplace_back([this, w] { StopWorker(*w); });
     } catch (const std::system_error& e) {
-      Say(fmt::format("{}: stop: no thread to send it ({})", w->link->description(), e.what()));
-      UpdateWorker(index, {.stop_pending_grace = plan_.spec.grace_seconds});
+      Say(fmt::format("{}: stop: no thread to send it ({})", w->description(), e.what()));
+      recorder_.UpdateWorker(index, {.stop_pending_grace = plan_.spec.grace_seconds});
     }
   }
 }
 
-void Runner::StopWorker(Worker& w) {
+void GangDriver::StopWorker(AttemptWorker& w) {
   const auto grace = std::chrono::seconds(plan_.spec.grace_seconds);
   const auto give_up_at = Clock::now() + kStopRetryFor;
   std::string error = "not connected";
   for (;;) {
     try {
-      if (auto client = Client(w)) {
+      if (auto client = w.client()) {
         client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt), grace);
         return;
       }
@@ -48,7 +115,7 @@ void Runner::StopWorker(Worker& w) {
     if (Clock::now() >= give_up_at) break;
     std::this_thread::sleep_for(kReconnectPause);
     try {
-      Reconnect(w);
+      w.Reconnect();
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -56,13 +123,13 @@ void Runner::StopWorker(Worker& w) {
   Say(fmt::format(
       "{}: the stop could not be delivered ({}); it is recorded, and the next podrun command "
       "that reaches this worker delivers it (e.g. podrun status {})",
-      w.link->description(), error, plan_.job.id));
-  UpdateWorker(w.index, {.stop_pending_grace = plan_.spec.grace_seconds});
+      w.description(), error, plan_.job.id));
+  recorder_.UpdateWorker(w.index, {.stop_pending_grace = plan_.spec.grace_seconds});
 }
 
-void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
+void GangDriver::OnEnded(AttemptWorker& w, const AgentProcessEnd& end, uint64_t last_seq) {
   merger_->Finish(w.index);
-  std::lock_guard lock(gang_mutex_);
+  std::lock_guard lock(mutex_);
   if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {
     StopRunning();
   }
@@ -72,17 +139,17 @@ void Runner::OnEnded(Worker& w, const AgentProcessEnd& end, uint64_t last_seq) {
                       .end_ns = end.end_time_ns,
                       .last_seq = last_seq};
   if (w.gap) update.error = DescribeLogGap(*w.gap);
-  UpdateWorker(w.index, update);
+  recorder_.UpdateWorker(w.index, update);
 }
 
-void Runner::OnLost(Worker& w, const std::string& lost) {
+void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
   merger_->Finish(w.index);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
   if (auto state = NodeStateOfLostWorker(plan_.pod, w.index, plan_.home / "cache")) {
     reason = *state + "; " + lost;
   }
-  std::lock_guard lock(gang_mutex_);
+  std::lock_guard lock(mutex_);
   if (gang_.Lost(w.index, reason)) StopRunning();
   WorkerUpdate update{.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason};
   // Out of reach is not ended: with stop_all its process may still hold the accelerators, so
@@ -90,24 +157,25 @@ void Runner::OnLost(Worker& w, const std::string& lost) {
   if (plan_.spec.on_failure == OnFailure::kStopAll) {
     update.stop_pending_grace = plan_.spec.grace_seconds;
   }
-  UpdateWorker(w.index, update);
+  recorder_.UpdateWorker(w.index, update);
 }
 
-void Runner::FollowAll(const std::vector<Worker*>& workers) {
+void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
   std::vector<LogFollowJob> jobs;
-  for (Worker* w : workers) {
+  for (AttemptWorker* w : workers) {
     LogFollowJob job;
     job.params.job_id = plan_.job.id;
     job.params.attempt = static_cast<uint32_t>(plan_.attempt);
-    job.params.description = w->link->description();
+    job.params.description = w->description();
     job.params.lost_after = kLostAfter;
     job.params.reconnect_pause = kReconnectPause;
-    job.hooks = {[this, w] { return Client(*w); }, [this, w] { return Reconnect(*w); }, Say, {}};
+    job.hooks = {[w] { return w->client(); }, [w] { return w->Reconnect(); }, Say, {}};
     // Bulk output over a channel of its own where the link has one (SSH).
     job.hooks.open_stream = [this, w](uint64_t from_seq, AgentClient::OnBatch on_batch,
                                       AgentClient::OnStreamDone on_done) {
-      return w->link->StartLogStream(plan_.job.id, static_cast<uint32_t>(plan_.attempt), from_seq,
-                                     /*follow=*/true, std::move(on_batch), std::move(on_done));
+      return w->connection.link().StartLogStream(
+          plan_.job.id, static_cast<uint32_t>(plan_.attempt), from_seq,
+          /*follow=*/true, std::move(on_batch), std::move(on_done));
     };
     const int index = w->index;
     job.on_batch = [this, index, w](std::vector<LogRecord>&& records) {
@@ -138,16 +206,16 @@ void Runner::FollowAll(const std::vector<Worker*>& workers) {
   stall_.reset();  // joins its thread: no stall is reported after the logs are done
 }
 
-void Runner::OnStall(std::chrono::seconds silent) {
-  std::lock_guard lock(gang_mutex_);
+void GangDriver::OnStall(std::chrono::seconds silent) {
+  std::lock_guard lock(mutex_);
   const std::string reason =
       fmt::format("hung: no output from any worker for {} s (stall_seconds: {})", silent.count(),
                   plan_.spec.stall_seconds);
   if (gang_.Hung(reason)) StopRunning();
 }
 
-ExitCode Runner::Report() {
-  std::lock_guard lock(gang_mutex_);
+ExitCode GangDriver::Report() {
+  std::lock_guard lock(mutex_);
   ExitCode code = gang_.Outcome();
   const std::string& id = plan_.job.id;
   if (gang_.interrupted()) {
@@ -159,17 +227,17 @@ ExitCode Runner::Report() {
              cause && cause->worker == RootCause::kWholeGang) {
     Say(fmt::format("job {} failed: {}", id, cause->reason));
     const auto now = Clock::now().time_since_epoch().count();
-    for (auto& w : workers_) {  // each worker's last line, and how long it has been silent
+    for (auto& w : workers_.all()) {  // each worker's last line, and how long it has been silent
       const auto lines = merger_->LastLines(w->index);
       const int64_t last = w->last_output_ns;
-      Say(fmt::format("  {}: {}; last line: {}", w->link->description(),
+      Say(fmt::format("  {}: {}; last line: {}", w->description(),
                       last ? fmt::format("silent for {:.0f} s", (now - last) / 1e9)
                            : std::string("no output at all"),
                       lines.empty() ? "(none)" : lines.back()));
     }
   } else if (cause) {
-    Worker* w = by_index_.at(cause->worker);
-    Say(fmt::format("job {} failed: {}: {}", id, w->link->description(), cause->reason));
+    const AttemptWorker* w = &workers_.at(cause->worker);
+    Say(fmt::format("job {} failed: {}: {}", id, w->description(), cause->reason));
     auto lines = merger_->LastLines(cause->worker);
     if (!lines.empty()) {
       Say(fmt::format("last lines of w{}:", cause->worker));
@@ -178,8 +246,8 @@ ExitCode Runner::Report() {
   }
   // A full disk on a worker lost nothing of what the launcher printed, but the worker's own
   // copy has a gap: say so, naming the worker.
-  for (auto& w : workers_) {
-    if (w->gap) Say(fmt::format("{}: {}", w->link->description(), DescribeLogGap(*w->gap)));
+  for (auto& w : workers_.all()) {
+    if (w->gap) Say(fmt::format("{}: {}", w->description(), DescribeLogGap(*w->gap)));
   }
   std::vector<int> stopped = gang_.StoppedByUs();
   if (!stopped.empty() && !gang_.interrupted()) {
@@ -190,8 +258,8 @@ ExitCode Runner::Report() {
                            ? AttemptState::kStopped
                        : code == ExitCode::kOk ? AttemptState::kSucceeded
                                                : AttemptState::kFailed;
-  SetAttempt(state, static_cast<int>(code), /*ended=*/true);
+  recorder_.SetAttempt(state, static_cast<int>(code), /*ended=*/true);
   return code;
 }
 
-}  // namespace podrun::attempt_internal
+}  // namespace podrun

@@ -1,15 +1,20 @@
-// An attempt's sync phase (CONTRACT.md, the spec's `sync`; DESIGN.md decision 11): the local
-// tree becomes a manifest of content-addressed blobs; the blobs the first worker lacks go to it
-// through its SSH connection, the other workers fetch them from each other down a relay tree
+// An attempt's sync phase (docs/reference.md, the spec's `sync`; docs/design.md decision 11): the
+// local tree becomes a manifest of content-addressed blobs; the blobs the first worker lacks go to
+// it through its SSH connection, the other workers fetch them from each other down a relay tree
 // (encrypted, over the pod's network), and every workdir is brought to the manifest.
+#include <fmt/format.h>
 #include <openssl/rand.h>
 
-#include "launcher/job/attempt_runner_parts.h"
+#include <algorithm>
+#include <atomic>
+
+#include "launcher/attempt/phase_fan_out.h"
+#include "launcher/output/say.h"
 #include "launcher/sync/manifest.h"
 #include "launcher/sync/relay_tree.h"
 #include "proto/sha256.h"
 
-namespace podrun::attempt_internal {
+namespace podrun {
 namespace {
 
 constexpr int kRelayFanout = 4;  // children per serving worker
@@ -31,7 +36,7 @@ std::string RandomKey() {
 
 }  // namespace
 
-bool Runner::BuildSyncManifest() {
+bool PhaseFanOut::BuildSyncManifest() {
   if (plan_.spec.sync.empty()) return true;
   try {
     manifest_ = BuildManifest(SyncDirectory(plan_.spec));
@@ -42,9 +47,9 @@ bool Runner::BuildSyncManifest() {
   }
 }
 
-void Runner::SyncAll() {
+void PhaseFanOut::SyncAll() {
   if (!manifest_) return;
-  const auto began = Clock::now();
+  const auto began = std::chrono::steady_clock::now();
   const std::filesystem::path root = SyncDirectory(plan_.spec);
   const Manifest& manifest = *manifest_;
   AgentBlob manifest_blob;
@@ -56,8 +61,8 @@ void Runner::SyncAll() {
   for (const ManifestFile& f : manifest.files) {
     if (f.symlink.empty()) files.emplace(f.sha256, (root / f.path).string());
   }
-  std::vector<Worker*> live;
-  for (auto& w : workers_) {
+  std::vector<AttemptWorker*> live;
+  for (auto& w : workers_.all()) {
     if (w->error.empty()) live.push_back(w.get());
   }
   if (live.empty()) return;
@@ -68,20 +73,20 @@ void Runner::SyncAll() {
   if (progress_) progress_->SetDetail(Megabytes(manifest.bytes));
 
   // Sends what `w` lacks through its own connection; returns the bytes sent.
-  auto send_direct = [&](Worker& w) -> uint64_t {
+  auto send_direct = [&](AttemptWorker& w) -> uint64_t {
     std::vector<std::string> wanted;
     wanted.reserve(files.size() + 1);
     for (const auto& [sha, file] : files) wanted.push_back(sha);
     wanted.push_back(manifest_sha);  // last: a cached manifest means its blobs came first
     std::vector<AgentBlob> blobs;
-    for (const std::string& sha : Client(w)->BlobsMissing(wanted)) {
+    for (const std::string& sha : w.client()->BlobsMissing(wanted)) {
       if (sha == manifest_sha) {
         blobs.push_back(manifest_blob);
       } else {
         blobs.push_back(AgentBlob{sha, files.at(sha), {}});
       }
     }
-    return blobs.empty() ? 0 : Client(w)->PutBlobs(blobs);
+    return blobs.empty() ? 0 : w.client()->PutBlobs(blobs);
   };
   std::atomic<uint64_t> uplink{0}, relayed{0};
   std::atomic<int> direct_fallbacks{0};
@@ -94,11 +99,13 @@ void Runner::SyncAll() {
   const std::vector<std::string> addresses = WorkerAddresses();
   const std::string key = RandomKey();
   std::vector<uint16_t> ports(live.size(), 0);  // per position: its listener, 0 if none
-  auto address_of = [&](const Worker& w) { return addresses.at(static_cast<size_t>(w.index)); };
+  auto address_of = [&](const AttemptWorker& w) {
+    return addresses.at(static_cast<size_t>(w.index));
+  };
   try {
     uplink += send_direct(*live[0]);
   } catch (const std::exception& e) {
-    live[0]->error = fmt::format("{}: sync: {}", live[0]->link->description(), e.what());
+    live[0]->error = fmt::format("{}: sync: {}", live[0]->description(), e.what());
   }
   for (size_t level = 1; level < tree.levels.size(); ++level) {
     // The parents of this level open their listeners.
@@ -110,40 +117,40 @@ void Runner::SyncAll() {
     }
     ParallelFor(parents.size(), [&](size_t i) {
       const size_t p = parents[i];
-      Worker& w = *live[p];
+      AttemptWorker& w = *live[p];
       try {
-        ports[p] = Client(w)->ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
+        ports[p] = w.client()->ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
       } catch (const std::exception& e) {
         std::lock_guard lock(fallback_mu);
         if (first_relay_error.empty()) {
-          first_relay_error = fmt::format("{} cannot serve: {}", w.link->description(), e.what());
+          first_relay_error = fmt::format("{} cannot serve: {}", w.description(), e.what());
         }
       }
     });
     const std::vector<int>& children = tree.levels[level];
     ParallelFor(children.size(), [&](size_t i) {
       const auto p = static_cast<size_t>(children[i]);
-      Worker& w = *live[p];
+      AttemptWorker& w = *live[p];
       if (!w.error.empty()) return;
       const size_t parent = static_cast<size_t>(tree.parent[p]);
       try {
         if (ports[parent] != 0 && live[parent]->error.empty()) {
           try {
             relayed +=
-                Client(w)->FetchBlobs(address_of(*live[parent]), ports[parent], key, manifest_sha);
+                w.client()->FetchBlobs(address_of(*live[parent]), ports[parent], key, manifest_sha);
             return;
           } catch (const std::exception& e) {
             std::lock_guard lock(fallback_mu);
             if (first_relay_error.empty()) {
-              first_relay_error = fmt::format("{} from {}: {}", w.link->description(),
-                                              live[parent]->link->description(), e.what());
+              first_relay_error = fmt::format("{} from {}: {}", w.description(),
+                                              live[parent]->description(), e.what());
             }
           }
         }
         ++direct_fallbacks;
         uplink += send_direct(w);
       } catch (const std::exception& e) {
-        w.error = fmt::format("{}: sync: {}", w.link->description(), e.what());
+        w.error = fmt::format("{}: sync: {}", w.description(), e.what());
       }
     });
   }
@@ -154,7 +161,7 @@ void Runner::SyncAll() {
   ParallelFor(serving.size(), [&](size_t i) {
     const size_t p = serving[i];
     try {
-      Client(*live[p])->EndServe(ports[p]);
+      live[p]->client()->EndServe(ports[p]);
     } catch (const std::exception&) {
       // It closes by itself when its time is up.
     }
@@ -168,15 +175,16 @@ void Runner::SyncAll() {
   }
 
   std::atomic<uint64_t> written{0}, deleted{0}, unchanged{0};
-  ForEachParallel(live, [&](Worker& w) {
+  ParallelFor(live.size(), [&](size_t i) {
+    AttemptWorker& w = *live[i];
     if (!w.error.empty()) return;
     try {
-      const AgentSyncApplied applied = Client(w)->ApplySync(plan_.spec.workdir, manifest_sha);
+      const AgentSyncApplied applied = w.client()->ApplySync(plan_.spec.workdir, manifest_sha);
       written += applied.written;
       deleted += applied.deleted;
       unchanged += applied.unchanged;
     } catch (const std::exception& e) {
-      w.error = fmt::format("{}: sync: {}", w.link->description(), e.what());
+      w.error = fmt::format("{}: sync: {}", w.description(), e.what());
     }
     Progressed(w.index);
   });
@@ -187,4 +195,4 @@ void Runner::SyncAll() {
                   deleted.load(), unchanged.load()));
 }
 
-}  // namespace podrun::attempt_internal
+}  // namespace podrun

@@ -1,21 +1,46 @@
 // An attempt's phases before the run: connect, the TPU identity check, setup, prepare, start.
-#include "launcher/job/attempt_runner_parts.h"
+// (sync_phase.cc and mounts_phase.cc hold the sync and the mounts.)
+#include "launcher/attempt/phase_fan_out.h"
 
-namespace podrun::attempt_internal {
+#include <fmt/format.h>
 
-void Runner::ConnectAll() {
-  ForEachParallel(workers_, [&](Worker& w) {
-    UpdateWorker(w.index, {.state = WorkerState::kConnecting});
+#include <algorithm>
+
+#include "launcher/attempt/run_request.h"
+#include "launcher/attempt/setup_phase.h"
+#include "launcher/connect/clock_sync.h"
+#include "launcher/connect/job_pod.h"
+#include "launcher/output/labelled_output.h"
+#include "launcher/output/log_merger.h"
+#include "launcher/output/say.h"
+
+namespace podrun {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How far ahead the lockstep start is scheduled at least: enough for every Start to arrive first.
+constexpr auto kMinStartLead = std::chrono::milliseconds(25);
+
+}  // namespace
+
+void PhaseFanOut::BeginProgress(const std::string& phase) {
+  if (!progress_) return;
+  std::vector<int> indexes;
+  for (auto& w : workers_.all()) {
+    if (w->error.empty()) indexes.push_back(w->index);
+  }
+  progress_->BeginPhase(phase, indexes);
+}
+
+void PhaseFanOut::ConnectAll() {
+  workers_.ForEach([&](AttemptWorker& w) {
+    recorder_.UpdateWorker(w.index, {.state = WorkerState::kConnecting});
     try {
-      auto channel = w.link->Connect();
-      auto client = std::make_shared<AgentClient>(channel);
       // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
       // start can be scheduled at one instant on every worker.
-      const ClockOffset offset = MeasureClockOffset(*client, kClockProbes, &w.hello);
-      w.clock_offset_ns = offset.offset_ns;
-      w.rtt_ns = offset.rtt_ns;
-      std::lock_guard lock(w.client_mutex);
-      w.client = client;
+      w.connection.Connect(AgentConnection::Greeting::kMeasureClock);
     } catch (const std::exception& e) {
       w.error = e.what();
     }
@@ -23,31 +48,29 @@ void Runner::ConnectAll() {
   });
 }
 
-std::vector<std::string> Runner::WorkerAddresses() const {
+std::vector<std::string> PhaseFanOut::WorkerAddresses() const {
   std::vector<std::string> addresses;
   for (const PodWorker& pw : plan_.pod.workers) {
-    auto it = by_index_.find(pw.index);
+    const AttemptWorker* w = workers_.Find(pw.index);
     if (!pw.peer_address.empty()) {  // a discovered TPU VM: its internal IP
       addresses.push_back(pw.peer_address);
       continue;
     }
-    addresses.push_back(it != by_index_.end() && it->second->error.empty()
-                            ? it->second->link->peer_address()
-                            : pw.host.host);
+    addresses.push_back(w && w->error.empty() ? w->connection.link().peer_address() : pw.host.host);
   }
   return addresses;
 }
 
-bool Runner::CheckTpuWorkerNumbers() {
+bool PhaseFanOut::CheckTpuWorkerNumbers() {
   if (plan_.pod.cloud_tpu) return true;  // discovered: the ranks are the VMs' own numbers
   std::vector<std::string> wrong;
   bool any_tpu = false;
-  for (auto& w : workers_) {
-    if (!w->hello.tpu_worker_number) continue;
+  for (auto& w : workers_.all()) {
+    if (!w->connection.hello().tpu_worker_number) continue;
     any_tpu = true;
-    if (*w->hello.tpu_worker_number != w->index) {
-      wrong.push_back(
-          fmt::format("{} is TPU worker {}", w->link->description(), *w->hello.tpu_worker_number));
+    if (*w->connection.hello().tpu_worker_number != w->index) {
+      wrong.push_back(fmt::format("{} is TPU worker {}", w->description(),
+                                  *w->connection.hello().tpu_worker_number));
     }
   }
   if (!wrong.empty()) {
@@ -63,27 +86,25 @@ bool Runner::CheckTpuWorkerNumbers() {
   return true;
 }
 
-void Runner::SetupAll() {
+void PhaseFanOut::SetupAll() {
   if (plan_.spec.setup.empty()) return;
   const std::vector<std::string> addresses = WorkerAddresses();
   std::vector<SetupWorker> setup;
-  for (auto& w : workers_) {
+  for (auto& w : workers_.all()) {
     if (!w->error.empty()) continue;
-    Worker* worker = w.get();
+    AttemptWorker* worker = w.get();
     SetupWorker s;
     s.index = w->index;
-    s.description = w->link->description();
-    s.client = Client(*w);
+    s.description = w->description();
+    s.client = w->client();
     try {
       s.request = MakeRunRequest(plan_, w->index, addresses, tpu_vms_);
     } catch (const std::exception& e) {
       w->error = fmt::format("{}: setup: {}", s.description, e.what());
       continue;
     }
-    s.hooks = {[this, worker] { return Client(*worker); },
-               [this, worker] { return Reconnect(*worker); },
-               Say,
-               {}};
+    s.hooks = {
+        [worker] { return worker->client(); }, [worker] { return worker->Reconnect(); }, Say, {}};
     setup.push_back(std::move(s));
   }
   const auto began = Clock::now();
@@ -94,7 +115,7 @@ void Runner::SetupAll() {
   std::vector<int> cached, ran;
   for (const SetupResult& r :
        RunSetup(plan_.spec, plan_.setup_stamp, plan_.force_setup, setup, merger)) {
-    Worker& w = *by_index_.at(r.index);
+    AttemptWorker& w = workers_.at(r.index);
     if (!r.error.empty()) {
       w.error = r.error;
       for (const std::string& line : merger.LastLines(r.index)) {
@@ -107,70 +128,52 @@ void Runner::SetupAll() {
   Say(DescribeSetup(setup.size(), ran, cached, SecondsSince(began)));
 }
 
-void Runner::PrepareAll() {
+void PhaseFanOut::PrepareAll() {
   const std::vector<std::string> addresses = WorkerAddresses();
-  {
-    std::lock_guard lock(store_mutex_);
-    try {
-      store_.SetJobHosts(plan_.job.id, JobHostsOf(plan_.pod, addresses));
-    } catch (const Error& e) {
-      Say(fmt::format("warning: job store: {}", e.what()));
-    }
-  }
+  recorder_.SetJobHosts(JobHostsOf(plan_.pod, addresses));
   const auto fan_out_began = Clock::now();
   BeginProgress("prepare");
-  ForEachParallel(workers_, [&](Worker& w) {
+  workers_.ForEach([&](AttemptWorker& w) {
     if (!w.error.empty()) return;
     try {
       const AgentPrepareRequest request = MakeRunRequest(plan_, w.index, addresses, tpu_vms_);
-      const AgentPrepareReply reply = Client(w)->Prepare(request);
+      const AgentPrepareReply reply = w.client()->Prepare(request);
       for (const std::string& action : reply.accelerator_actions) {
-        Say(fmt::format("{}: freeing accelerators: {}", w.link->description(), action));
+        Say(fmt::format("{}: freeing accelerators: {}", w.description(), action));
       }
-      UpdateWorker(w.index, {.state = WorkerState::kSetup});
+      recorder_.UpdateWorker(w.index, {.state = WorkerState::kSetup});
     } catch (const std::exception& e) {
-      w.error = fmt::format("{}: prepare: {}", w.link->description(), e.what());
+      w.error = fmt::format("{}: prepare: {}", w.description(), e.what());
     }
     Progressed(w.index);
   });
   prepare_fan_out_ = Clock::now() - fan_out_began;
 }
 
-void Runner::StartAll() {
+void PhaseFanOut::StartAll() {
   // GO at one instant: each agent gets the same target in its own clock, far enough ahead that
   // every Start arrives before it (Start blocks until the instant: one thread per worker).
   int64_t slowest_rtt_ns = 0;
-  for (auto& w : workers_) slowest_rtt_ns = std::max(slowest_rtt_ns, w->rtt_ns);
+  for (auto& w : workers_.all()) slowest_rtt_ns = std::max(slowest_rtt_ns, w->connection.rtt_ns());
   const int64_t target_ns =
       NowUnixNs() + StartLead(kMinStartLead, slowest_rtt_ns, prepare_fan_out_).count();
   BeginProgress("start");
-  ForEachParallel(workers_, [&](Worker& w) {
-    auto client = Client(w);
+  workers_.ForEach([&](AttemptWorker& w) {
+    auto client = w.client();
     try {
       w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
-                              target_ns + w.clock_offset_ns);
+                              target_ns + w.connection.clock_offset_ns());
     } catch (const std::exception& e) {
-      w.error = fmt::format("{}: start: {}", w.link->description(), e.what());
+      w.error = fmt::format("{}: start: {}", w.description(), e.what());
     }
     Progressed(w.index);
   });
-  std::lock_guard lock(gang_mutex_);
-  for (auto& w : workers_) {
-    if (w->error.empty()) {
-      gang_.Started(w->index);
-      UpdateWorker(w->index, {.state = WorkerState::kRunning, .start_ns = w->start.start_time_ns});
-    } else {
-      Say(w->error);
-      UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
-      if (gang_.StartFailed(w->index, w->error)) StopRunning();
-    }
-  }
 }
 
-void Runner::ReleasePrepared() {
+void PhaseFanOut::ReleasePrepared() {
   // The agents hold each prepared job's process, waiting for GO: end them, GO never comes.
-  ForEachParallel(workers_, [&](Worker& w) {
-    auto client = Client(w);
+  workers_.ForEach([&](AttemptWorker& w) {
+    auto client = w.client();
     if (!client) return;
     try {
       client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt), std::chrono::seconds(0));
@@ -180,4 +183,4 @@ void Runner::ReleasePrepared() {
   });
 }
 
-}  // namespace podrun::attempt_internal
+}  // namespace podrun

@@ -1,0 +1,74 @@
+// GangDriver: the attempt's gang from the barrier to the report: records which workers are
+// prepared and started (Gang), follows every worker's log into the merged output, and reacts to
+// a worker's end, its loss, a stall or Ctrl-C by stopping the others (on stopper threads,
+// retried, else recorded as pending); then reports the outcome and the root cause.
+// Thread-safe: the followers, the stall watch and the interrupt watcher call it concurrently.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launcher/attempt/attempt_plan.h"
+#include "launcher/attempt/attempt_worker.h"
+#include "launcher/attempt/gang.h"
+#include "launcher/attempt/stall_watch.h"
+#include "launcher/base/error.h"
+#include "launcher/output/log_merger.h"
+
+namespace podrun {
+
+class GangDriver {
+ public:
+  GangDriver(const AttemptPlan& plan, AttemptRecorder& recorder, AttemptWorkers& workers)
+      : plan_(plan),
+        recorder_(recorder),
+        workers_(workers),
+        gang_(plan.pod.selected, plan.spec.on_failure) {}
+
+  // Opens the merged log (the launcher's copies under $PODRUN_HOME/jobs/<id>/<attempt>/).
+  void OpenLog();
+
+  // The barrier: records each worker as prepared or failed (said, and stored). Gives GO and
+  // returns true when every worker is ready; else calls `not_ready(outcome, interrupted)` with
+  // the gang held (no stop or interrupt acts meanwhile) and returns false.
+  bool Barrier(const std::function<void(ExitCode outcome, bool interrupted)>& not_ready);
+  // The start instant has been given (the stall watch and the report count from it).
+  void MarkStarted() { started_ = std::chrono::steady_clock::now(); }
+  // After StartAll: records each worker started or failed; a failed start stops the gang.
+  void RecordStarts();
+  // Follows `workers`' logs until every one has ended or is lost (no thread per worker).
+  void FollowAll(const std::vector<AttemptWorker*>& workers);
+  // Ctrl-C: stops the job on every worker (once).
+  void OnInterrupt();
+  // Waits for the stops under way.
+  void JoinStoppers();
+  bool HasRootCause();
+  // Says the outcome (root cause and its last lines, log gaps, who was stopped), records the
+  // attempt's end and returns its exit code.
+  ExitCode Report();
+
+ private:
+  void OnStall(std::chrono::seconds silent);  // on the stall watch's thread
+  void OnEnded(AttemptWorker& w, const AgentProcessEnd& end, uint64_t last_seq);
+  void OnLost(AttemptWorker& w, const std::string& reason);
+  void StopRunning();                 // caller holds mutex_
+  void StopWorker(AttemptWorker& w);  // on a stopper thread: retried, else recorded as pending
+
+  const AttemptPlan& plan_;
+  AttemptRecorder& recorder_;
+  AttemptWorkers& workers_;
+  std::mutex mutex_;
+  Gang gang_;                          // guarded by mutex_
+  std::vector<std::thread> stoppers_;  // guarded by mutex_
+  std::unique_ptr<LogMerger> merger_;
+  std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace podrun

@@ -1,0 +1,65 @@
+// Connecting to a pod's agents: the links, greeting each agent, its clock offset.
+#include "launcher/connect/agent_connection.h"
+
+#include "launcher/connect/clock_sync.h"
+
+namespace podrun {
+namespace {
+
+// Hellos per kMeasureClock connection, to measure the agent's clock offset (the quickest counts).
+constexpr int kClockProbes = 3;
+
+}  // namespace
+
+std::unique_ptr<AgentLink> MakeAgentLink(const Pod& pod, int index, const AgentLinkContext& ctx) {
+  if (pod.local > 0) return MakeLocalAgentLink(index, ctx);
+  return MakeSshAgentLink(pod.workers.at(index), pod.ssh, ctx);
+}
+
+AgentConnection::AgentConnection(int index, std::unique_ptr<AgentLink> link)
+    : index_(index), link_(std::move(link)), description_(link_->description()) {}
+
+std::shared_ptr<AgentClient> AgentConnection::Connect(Greeting greeting) {
+  std::lock_guard connect(connect_mutex_);
+  auto client = std::make_shared<AgentClient>(link_->Connect());
+  if (greeting == Greeting::kMeasureClock) {
+    const ClockOffset offset = MeasureClockOffset(*client, kClockProbes, &hello_);
+    clock_offset_ns_ = offset.offset_ns;
+    rtt_ns_ = offset.rtt_ns;
+  } else {
+    client->Hello();
+  }
+  std::lock_guard lock(client_mutex_);
+  client_ = client;
+  return client;
+}
+
+std::shared_ptr<AgentClient> AgentConnection::client() const {
+  std::lock_guard lock(client_mutex_);
+  return client_;
+}
+
+AgentConnections::AgentConnections(const Pod& pod, const std::filesystem::path& local_root,
+                                   const std::vector<int>& indexes, bool relay_agent)
+    : binary_(AgentBinary::Locate()),
+      loop_(std::make_unique<EventLoop>()),
+      window_(std::make_unique<FanOutWindow>(loop_->executor(), pod.fanout)),
+      jumps_(std::make_unique<JumpHosts>(loop_->executor())) {
+  if (relay_agent) relay_.emplace(loop_->executor());
+  const AgentLinkContext context{loop_.get(), window_.get(), jumps_.get(),
+                                 &binary_,    relay(),       local_root};
+  for (int index : indexes) {
+    connections_.push_back(
+        std::make_unique<AgentConnection>(index, MakeAgentLink(pod, index, context)));
+  }
+}
+
+AgentConnections::~AgentConnections() {
+  connections_.clear();
+  loop_->Run([this]() -> asio::awaitable<void> {
+    jumps_->Close();
+    co_return;
+  }());
+}
+
+}  // namespace podrun

@@ -1,0 +1,155 @@
+// See pod_section.h: one table of the `pod:` keys, each with the reader of its value.
+#include "launcher/spec/pod_section.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "launcher/base/error.h"
+#include "launcher/ssh/jump_spec.h"
+
+namespace podrun {
+namespace {
+
+using Node = YAML::Node;
+
+// "0,2-3": comma-separated indexes or inclusive ranges.
+bool IsValidWorkerList(const std::string& list) {
+  if (Trim(list).empty()) return false;
+  for (const std::string& item : SplitCommas(list)) {
+    size_t dash = item.find('-');
+    int first = 0;
+    int last = 0;
+    if (dash == std::string::npos) {
+      if (!ParseInt(item, &first) || first < 0 || item[0] == '+') return false;
+    } else {
+      std::string a = item.substr(0, dash);
+      std::string b = item.substr(dash + 1);
+      if (a.empty() || b.empty() || a[0] == '+' || b[0] == '+' || !ParseInt(a, &first) ||
+          !ParseInt(b, &last) || first < 0 || last < first) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Light check of `[user@]host[:port]`; the pod resolver interprets it.
+std::string HostEntryProblem(const std::string& entry) {
+  if (entry.empty()) return "empty host entry";
+  if (entry.find_first_of(" \t") != std::string::npos) return "a host entry has no spaces";
+  std::string rest = entry;
+  size_t at = rest.rfind('@');
+  if (at != std::string::npos) {
+    if (at == 0) return "empty user before '@'";
+    rest = rest.substr(at + 1);
+  }
+  if (rest.empty()) return "empty host";
+  std::string port;
+  if (rest.front() == '[') {  // [v6 address]:port
+    size_t close = rest.find(']');
+    if (close == std::string::npos) return "unclosed '['";
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') return "expected ':port' after ']'";
+      port = rest.substr(close + 2);
+      if (port.empty()) return "empty port";
+    }
+  } else if (std::count(rest.begin(), rest.end(), ':') == 1) {
+    size_t colon = rest.find(':');
+    if (colon == 0) return "empty host";
+    port = rest.substr(colon + 1);
+    if (port.empty()) return "empty port";
+  }
+  int number = 0;
+  if (!port.empty() && (!ParseInt(port, &number) || number < 1 || number > 65535)) {
+    return "bad port '" + port + "'";
+  }
+  return "";
+}
+
+void ReadHosts(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  std::vector<std::string> hosts;
+  auto entries = yaml.List(k, v, true);
+  for (auto& [entry, mark] : entries) {
+    if (entry.size() > 1 && entry[0] == '@' && entries.size() == 1) {  // @FILE
+      hosts.push_back(entry);
+      continue;
+    }
+    std::string problem = HostEntryProblem(entry);
+    if (!problem.empty()) yaml.Fail(mark, "bad host '" + entry + "': " + problem);
+    hosts.push_back(entry);
+  }
+  if (hosts.empty()) yaml.Fail(YamlReader::At(k, v), "'hosts' must list at least one host");
+  pod->hosts = hosts;
+}
+
+void ReadWorkers(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  std::string list;
+  if (v.IsSequence()) {
+    for (auto& [entry, mark] : yaml.List(k, v, false)) list += (list.empty() ? "" : ",") + entry;
+  } else {
+    list = yaml.Scalar(k, v, "a worker list like 0,2-3");
+  }
+  if (!IsValidWorkerList(list)) {
+    yaml.Fail(YamlReader::At(k, v), "bad worker list '" + list + "' (expected e.g. 0,2-3)");
+  }
+  pod->workers = list;
+}
+
+void ReadJump(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  std::string jump = yaml.NonEmptyString(k, v);
+  try {
+    ParseJumpChain(jump);
+  } catch (const Error& e) {
+    yaml.Fail(YamlReader::At(k, v), e.what());
+  }
+  pod->jump = jump;
+}
+
+// Every key of `pod:`, in the order in which "did you mean" prefers equally close ones.
+constexpr KeyReader<PodSettings> kPodKeys[] = {
+    {"hosts", ReadHosts},
+    {"tpu", ReadNonEmptyStringField<&PodSettings::tpu>},
+    {"zone", ReadNonEmptyStringField<&PodSettings::zone>},
+    {"project", ReadNonEmptyStringField<&PodSettings::project>},
+    {"internal_ip", ReadBoolField<&PodSettings::internal_ip>},
+    {"local", ReadIntField<&PodSettings::local, 1, 4096>},
+    {"workers", ReadWorkers},
+    {"user", ReadNonEmptyStringField<&PodSettings::user>},
+    {"port", ReadIntField<&PodSettings::port, 1, 65535>},
+    {"identity", ReadNonEmptyStringField<&PodSettings::identity>},
+    {"ssh_config", ReadNonEmptyStringField<&PodSettings::ssh_config>},
+    {"known_hosts", ReadNonEmptyStringField<&PodSettings::known_hosts>},
+    {"jump", ReadJump},
+    {"strict_host_keys", ReadBoolField<&PodSettings::strict_host_keys>},
+    {"fanout", ReadIntField<&PodSettings::fanout, 1, 1000000>},
+    {"connect_timeout", ReadIntField<&PodSettings::connect_timeout, 1, 1000000>},
+};
+
+}  // namespace
+
+void ReadPodSection(const YamlReader& yaml, const Node& key, const Node& value, PodSettings* pod) {
+  if (value.IsNull()) return;
+  if (!value.IsMap()) yaml.WrongType(key, value, "a mapping");
+  std::set<std::string> seen;
+  std::string kind;  // the key that chose the kind of pod: hosts, tpu or local
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    const Node k = it->first;
+    const Node v = it->second;
+    std::string name = yaml.KeyName(k, &seen);
+    if (name == "hosts" || name == "tpu" || name == "local") {
+      if (!kind.empty()) {
+        yaml.Fail(k.Mark(), "'pod' has both '" + kind + "' and '" + name +
+                                "' (give one of hosts, tpu, local)");
+      }
+      kind = name;
+    }
+    const KeyReader<PodSettings>* reader = FindKey(kPodKeys, name);
+    if (reader == nullptr) yaml.UnknownKey(k, name, KeyNames(kPodKeys));
+    reader->read(yaml, k, v, pod);
+  }
+}
+
+bool IsPodKey(const std::string& name) { return FindKey(kPodKeys, name) != nullptr; }
+
+}  // namespace podrun
