@@ -181,11 +181,6 @@ class AgentRefusal : public Error {
   explicit AgentRefusal(const std::string& message) : Error(ExitCode::kUnreachable, message) {}
 };
 
-// One agent behind one channel. Every method blocks; each may be called from any thread,
-// concurrently. Errors throw podrun::Error with ExitCode::kUnreachable and the message
-// "agent <Rpc>: <gRPC code>: <detail>": AgentRefusal when the agent refused, a plain Error when
-// the transport failed (no answer, deadline, broken connection). Timeouts per call are the
-// k*Timeout constants in the .cc.
 // A log stream started by AgentClient::StartStreamLogs.
 class AgentLogStream {
  public:
@@ -194,6 +189,11 @@ class AgentLogStream {
   virtual void Cancel() = 0;
 };
 
+// One agent behind one channel. Every method blocks; each may be called from any thread,
+// concurrently. Errors throw podrun::Error with ExitCode::kUnreachable and the message
+// "agent <Rpc>: <gRPC code>: <detail>": AgentRefusal when the agent refused, a plain Error when
+// the transport failed (no answer, deadline, broken connection). Timeouts per call are the
+// k*Timeout constants in the .cc.
 class AgentClient {
  public:
   explicit AgentClient(std::shared_ptr<grpc::Channel> channel);
@@ -203,8 +203,8 @@ class AgentClient {
   AgentHello Hello();
   // Creates the workdir and job directory (freeing the accelerators first if asked).
   AgentPrepareReply Prepare(const AgentPrepareRequest& request);
-  // GO: spawns the prepared process, at `start_at_ns` of the agent's wall clock if that is
-  // ahead (the lockstep start), else at once.
+  // GO: releases the prepared process (its supervisor already holds it, waiting), at
+  // `start_at_ns` of the agent's wall clock if that is ahead (the lockstep start), else at once.
   AgentStartReply Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);
   // The attempt's state; nullopt if the agent has never heard of it.
   std::optional<AgentJobStatus> Status(const std::string& job_id, uint32_t attempt);

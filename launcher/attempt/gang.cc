@@ -15,7 +15,7 @@ Gang::Gang(std::vector<int> workers, OnFailure policy)
 
 void Gang::Prepared(int worker) {
   prepared_.at(worker) = true;
-  states_.at(worker) = WorkerState::kSetup;
+  states_.at(worker) = WorkerState::kPrepared;
 }
 
 void Gang::PrepareFailed(int worker, const std::string& reason) {
@@ -118,7 +118,7 @@ std::vector<int> Gang::StoppedByUs() const {
 void Gang::CheckDone() {
   if (phase_ != GangPhase::kRunning && phase_ != GangPhase::kStopping) return;
   for (const auto& [w, s] : states_) {
-    if (s == WorkerState::kRunning || s == WorkerState::kSetup || s == WorkerState::kPending) {
+    if (s == WorkerState::kRunning || s == WorkerState::kPrepared || s == WorkerState::kPending) {
       return;
     }
   }

@@ -27,7 +27,7 @@ bool EndFailed(const AgentProcessEnd& end) { return !end.exit_code || *end.exit_
 }  // namespace
 
 void GangDriver::OpenLog() {
-  merger_ = std::make_unique<LogMerger>(
+  output_ = std::make_unique<AttemptOutput>(
       plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt),
       LabelledOutput::ShouldColor(STDOUT_FILENO));
 }
@@ -128,7 +128,7 @@ void GangDriver::StopWorker(AttemptWorker& w) {
 }
 
 void GangDriver::OnEnded(AttemptWorker& w, const AgentProcessEnd& end, uint64_t last_seq) {
-  merger_->Finish(w.index);
+  output_->Finish(w.index);
   std::lock_guard lock(mutex_);
   if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {
     StopRunning();
@@ -143,7 +143,7 @@ void GangDriver::OnEnded(AttemptWorker& w, const AgentProcessEnd& end, uint64_t 
 }
 
 void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
-  merger_->Finish(w.index);
+  output_->Finish(w.index);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
   if (auto state = NodeStateOfLostWorker(plan_.pod, w.index, plan_.home / "cache")) {
@@ -183,7 +183,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
         const auto now = Clock::now();
         if (stall_) stall_->Output(now);
         w->last_output_ns = now.time_since_epoch().count();
-        merger_->Add(index, records);
+        output_->Add(index, records);
       }
       return true;
     };
@@ -228,7 +228,7 @@ ExitCode GangDriver::Report() {
     Say(fmt::format("job {} failed: {}", id, cause->reason));
     const auto now = Clock::now().time_since_epoch().count();
     for (auto& w : workers_.all()) {  // each worker's last line, and how long it has been silent
-      const auto lines = merger_->LastLines(w->index);
+      const auto lines = output_->LastLines(w->index);
       const int64_t last = w->last_output_ns;
       Say(fmt::format("  {}: {}; last line: {}", w->description(),
                       last ? fmt::format("silent for {:.0f} s", (now - last) / 1e9)
@@ -238,7 +238,7 @@ ExitCode GangDriver::Report() {
   } else if (cause) {
     const AttemptWorker* w = &workers_.at(cause->worker);
     Say(fmt::format("job {} failed: {}: {}", id, w->description(), cause->reason));
-    auto lines = merger_->LastLines(cause->worker);
+    auto lines = output_->LastLines(cause->worker);
     if (!lines.empty()) {
       Say(fmt::format("last lines of w{}:", cause->worker));
       for (const std::string& line : lines) Say("  | " + line);

@@ -19,7 +19,7 @@
 #include "launcher/attempt/gang.h"
 #include "launcher/attempt/stall_watch.h"
 #include "launcher/base/error.h"
-#include "launcher/output/log_merger.h"
+#include "launcher/output/attempt_output.h"
 
 namespace podrun {
 
@@ -66,7 +66,7 @@ class GangDriver {
   std::mutex mutex_;
   Gang gang_;                          // guarded by mutex_
   std::vector<std::thread> stoppers_;  // guarded by mutex_
-  std::unique_ptr<LogMerger> merger_;
+  std::unique_ptr<AttemptOutput> output_;
   std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };

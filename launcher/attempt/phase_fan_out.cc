@@ -11,7 +11,7 @@
 #include "launcher/connect/clock_sync.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/labelled_output.h"
-#include "launcher/output/log_merger.h"
+#include "launcher/output/attempt_output.h"
 #include "launcher/output/say.h"
 
 namespace podrun {
@@ -110,15 +110,15 @@ void PhaseFanOut::SetupAll() {
   const auto began = Clock::now();
   Say(fmt::format("setup on {} worker{}{}", setup.size(), setup.size() == 1 ? "" : "s",
                   plan_.force_setup ? " (--force-setup)" : ""));
-  LogMerger merger(plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt) / "setup",
+  AttemptOutput output(plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt) / "setup",
                    LabelledOutput::ShouldColor(STDOUT_FILENO));
   std::vector<int> cached, ran;
   for (const SetupResult& r :
-       RunSetup(plan_.spec, plan_.setup_stamp, plan_.force_setup, setup, merger)) {
+       RunSetup(plan_.spec, plan_.setup_stamp, plan_.force_setup, setup, output)) {
     AttemptWorker& w = workers_.at(r.index);
     if (!r.error.empty()) {
       w.error = r.error;
-      for (const std::string& line : merger.LastLines(r.index)) {
+      for (const std::string& line : output.LastLines(r.index)) {
         w.error += "\n  | " + line;
       }
     } else {
@@ -141,7 +141,7 @@ void PhaseFanOut::PrepareAll() {
       for (const std::string& action : reply.accelerator_actions) {
         Say(fmt::format("{}: freeing accelerators: {}", w.description(), action));
       }
-      recorder_.UpdateWorker(w.index, {.state = WorkerState::kSetup});
+      recorder_.UpdateWorker(w.index, {.state = WorkerState::kPrepared});
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: prepare: {}", w.description(), e.what());
     }

@@ -49,7 +49,7 @@ std::string SetupStamp(const JobSpec& spec, const std::map<std::string, std::str
 }
 
 std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp, bool force,
-                                  const std::vector<SetupWorker>& workers, LogMerger& merger) {
+                                  const std::vector<SetupWorker>& workers, AttemptOutput& output) {
   std::vector<SetupResult> results(workers.size());
   // Prepare and start everywhere at once; a cached worker runs nothing.
   ParallelFor(workers.size(), [&](size_t i) {
@@ -82,8 +82,8 @@ std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp,
     job.params.description = workers[i].description;
     job.hooks = workers[i].hooks;
     const int index = workers[i].index;
-    job.on_batch = [&merger, index](std::vector<LogRecord>&& records) {
-      if (!records.empty()) merger.Add(index, records);
+    job.on_batch = [&output, index](std::vector<LogRecord>&& records) {
+      if (!records.empty()) output.Add(index, records);
       return true;
     };
     jobs.push_back(std::move(job));
@@ -91,7 +91,7 @@ std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp,
   }
   FollowLogs(std::move(jobs), [&](size_t j, const LogFollowResult& result) {
     SetupResult& r = results[followed[j]];
-    merger.Finish(r.index);
+    output.Finish(r.index);
     if (!result.end) {
       r.error = fmt::format("{}: setup: {}", workers[followed[j]].description,
                             result.lost.empty() ? "its log could not be read" : result.lost);

@@ -16,7 +16,7 @@
 
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/attempt/log_follower.h"
-#include "launcher/output/log_merger.h"
+#include "launcher/output/attempt_output.h"
 #include "launcher/spec/spec.h"
 
 namespace podrun {
@@ -44,9 +44,9 @@ struct SetupResult {
   std::string error;                   // set when it failed (could not run, or ended badly)
 };
 
-// Runs the setup on every worker (blocking), output through `merger`. `force`: ignore stamps.
+// Runs the setup on every worker (blocking), output through `output`. `force`: ignore stamps.
 std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp, bool force,
-                                  const std::vector<SetupWorker>& workers, LogMerger& merger);
+                                  const std::vector<SetupWorker>& workers, AttemptOutput& output);
 
 // "setup done in 1.20 s; ran on w0-2; cached (unchanged) on w3" (or "failed").
 std::string DescribeSetup(size_t workers, const std::vector<int>& ran,

@@ -6,7 +6,7 @@
 // Memory: about 2 x 64 KiB per worker and stream, whatever is written.
 //
 // Not thread-safe: one caller at a time. `exec` calls it from its event loop only; the
-// launcher's LogMerger and `logs`' printer call it from their follow threads under their own
+// launcher's AttemptOutput and `logs`' printer call it from their follow threads under their own
 // mutex (the rate limit needs Tick() called regularly, e.g. by a TickerThread).
 #pragma once
 

@@ -24,6 +24,7 @@ namespace {
 
 using Node = YAML::Node;
 
+// The default job name: the spec file's stem, made a valid job name ("job" if nothing is left).
 std::string SanitizedStem(const std::string& file_name) {
   std::string stem = std::filesystem::path(file_name).stem().string();
   for (char& c : stem) {

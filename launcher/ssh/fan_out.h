@@ -1,5 +1,8 @@
 // The fan-out window (ClusterShell's model): at most N workers are in their connection setup at
 // once; each that finishes its setup lets the next waiting worker start. Event-loop thread only.
+// The window must outlive every Slot taken from it and every suspended Acquire(): a Slot points
+// at its window, and releasing it after the window is gone touches freed memory. Owners declare
+// the window before (so it is destroyed after) whatever holds slots (AgentConnections, exec).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>

@@ -152,7 +152,7 @@ TEST_F(JobStoreTest, AttemptsAndWorkers) {
 
 TEST_F(JobStoreTest, StateNames) {
   for (auto s :
-       {WorkerState::kPending, WorkerState::kConnecting, WorkerState::kSetup, WorkerState::kRunning,
+       {WorkerState::kPending, WorkerState::kConnecting, WorkerState::kPrepared, WorkerState::kRunning,
         WorkerState::kExited, WorkerState::kFailed, WorkerState::kLost, WorkerState::kStopped}) {
     EXPECT_EQ(s, ParseWorkerState(WorkerStateName(s)));
   }

@@ -11,7 +11,9 @@ namespace podrun {
 enum class WorkerState {
   kPending,
   kConnecting,
-  kSetup,
+  // Prepared (workdir, sync, mounts, setup done, the process waiting for the start); its name
+  // is "setup", as `status` has always shown it (docs/reference.md).
+  kPrepared,
   kRunning,
   kExited,
   kFailed,

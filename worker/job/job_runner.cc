@@ -136,12 +136,6 @@ class RealtimeWhileStarting {
 
 }  // namespace
 
-int64_t WallClockNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::filesystem::path ResolveWorkdir(const std::string& workdir) {
   const std::filesystem::path home = UserHome();
   std::filesystem::path path;

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "proto/unique_fd.h"
+#include "worker/base/wall_clock.h"
 #include "worker/jobdir/job_dir.h"
 #include "worker/jobdir/job_state.h"
 
@@ -142,9 +143,6 @@ class JobRunner {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // key: "<job_id>/<attempt>"
 };
-
-// Wall clock now, in ns since the epoch.
-int64_t WallClockNs();
 
 // The user's home: $HOME, else the user's entry in /etc/passwd, else "/".
 std::filesystem::path UserHome();

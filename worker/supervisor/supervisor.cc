@@ -25,6 +25,7 @@
 #include "proto/unique_fd.h"
 #include "worker/base/process_identity.h"
 #include "worker/base/unix_socket.h"
+#include "worker/base/wall_clock.h"
 #include "worker/jobdir/job_dir.h"
 #include "worker/supervisor/log_writer.h"
 #include "worker/supervisor/plan_codec.h"

@@ -1,5 +1,5 @@
 // Merging, printing and keeping the workers' logs on the launcher's side.
-#include "launcher/output/log_merger.h"
+#include "launcher/output/attempt_output.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 namespace podrun {
 
-LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
+AttemptOutput::AttemptOutput(const std::filesystem::path& dir, bool color, bool prefix)
     : dir_(dir), screen_(STDOUT_FILENO, STDERR_FILENO, color, prefix) {
   if (dir_.empty()) return;
   std::error_code ec;
@@ -29,16 +29,16 @@ LogMerger::LogMerger(const std::filesystem::path& dir, bool color, bool prefix)
   });
 }
 
-LogMerger::~LogMerger() { ticker_.reset(); }
+AttemptOutput::~AttemptOutput() { ticker_.reset(); }
 
-void LogMerger::WarnCopyFailed(const std::string& what) {
+void AttemptOutput::WarnCopyFailed(const std::string& what) {
   if (warned_) return;
   warned_ = true;
   Say("warning: the launcher's copy of the log (" + (dir_ / what).string() +
       ") is incomplete: " + std::strerror(errno));
 }
 
-void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
+void AttemptOutput::Add(int worker, const std::vector<LogRecord>& records) {
   std::lock_guard lock(mutex_);
   int worker_fd = -1;
   if (!dir_.empty()) {
@@ -72,12 +72,12 @@ void LogMerger::Add(int worker, const std::vector<LogRecord>& records) {
   }
 }
 
-void LogMerger::Finish(int worker) {
+void AttemptOutput::Finish(int worker) {
   std::lock_guard lock(mutex_);
   screen_.Finish(worker);
 }
 
-std::vector<std::string> LogMerger::LastLines(int worker) const {
+std::vector<std::string> AttemptOutput::LastLines(int worker) const {
   std::lock_guard lock(mutex_);
   auto it = tails_.find(worker);
   if (it == tails_.end()) return {};

@@ -1,9 +1,10 @@
-// LogMerger: where the records streamed from every worker's agent meet. It prints them as
+// AttemptOutput: where the records streamed from every worker's agent meet. It prints them as
 // labelled lines (each line whole, stdout to stdout, stderr to stderr), keeps the launcher's
 // copies under $PODRUN_HOME/jobs/<id>/<attempt>/ (merged.log: the labelled lines; wK.log: what
 // worker K printed, as plain text), and remembers each worker's last lines for the failure
-// report. Thread-safe: Add and Finish are called from the follow threads (one per worker);
-// a ticker thread of its own prints progress states that fell due between batches.
+// report. Thread-safe: Add and Finish are called from any thread (the log followers' stream
+// callbacks, on gRPC's threads or the SSH stream's, several workers at once); a ticker thread
+// of its own prints progress states that fell due between batches.
 // Memory: bounded per worker (LabelledOutput's 64 KiB lines, a tail of at most 16 KiB).
 #pragma once
 
@@ -21,12 +22,13 @@
 
 namespace podrun {
 
-class LogMerger {
+class AttemptOutput {
  public:
-  // `dir`: where the launcher's copies go (created); empty: keep no copies.
-  LogMerger(const std::filesystem::path& dir, bool color, bool prefix = true);
+  // `dir`: where the launcher's copies go (created). An empty `dir` keeps no copies and runs no
+  // ticker: '\r' progress states are then printed only as batches arrive.
+  AttemptOutput(const std::filesystem::path& dir, bool color, bool prefix = true);
   // Stops the ticker; held partial lines are not printed (call Finish for each worker).
-  ~LogMerger();
+  ~AttemptOutput();
 
   // Prints and stores a batch of `worker`'s records (in sequence order).
   void Add(int worker, const std::vector<LogRecord>& records);
