@@ -23,6 +23,7 @@
 #include "worker/base/agent_error.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/supervisor/prepared_child.h"
+#include "worker/supervisor/supervisor_control.h"
 
 namespace podrun::agent {
 namespace {
@@ -202,7 +203,8 @@ pid_t Job::waiting_pid() const {
 
 void Job::Discard(bool replaced) {
   const auto supervisor = dir_.ReadSupervisor();
-  if (replaced && supervisor) AskSupervisor(home_, supervisor->pid, "DISCARD", kAskTimeout);
+  if (replaced && supervisor)
+    AskSupervisor(home_, supervisor->pid, std::string(kDiscardRequest), kAskTimeout);
   {
     std::lock_guard lock(mu_);
     if (!go_) return;
@@ -377,9 +379,9 @@ StopResult JobRunner::Stop(const std::string& job_id, uint32_t attempt,
   const JobSnapshot snap = Status(job_id, attempt, false);  // records a lost job as lost
   if (snap.exit) return {false, false, *snap.exit};
   const JobDir dir(home_, job_id, attempt);
-  const std::string request = "STOP " + std::to_string(grace.count());
+  const std::string request = StopRequest(grace);
   const bool asked = snap.supervisor_pid > 0 &&
-                     AskSupervisor(home_, snap.supervisor_pid, request, kAskTimeout) == "OK\n";
+                     AskSupervisor(home_, snap.supervisor_pid, request, kAskTimeout) == kOkReply;
   auto job = Find(job_id, attempt);
   if (job && job->prepared()) job->Discard(false);  // it ends without running
   if (!asked) {

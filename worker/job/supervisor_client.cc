@@ -18,6 +18,7 @@
 #include "worker/supervisor/plan_codec.h"
 #include "worker/supervisor/prepared_child.h"
 #include "worker/supervisor/supervisor.h"
+#include "worker/supervisor/supervisor_control.h"
 
 extern char** environ;
 
@@ -153,13 +154,14 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
                              " supervise) did not answer" +
                              (reply.empty() ? "; see the agent's log" : ": " + reply));
   }
-  if (!reply.starts_with("READY ")) {
+  if (!reply.starts_with(kReadyReply)) {
     if (!reply.empty() && reply.back() == '\n') reply.pop_back();
-    throw std::runtime_error("the job's supervisor: " +
-                             (reply.starts_with("ERROR ") ? reply.substr(6) : reply));
+    throw std::runtime_error("the job's supervisor: " + (reply.starts_with(kErrorReply)
+                                                             ? reply.substr(kErrorReply.size())
+                                                             : reply));
   }
   SpawnedSupervisor spawned;
-  spawned.job_pid = static_cast<pid_t>(std::stol(reply.substr(6)));
+  spawned.job_pid = static_cast<pid_t>(std::stol(reply.substr(kReadyReply.size())));
   // The job's process tells us on the go socket once it is set up.
   pollfd p{go_ours.get(), POLLIN, 0};
   ChildReport report;
@@ -190,7 +192,7 @@ std::optional<std::string> AskSupervisor(const std::filesystem::path& home, pid_
 
 std::vector<LogRecord> FetchHeldRecords(const std::filesystem::path& home, pid_t pid,
                                         uint64_t from_seq) {
-  auto reply = AskSupervisor(home, pid, "LOG " + std::to_string(from_seq), kFetchTimeout);
+  auto reply = AskSupervisor(home, pid, LogRequest(from_seq), kFetchTimeout);
   if (!reply) return {};
   return DecodeLogRecords(*reply);
 }

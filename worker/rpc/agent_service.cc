@@ -23,6 +23,7 @@
 #include "worker/rpc/agent_proto.h"
 #include "worker/rpc/job_top.h"
 #include "worker/rpc/mount_rpc.h"
+#include "worker/rpc/rpc_call.h"
 
 extern char** environ;
 
@@ -37,36 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 // How long processes holding the accelerators get between SIGTERM and SIGKILL.
 constexpr auto kFreeAcceleratorsGrace = std::chrono::milliseconds(5000);
-
-grpc::StatusCode ToStatusCode(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return grpc::StatusCode::INVALID_ARGUMENT;
-    case ErrorKind::kNotFound:
-      return grpc::StatusCode::NOT_FOUND;
-    case ErrorKind::kFailedPrecondition:
-      return grpc::StatusCode::FAILED_PRECONDITION;
-    case ErrorKind::kInternal:
-      return grpc::StatusCode::INTERNAL;
-  }
-  return grpc::StatusCode::UNKNOWN;
-}
-
-// Runs a handler body as one unit of activity, mapping exceptions to statuses.
-template <typename Body>
-grpc::Status Handle(ActivityTracker& activity, Body&& body) {
-  activity.RpcBegan();
-  grpc::Status status;
-  try {
-    status = body();
-  } catch (const AgentError& e) {
-    status = grpc::Status(ToStatusCode(e.kind()), e.what());
-  } catch (const std::exception& e) {
-    status = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
-  }
-  activity.RpcEnded();
-  return status;
-}
 
 // LD_PRELOAD as the user's login shell sets it (a TCMalloc preload there breaks gsutil and
 // more); "" if unset or the shell does not answer within a few seconds.
@@ -113,26 +84,6 @@ void CheckJobId(const std::string& job_id, uint32_t attempt) {
 
 }  // namespace
 
-// ---- ActivityTracker --------------------------------------------------------------------------
-
-ActivityTracker::ActivityTracker() : last_(Clock::now()) {}
-
-void ActivityTracker::RpcBegan() {
-  std::lock_guard lock(mu_);
-  ++in_flight_;
-}
-
-void ActivityTracker::RpcEnded() {
-  std::lock_guard lock(mu_);
-  --in_flight_;
-  last_ = Clock::now();
-}
-
-Clock::duration ActivityTracker::IdleFor() const {
-  std::lock_guard lock(mu_);
-  return in_flight_ > 0 ? Clock::duration::zero() : Clock::now() - last_;
-}
-
 std::vector<std::string> AcceleratorDevices() {
   std::vector<std::string> devices;
   for (const std::string& p : AcceleratorPatterns()) {
@@ -177,7 +128,7 @@ void AgentService::BeginShutdown() { shutting_down_ = true; }
 
 grpc::Status AgentService::Hello(grpc::ServerContext*, const v1::HelloRequest* req,
                                  v1::HelloReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     if (req->protocol_version() != 0 && req->protocol_version() != kProtocolVersion) {
       return grpc::Status(
           grpc::StatusCode::FAILED_PRECONDITION,
@@ -218,7 +169,7 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
       request->mutable_env()->clear();
     }
   } wipe_env{const_cast<v1::PrepareRequest*>(req)};  // gRPC's own message, ours until we return
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     JobSpec spec;
     spec.job_id = req->job_id();
     spec.attempt = req->attempt();
@@ -251,7 +202,7 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
 
 grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* req,
                                  v1::StartReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
     // Waits for start_at (see JobRunner::Start).
     StartResult result = runner_.Start(req->job_id(), req->attempt(), req->start_at_ns());
@@ -286,7 +237,7 @@ class GrpcLogSink : public JobLogSink {
 
 grpc::Status AgentService::StreamLogs(grpc::ServerContext* ctx, const v1::LogsRequest* req,
                                       grpc::ServerWriter<v1::LogBatch>* writer) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
     // The job's files are the whole truth, whichever agent started it (job_state.h).
     JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
@@ -309,7 +260,7 @@ grpc::Status AgentService::StreamLogs(grpc::ServerContext* ctx, const v1::LogsRe
 
 grpc::Status AgentService::Status(grpc::ServerContext*, const v1::StatusRequest* req,
                                   v1::StatusReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
     const JobSnapshot snap = runner_.Status(req->job_id(), req->attempt());
     reply->set_state(ToProtoState(snap.state));
@@ -330,7 +281,7 @@ grpc::Status AgentService::Status(grpc::ServerContext*, const v1::StatusRequest*
 
 grpc::Status AgentService::Stop(grpc::ServerContext*, const v1::StopRequest* req,
                                 v1::StopReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
     StopResult result =
         runner_.Stop(req->job_id(), req->attempt(), std::chrono::seconds(req->grace_seconds()));
@@ -343,7 +294,7 @@ grpc::Status AgentService::Stop(grpc::ServerContext*, const v1::StopRequest* req
 
 grpc::Status AgentService::Inspect(grpc::ServerContext*, const v1::InspectRequest* req,
                                    v1::InspectReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     if (req->fix()) {
       for (auto& action :
            FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile, kFreeAcceleratorsGrace)) {
@@ -371,7 +322,7 @@ grpc::Status AgentService::Inspect(grpc::ServerContext*, const v1::InspectReques
 
 grpc::Status AgentService::Top(grpc::ServerContext*, const v1::TopRequest* req,
                                v1::TopReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
     // The log's totals come from its tail (FillTop), not from reading every record.
     const JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
@@ -382,7 +333,7 @@ grpc::Status AgentService::Top(grpc::ServerContext*, const v1::TopRequest* req,
 
 grpc::Status AgentService::Shutdown(grpc::ServerContext*, const v1::ShutdownRequest* req,
                                     v1::ShutdownReply*) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     if (req->handover()) {  // the jobs are their supervisors'; the new agent reads them
       on_shutdown_(true);
       return grpc::Status::OK;
@@ -401,8 +352,15 @@ grpc::Status AgentService::Shutdown(grpc::ServerContext*, const v1::ShutdownRequ
 
 grpc::Status AgentService::Mount(grpc::ServerContext*, const v1::MountRequest* req,
                                  v1::MountReply* reply) {
-  return Handle(activity_, [&] {
+  return HandleRpc(activity_, [&] {
     MountForRequest(*req, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::SyncCall(const std::function<void(SyncRpc&)>& call) {
+  return HandleRpc(activity_, [&] {
+    call(Sync());
     return grpc::Status::OK;
   });
 }
@@ -415,50 +373,32 @@ SyncRpc& AgentService::Sync() {
 
 grpc::Status AgentService::BlobsMissing(grpc::ServerContext*, const v1::BlobsMissingRequest* req,
                                         v1::BlobsMissingReply* reply) {
-  return Handle(activity_, [&] {
-    Sync().BlobsMissing(*req, reply);
-    return grpc::Status::OK;
-  });
+  return SyncCall([&](SyncRpc& sync) { sync.BlobsMissing(*req, reply); });
 }
 
 grpc::Status AgentService::PutBlobs(grpc::ServerContext*, grpc::ServerReader<v1::BlobChunk>* reader,
                                     v1::PutBlobsReply* reply) {
-  return Handle(activity_, [&] {
-    Sync().PutBlobs(reader, reply);
-    return grpc::Status::OK;
-  });
+  return SyncCall([&](SyncRpc& sync) { sync.PutBlobs(reader, reply); });
 }
 
 grpc::Status AgentService::ServeBlobs(grpc::ServerContext*, const v1::ServeBlobsRequest* req,
                                       v1::ServeBlobsReply* reply) {
-  return Handle(activity_, [&] {
-    Sync().ServeBlobs(*req, reply);
-    return grpc::Status::OK;
-  });
+  return SyncCall([&](SyncRpc& sync) { sync.ServeBlobs(*req, reply); });
 }
 
 grpc::Status AgentService::FetchBlobs(grpc::ServerContext*, const v1::FetchBlobsRequest* req,
                                       v1::FetchBlobsReply* reply) {
-  return Handle(activity_, [&] {
-    Sync().FetchBlobs(*req, reply);
-    return grpc::Status::OK;
-  });
+  return SyncCall([&](SyncRpc& sync) { sync.FetchBlobs(*req, reply); });
 }
 
 grpc::Status AgentService::EndServe(grpc::ServerContext*, const v1::EndServeRequest* req,
                                     v1::EndServeReply* reply) {
-  return Handle(activity_, [&] {
-    Sync().EndServe(*req, reply);
-    return grpc::Status::OK;
-  });
+  return SyncCall([&](SyncRpc& sync) { sync.EndServe(*req, reply); });
 }
 
 grpc::Status AgentService::ApplySync(grpc::ServerContext*, const v1::ApplySyncRequest* req,
                                      v1::ApplySyncReply* reply) {
-  return Handle(activity_, [&] {
-    Sync().ApplySync(*req, reply);
-    return grpc::Status::OK;
-  });
+  return SyncCall([&](SyncRpc& sync) { sync.ApplySync(*req, reply); });
 }
 
 }  // namespace podrun::agent

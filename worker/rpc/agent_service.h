@@ -11,24 +11,10 @@
 
 #include "proto/agent.grpc.pb.h"
 #include "worker/job/job_runner.h"
+#include "worker/rpc/rpc_call.h"
 #include "worker/rpc/sync_rpc.h"
 
 namespace podrun::agent {
-
-// Counts RPCs in flight and remembers when the last one ended. Thread-safe.
-class ActivityTracker {
- public:
-  ActivityTracker();
-  void RpcBegan();
-  void RpcEnded();
-  // Time since the last RPC ended, or zero while one is in flight.
-  std::chrono::steady_clock::duration IdleFor() const;
-
- private:
-  mutable std::mutex mu_;
-  int in_flight_ = 0;
-  std::chrono::steady_clock::time_point last_;
-};
 
 struct AgentInfo {
   std::string version;  // podrun-agent's release
@@ -89,6 +75,8 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
 
   // The sync RPCs' state, made on first use (its blob cache lives under the home).
   SyncRpc& Sync();
+  // Runs `call` on the sync RPCs' state as one RPC (HandleRpc).
+  grpc::Status SyncCall(const std::function<void(SyncRpc&)>& call);
 
   AgentInfo info_;
   JobRunner& runner_;
