@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "launcher/attempt/log_follower.h"
 #include "launcher/base/error.h"
 
 extern "C" char** environ;
