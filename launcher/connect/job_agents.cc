@@ -2,12 +2,9 @@
 #include "launcher/connect/job_agents.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
-#include <cstring>
-#include <thread>
 
 #include "launcher/base/error.h"
 #include "launcher/base/exit_status.h"
@@ -17,7 +14,6 @@
 #include "launcher/output/say.h"
 
 namespace podrun {
-
 namespace {
 
 // The message of `e` without a leading "<description>: " (links add it; we print it apart).
@@ -26,10 +22,6 @@ std::string Reason(const std::exception& e, const std::string& description) {
   if (message.rfind(description + ": ", 0) == 0) message.erase(0, description.size() + 2);
   return message;
 }
-
-}  // namespace
-
-namespace {
 
 Pod CheckedPodOfJob(const JobRecord& job, const std::vector<int>& indexes) {
   std::filesystem::path local_root;
