@@ -140,7 +140,7 @@ TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
   const std::string out = ::testing::TempDir() + "/both-killed.out";
   const std::string err = ::testing::TempDir() + "/both-killed.err";
   const pid_t launcher = StartLaunch(spec, out, err);
-  ASSERT_TRUE(WaitUntil([&] { return CountProcesses(marker) == kWorkers; }, 60s));
+  ASSERT_TRUE(WaitUntil([&] { return pod_->CountProcesses(marker) == kWorkers; }, 60s));
   const std::string agent = AgentPid(2), supervisors = SupervisorPids(2);
   ASSERT_FALSE(agent.empty());
   ASSERT_FALSE(supervisors.empty());
@@ -156,8 +156,8 @@ TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
   EXPECT_NE(std::string::npos, messages.find("lost")) << messages;
   // The gang was stopped: no job process remains anywhere (w2's own was ended as lost).
   EXPECT_EQ(0, [&] {
-    WaitUntil([&] { return CountProcesses(marker) == 0; }, 30s);
-    return CountProcesses(marker);
+    WaitUntil([&] { return pod_->CountProcesses(marker) == 0; }, 30s);
+    return pod_->CountProcesses(marker);
   }());
   CommandResult st = RunCommand(Podrun() + " status both-killed");
   EXPECT_NE(std::string::npos, st.output.find("lost")) << st.output;
@@ -224,7 +224,7 @@ TEST_F(AgentFaultTest, AJobSilentForStallSecondsIsHungAndStopped) {
         << "w" << i << "\n"
         << messages;
   }
-  EXPECT_TRUE(WaitUntil([&] { return CountProcesses(marker) == 0; }, 30s)) << messages;
+  EXPECT_TRUE(WaitUntil([&] { return pod_->CountProcesses(marker) == 0; }, 30s)) << messages;
 }
 
 }  // namespace

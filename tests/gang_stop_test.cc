@@ -40,11 +40,13 @@ TEST(GangStopTest, StopOfACutOffWorkerIsDeliveredOnceItIsBack) {
   const std::string options = " --hosts @" + pod.host_file() + " -i " + pod.identity() +
                               " --known-hosts " + pod.known_hosts();
   const std::string log = ::testing::TempDir() + "/gang-stop-launch.log";
-  pid_t launcher = StartCommand(Podrun() + " launch " + spec + options + " >" + log + " 2>&1");
+  // A short keepalive: the cut-off worker is found unreachable in seconds, not a minute.
+  pid_t launcher = StartCommand("env PODRUN_SSH_KEEPALIVE_SECONDS=2 " + Podrun() + " launch " +
+                                spec + options + " >" + log + " 2>&1");
   ASSERT_TRUE(
-      WaitUntil([&] { return CountProcesses(marker + "-2") == 1; }, std::chrono::seconds(60)))
+      WaitUntil([&] { return pod.CountProcesses(marker + "-2") == 1; }, std::chrono::seconds(60)))
       << ReadTextFile(log);
-  ASSERT_EQ(1, CountProcesses(marker + "-1"));
+  ASSERT_EQ(1, pod.CountProcesses(marker + "-1"));
 
   pod.Cut(2);
   ASSERT_EQ(0, RunCommand("touch " + pod.dir() + "/w0/home/fail-now").exit_code);
@@ -56,14 +58,14 @@ TEST(GangStopTest, StopOfACutOffWorkerIsDeliveredOnceItIsBack) {
   EXPECT_NE(out.find("the stop could not be delivered"), std::string::npos) << out;
   // Worker 1 was stopped with the gang; worker 2 could not be, and still runs.
   EXPECT_TRUE(
-      WaitUntil([&] { return CountProcesses(marker + "-1") == 0; }, std::chrono::seconds(30)));
-  EXPECT_EQ(1, CountProcesses(marker + "-2"));
+      WaitUntil([&] { return pod.CountProcesses(marker + "-1") == 0; }, std::chrono::seconds(30)));
+  EXPECT_EQ(1, pod.CountProcesses(marker + "-2"));
 
   pod.Heal(2);
   CommandResult st = RunCommand(Podrun() + " status");
   EXPECT_NE(st.output.find("stopped now"), std::string::npos) << st.output;
   EXPECT_TRUE(
-      WaitUntil([&] { return CountProcesses(marker + "-2") == 0; }, std::chrono::seconds(30)))
+      WaitUntil([&] { return pod.CountProcesses(marker + "-2") == 0; }, std::chrono::seconds(30)))
       << st.output;
   // Delivered once: the next status has nothing pending and shows the worker stopped.
   CommandResult again = RunCommand(Podrun() + " status");

@@ -34,8 +34,9 @@ std::string WaitForText(const std::string& path, const std::string& needle,
 // on for minutes after a test).
 void KillLocalAgents(const std::string& podrun_home);
 
-// Processes anywhere on this machine whose command line contains `marker` (the testpod's
-// workers share this host's PID namespace).
+// Processes anywhere on this machine whose command line contains `marker`: only for --local
+// workers, with a marker unique to the test run (a test with a pod counts inside it:
+// TestPod::CountProcesses).
 int CountProcesses(const std::string& marker);
 
 // Polls `condition` every 100 ms until it holds or `limit` has passed; returns its last value.

@@ -45,6 +45,9 @@ class TestPod {
   // Built by append: GCC 12 at -O3 reports a false -Wrestrict on `"w" + std::to_string(i)`.
   std::string name(int i) const { return std::string("w").append(std::to_string(i)); }
 
+  // How many processes of this pod (in its workers' namespaces: sshd, sessions, agents, jobs)
+  // have a command line matching the extended regex `pattern`. Nothing outside the pod counts.
+  int CountProcesses(const std::string& pattern) const;
   // Cuts worker i off the network (its link goes down; connections hang, new ones time out).
   void Cut(int i);
   // Puts worker i back on the network.

@@ -34,9 +34,6 @@ std::string Dir() { return ::testing::TempDir() + "/podrun-top-test"; }
 
 std::string Podrun() { return "env PODRUN_HOME=" + Dir() + "/home " + std::string(PODRUN_BINARY); }
 
-// The job's processes on every worker.
-int CountJobProcesses() { return CountProcesses(kMarker); }
-
 // The objects of `top --json`'s output, by worker; fails the test on a line that is not one.
 std::map<int, nlohmann::json> ByWorker(const std::string& output, std::vector<int>* order) {
   std::map<int, nlohmann::json> objects;
@@ -175,8 +172,9 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
   // Stopped: nothing is left, and top still shows every worker, stopped.
   CommandResult stop = RunCommand(Podrun() + " stop " + job);
   EXPECT_EQ(0, stop.exit_code) << stop.output;
-  EXPECT_TRUE(WaitUntil([] { return CountJobProcesses() == 0; }, std::chrono::seconds(30)))
-      << CountJobProcesses() << " processes of the job left";
+  // The job's processes on every worker of this pod.
+  EXPECT_TRUE(WaitUntil([&] { return pod.CountProcesses(kMarker) == 0; }, std::chrono::seconds(30)))
+      << pod.CountProcesses(kMarker) << " processes of the job left";
   CommandResult after = RunCommand(Podrun() + " top " + job + " --once --json",
                                    /*merge_stderr=*/false);
   EXPECT_EQ(0, after.exit_code) << after.output;

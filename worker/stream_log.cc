@@ -43,7 +43,7 @@ class StdoutLogSink : public JobLogSink {
     }
     return WriteAllOf(STDOUT_FILENO, pieces_);
   }
-  bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
+  bool End(const ProcessEnd& exit, const std::optional<LogGapInfo>& gap) override {
     buffer_.clear();
     AppendWireEnd(EndBatch(exit, gap).SerializeAsString(), &buffer_);
     return Send();

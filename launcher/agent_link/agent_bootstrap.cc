@@ -132,8 +132,8 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
     if (relay) {
       if (auto source = co_await relay->Acquire(&seed)) {
         RemoteResult got = co_await RunRemote(
-            session, AgentFetchCommand(*source, relay->token(), agent.remote_name(), agent.sha256(),
-                                       kFetchTimeout));
+            session, AgentFetchCommand(*source, agent.remote_name(), agent.sha256(), kFetchTimeout),
+            relay->token() + "\n");  // on stdin: never on a command line
         relay->Release(*source, !got.status.failed());
         if (!got.status.failed()) {
           *how = AgentInstall::kFromPeer;

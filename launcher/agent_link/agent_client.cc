@@ -115,8 +115,8 @@ void Check(const grpc::Status& status, const char* rpc) {
   throw Error(ExitCode::kUnreachable, message);
 }
 
-AgentProcessEnd FromProto(const v1::ProcessEnd& end) {
-  AgentProcessEnd out;
+ProcessEnd FromProto(const v1::ProcessEnd& end) {
+  ProcessEnd out;
   if (end.outcome_case() == v1::ProcessEnd::kExitCode) out.exit_code = end.exit_code();
   if (end.outcome_case() == v1::ProcessEnd::kSignal) out.signal = end.signal();
   out.end_time_ns = end.end_time_ns();

@@ -19,6 +19,7 @@
 
 #include "launcher/base/error.h"
 #include "proto/log_record.h"
+#include "proto/process_end.h"
 
 namespace podrun {
 
@@ -89,18 +90,6 @@ struct AgentStartReply {
   bool already_started = false;  // a previous Start (e.g. before a reconnect) started it
 };
 
-// How a job's process ended.
-struct AgentProcessEnd {
-  std::optional<int> exit_code;  // set if it exited
-  std::optional<int> signal;     // set if a signal killed it
-  int64_t end_time_ns = 0;
-  bool stopped_by_request = false;
-  bool never_started = false;  // stopped while only prepared
-  // The job's supervisor vanished without recording an outcome (killed, or the machine
-  // rebooted): how the job ended is unknown (neither exit_code nor signal is set).
-  bool lost = false;
-};
-
 // Output a worker could not write to its job's log (its disk was full), summed over the
 // attempt; the log holds a marker where each gap is.
 struct AgentLogGap {
@@ -118,8 +107,8 @@ struct AgentJobStatus {
   int64_t start_time_ns = 0;
   uint64_t last_seq = 0;  // last record in the worker's log
   uint32_t worker_id = 0;
-  std::optional<AgentProcessEnd> end;  // set once ended
-  std::optional<AgentLogGap> gap;      // set when output could not be written to disk
+  std::optional<ProcessEnd> end;   // set once ended
+  std::optional<AgentLogGap> gap;  // set when output could not be written to disk
 };
 
 // `podrun doctor`'s view of a worker (proto's InspectReply).
@@ -142,9 +131,9 @@ struct AgentTopSample {
   AgentJobState state = AgentJobState::kUnknown;
   int pid = 0;
   int64_t start_time_ns = 0;
-  std::optional<AgentProcessEnd> end;  // set once ended
-  int64_t now_ns = 0;                  // the worker's wall clock
-  int64_t sample_monotonic_ns = 0;     // the worker's monotonic clock when cpu_ns was read
+  std::optional<ProcessEnd> end;    // set once ended
+  int64_t now_ns = 0;               // the worker's wall clock
+  int64_t sample_monotonic_ns = 0;  // the worker's monotonic clock when cpu_ns was read
   uint64_t cpu_ns = 0;
   uint64_t rss_bytes = 0;
   uint32_t processes = 0;
@@ -158,15 +147,15 @@ struct AgentTopSample {
 struct AgentStopReply {
   bool was_running = false;
   bool killed = false;  // SIGKILL was needed after the grace period
-  AgentProcessEnd end;
+  ProcessEnd end;
 };
 
 // How a StreamLogs call ended (when it did not throw).
 struct AgentLogStreamEnd {
-  std::optional<AgentProcessEnd> end;  // the process has ended and every record was delivered
-  uint64_t next_seq = 0;               // resume from here (last delivered seq + 1, or from_seq)
-  bool cancelled = false;              // stopped by the caller (on_batch or the stop token)
-  std::optional<AgentLogGap> gap;      // with `end`: output the worker could not keep on disk
+  std::optional<ProcessEnd> end;   // the process has ended and every record was delivered
+  uint64_t next_seq = 0;           // resume from here (last delivered seq + 1, or from_seq)
+  bool cancelled = false;          // stopped by the caller (on_batch or the stop token)
+  std::optional<AgentLogGap> gap;  // with `end`: output the worker could not keep on disk
 };
 
 // How a log stream ended, from its last message (a serialized LogBatch with `end`, as the end

@@ -30,7 +30,7 @@ void SetTimeout(grpc::ClientContext& ctx, Duration timeout) {
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
 }
 
-AgentProcessEnd FromProto(const v1::ProcessEnd& end);
+ProcessEnd FromProto(const v1::ProcessEnd& end);
 std::optional<AgentLogGap> GapFromProto(bool has, const v1::LogGap& gap);
 
 }  // namespace agent_client_internal

@@ -79,9 +79,8 @@ void AgentRelay::SeedCannotLend() {
 
 bool AgentRelay::WantsMoreSources() const { return !disabled_ && waiting_ > 0; }
 
-std::string AgentFetchCommand(const AgentRelay::Source& source, const std::string& token,
-                              const std::string& name, const std::string& sha256,
-                              std::chrono::seconds timeout) {
+std::string AgentFetchCommand(const AgentRelay::Source& source, const std::string& name,
+                              const std::string& sha256, std::chrono::seconds timeout) {
   // The host is an address or a name (bash resolves it); refuse anything a shell would read.
   for (char c : source.host) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == ':' || c == '-')) {
@@ -91,9 +90,10 @@ std::string AgentFetchCommand(const AgentRelay::Source& source, const std::strin
   const std::string script = fmt::format(
       "set -e; umask 077; d=\"$HOME/.podrun/bin\"; mkdir -p \"$d\"; chmod 700 \"$HOME/.podrun\"; "
       "t=\"$d/.{0}.$$\"; trap 'rm -f \"$t\"' EXIT; "
-      "timeout {1} bash -c 'exec 3<>/dev/tcp/{2}/{3}; printf \"%s\\n\" {4} >&3; cat <&3' > \"$t\"; "
-      "echo \"{5}  $t\" | sha256sum -c --quiet; chmod 700 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
-      name, timeout.count(), source.host, source.port, token, sha256);
+      "timeout {1} bash -c 'exec 3<>/dev/tcp/{2}/{3}; IFS= read -r k; printf \"%s\\n\" \"$k\" >&3; "
+      "cat <&3' > \"$t\"; "
+      "echo \"{4}  $t\" | sha256sum -c --quiet; chmod 700 \"$t\"; mv -f \"$t\" \"$d/{0}\"",
+      name, timeout.count(), source.host, source.port, sha256);
   return "bash -c " + ShellQuote(script);
 }
 

@@ -61,9 +61,9 @@ class AgentRelay {
 };
 
 // The shell command that fetches the binary from `source` into ~/.podrun/bin/<name> on a worker
-// (bash's /dev/tcp; checked with sha256sum against `sha256`; bounded by `timeout`).
-std::string AgentFetchCommand(const AgentRelay::Source& source, const std::string& token,
-                              const std::string& name, const std::string& sha256,
-                              std::chrono::seconds timeout);
+// (bash's /dev/tcp; checked with sha256sum against `sha256`; bounded by `timeout`). The relay's
+// token is not in it: the command reads it as the first line of its stdin, so no `ps` shows it.
+std::string AgentFetchCommand(const AgentRelay::Source& source, const std::string& name,
+                              const std::string& sha256, std::chrono::seconds timeout);
 
 }  // namespace podrun

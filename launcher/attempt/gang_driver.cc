@@ -22,7 +22,7 @@ constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 // pending in the job store for the next command that reaches the worker.
 constexpr auto kStopRetryFor = std::chrono::seconds(20);
 
-bool EndFailed(const AgentProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
+bool EndFailed(const ProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
 
 }  // namespace
 
@@ -127,7 +127,7 @@ void GangDriver::StopWorker(AttemptWorker& w) {
   recorder_.UpdateWorker(w.index, {.stop_pending_grace = plan_.spec.grace_seconds});
 }
 
-void GangDriver::OnEnded(AttemptWorker& w, const AgentProcessEnd& end, uint64_t last_seq) {
+void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq) {
   output_->Finish(w.index);
   std::lock_guard lock(mutex_);
   if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {

@@ -55,7 +55,7 @@ class GangDriver {
 
  private:
   void OnStall(std::chrono::seconds silent);  // on the stall watch's thread
-  void OnEnded(AttemptWorker& w, const AgentProcessEnd& end, uint64_t last_seq);
+  void OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq);
   void OnLost(AttemptWorker& w, const std::string& reason);
   void StopRunning();                 // caller holds mutex_
   void StopWorker(AttemptWorker& w);  // on a stopper thread: retried, else recorded as pending

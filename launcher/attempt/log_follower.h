@@ -32,11 +32,11 @@ struct LogFollowParams {
 };
 
 struct LogFollowResult {
-  std::optional<AgentProcessEnd> end;  // the process has ended and every record was delivered
-  uint64_t next_seq = 1;               // the first record not delivered
-  bool cancelled = false;              // on_batch asked to stop
-  std::string lost;                    // set when given up: why ("no answer from its agent ...")
-  std::optional<AgentLogGap> gap;      // with `end`: output the worker could not keep on disk
+  std::optional<ProcessEnd> end;   // the process has ended and every record was delivered
+  uint64_t next_seq = 1;           // the first record not delivered
+  bool cancelled = false;          // on_batch asked to stop
+  std::string lost;                // set when given up: why ("no answer from its agent ...")
+  std::optional<AgentLogGap> gap;  // with `end`: output the worker could not keep on disk
 };
 
 // The seams FollowLog works through; each may be called only from the calling thread.

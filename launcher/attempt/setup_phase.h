@@ -39,9 +39,9 @@ struct SetupWorker {
 
 struct SetupResult {
   int index = 0;
-  bool cached = false;                 // the stamp matched: nothing ran
-  std::optional<AgentProcessEnd> end;  // how the setup ended (when it ran)
-  std::string error;                   // set when it failed (could not run, or ended badly)
+  bool cached = false;            // the stamp matched: nothing ran
+  std::optional<ProcessEnd> end;  // how the setup ended (when it ran)
+  std::string error;              // set when it failed (could not run, or ended badly)
 };
 
 // Runs the setup on every worker (blocking), output through `output`. `force`: ignore stamps.

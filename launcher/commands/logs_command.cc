@@ -38,11 +38,11 @@ constexpr auto kTickPeriod = std::chrono::milliseconds(100);
 
 // How reading one worker's log ended.
 struct LogRead {
-  std::optional<AgentProcessEnd> end;  // the process has ended (and every record was read)
-  bool unknown = false;                // the agent never heard of this attempt
-  bool cancelled = false;              // on_batch asked to stop
-  std::string error;                   // the log could not be read to its end
-  std::optional<AgentLogGap> gap;      // output the worker could not keep on its disk
+  std::optional<ProcessEnd> end;   // the process has ended (and every record was read)
+  bool unknown = false;            // the agent never heard of this attempt
+  bool cancelled = false;          // on_batch asked to stop
+  std::string error;               // the log could not be read to its end
+  std::optional<AgentLogGap> gap;  // output the worker could not keep on its disk
 };
 
 // The workers to show: -w (pod-wide indexes, each part of the attempt) or all of the attempt.

@@ -55,7 +55,7 @@ Outcome StopOne(JobAgent& agent, const std::string& job_id, int attempt,
   } else if (reply.was_running) {
     out.update->state = WorkerState::kStopped;
     out.stopped_running = true;
-    AgentProcessEnd how = reply.end;
+    ProcessEnd how = reply.end;
     how.stopped_by_request = false;
     out.message =
         reply.killed ? fmt::format("killed with SIGKILL after the {} s grace period", grace.count())

@@ -112,7 +112,7 @@ std::string SupervisorVanished() {
          "rebooted)";
 }
 
-std::string DescribeProcessEnd(const AgentProcessEnd& end) {
+std::string DescribeProcessEnd(const ProcessEnd& end) {
   if (end.never_started) return "never started";
   if (end.lost) return "lost: " + SupervisorVanished();
   const std::string how = DescribeExit(end.exit_code, end.signal);
@@ -125,13 +125,13 @@ std::string DescribeLogGap(const AgentLogGap& gap) {
                      gap.cause.empty() ? "write failed" : gap.cause);
 }
 
-WorkerState StateOfEnd(const AgentProcessEnd& end) {
+WorkerState StateOfEnd(const ProcessEnd& end) {
   if (end.lost) return WorkerState::kLost;
   if (end.stopped_by_request || end.never_started) return WorkerState::kStopped;
   return end.exit_code && *end.exit_code == 0 ? WorkerState::kExited : WorkerState::kFailed;
 }
 
-WorkerUpdate UpdateFromProcessEnd(const AgentProcessEnd& end) {
+WorkerUpdate UpdateFromProcessEnd(const ProcessEnd& end) {
   WorkerUpdate update{.state = StateOfEnd(end), .exit_code = end.exit_code, .signal = end.signal};
   if (end.end_time_ns > 0) update.end_ns = end.end_time_ns;
   if (end.lost) update.error = DescribeProcessEnd(end);
@@ -149,7 +149,7 @@ std::optional<WorkerUpdate> UpdateFromAgentStatus(const std::optional<AgentJobSt
     case AgentJobState::kExited:
     case AgentJobState::kStopped:
     case AgentJobState::kLost: {
-      AgentProcessEnd end = status->end.value_or(AgentProcessEnd{});
+      ProcessEnd end = status->end.value_or(ProcessEnd{});
       if (status->state == AgentJobState::kStopped) end.stopped_by_request = true;
       if (status->state == AgentJobState::kLost) {
         end.lost = true;

@@ -75,7 +75,7 @@ class JobAgents {
 std::string SupervisorVanished();
 
 // "exit code 3", "killed by signal 9 (SIGKILL)", "stopped (exit code 143)", "never started".
-std::string DescribeProcessEnd(const AgentProcessEnd& end);
+std::string DescribeProcessEnd(const ProcessEnd& end);
 
 // "log gap: 123 bytes (4 chunks) not written to disk (No space left on device); the live
 // stream had them", for status, logs and launch's outcome.
@@ -83,14 +83,14 @@ std::string DescribeLogGap(const AgentLogGap& gap);
 
 // The worker state a process end means: lost (its supervisor vanished), stopped (by request or
 // before it started), exited (exit code 0) or failed.
-WorkerState StateOfEnd(const AgentProcessEnd& end);
+WorkerState StateOfEnd(const ProcessEnd& end);
 
 // The store update for what an agent reported about a worker's process: nullopt when the
 // answer settles nothing (the agent never heard of the attempt, or has only prepared it).
 std::optional<WorkerUpdate> UpdateFromAgentStatus(const std::optional<AgentJobStatus>& status);
 
 // The update recording a process end.
-WorkerUpdate UpdateFromProcessEnd(const AgentProcessEnd& end);
+WorkerUpdate UpdateFromProcessEnd(const ProcessEnd& end);
 
 // True for states after which the worker's process cannot run any more: exited, failed,
 // stopped. (lost is not: the process may still run where the launcher cannot see it.)

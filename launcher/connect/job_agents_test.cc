@@ -8,8 +8,8 @@
 namespace podrun {
 namespace {
 
-AgentProcessEnd Exited(int code) {
-  AgentProcessEnd end;
+ProcessEnd Exited(int code) {
+  ProcessEnd end;
   end.exit_code = code;
   end.end_time_ns = 42;
   return end;
@@ -18,12 +18,12 @@ AgentProcessEnd Exited(int code) {
 TEST(JobAgents, ProcessEndsMapToWorkerStates) {
   EXPECT_EQ(WorkerState::kExited, StateOfEnd(Exited(0)));
   EXPECT_EQ(WorkerState::kFailed, StateOfEnd(Exited(3)));
-  AgentProcessEnd killed;
+  ProcessEnd killed;
   killed.signal = 9;
   EXPECT_EQ(WorkerState::kFailed, StateOfEnd(killed));
   killed.stopped_by_request = true;
   EXPECT_EQ(WorkerState::kStopped, StateOfEnd(killed));
-  AgentProcessEnd never;
+  ProcessEnd never;
   never.never_started = true;
   EXPECT_EQ(WorkerState::kStopped, StateOfEnd(never));
 
@@ -96,7 +96,7 @@ TEST(JobAgents, SettleAttemptIfDoneRecordsTheOutcome) {
   store.SetAttemptState(job.id, attempt, AttemptState::kRunning);
   store.UpdateWorker(job.id, attempt, 0, UpdateFromProcessEnd(Exited(0)));
   EXPECT_FALSE(SettleAttemptIfDone(store, job.id, attempt));
-  AgentProcessEnd later = Exited(1);
+  ProcessEnd later = Exited(1);
   later.end_time_ns = 99;
   store.UpdateWorker(job.id, attempt, 1, UpdateFromProcessEnd(later));
   EXPECT_TRUE(SettleAttemptIfDone(store, job.id, attempt));

@@ -14,6 +14,7 @@
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/store/podrun_home.h"
+#include "proto/home_path.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -28,8 +29,7 @@ std::string HomeDir() {
 }
 
 std::string ExpandTilde(const std::string& path) {
-  if (path == "~" || path.rfind("~/", 0) == 0) return HomeDir() + path.substr(1);
-  return path;
+  return ExpandHome(path, HomeDir()).value_or(path);
 }
 
 }  // namespace

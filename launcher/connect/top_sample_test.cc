@@ -99,7 +99,7 @@ TEST(TopSampleTest, RowsOfEndedMissingAndUnreachableWorkers) {
   AgentTopSample failed;
   failed.state = AgentJobState::kExited;
   failed.pid = 7;
-  failed.end = AgentProcessEnd{};
+  failed.end = ProcessEnd{};
   failed.end->exit_code = 3;
   failed.last_line = "Traceback";
   TopRow row = TopRowOf(Worker(1), failed, std::nullopt);
@@ -112,7 +112,7 @@ TEST(TopSampleTest, RowsOfEndedMissingAndUnreachableWorkers) {
   EXPECT_EQ(row.last_line, "Traceback");
 
   AgentTopSample stopped = failed;
-  stopped.end = AgentProcessEnd{};
+  stopped.end = ProcessEnd{};
   stopped.end->signal = 15;
   stopped.end->stopped_by_request = true;
   row = TopRowOf(Worker(1), stopped, std::nullopt);

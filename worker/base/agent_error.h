@@ -1,6 +1,8 @@
 // AgentError: what the agent's request handlers throw; the gRPC service maps kind to a status.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -23,5 +25,11 @@ class AgentError : public std::runtime_error {
  private:
   ErrorKind kind_;
 };
+
+// "what: <strerror(err)>", or only the strerror text when `what` is empty. err defaults to
+// errno as it is where this is called, so call it right after the call that failed.
+inline std::string ErrnoMessage(const std::string& what = {}, int err = errno) {
+  return what.empty() ? std::string(std::strerror(err)) : what + ": " + std::strerror(err);
+}
 
 }  // namespace podrun::agent

@@ -17,8 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Errno() { return std::strerror(errno); }
-
 }  // namespace
 
 std::string HostPort(const std::string& host, uint16_t port) {
@@ -50,9 +48,9 @@ UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout) {
     throw AgentError(ErrorKind::kFailedPrecondition, "connect: " + what);
   };
   UniqueFd fd(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) fail(Errno());
+  if (!fd) fail(ErrnoMessage());
   if (::connect(fd.get(), address.get(), address.size) != 0) {
-    if (errno != EINPROGRESS) fail(Errno());
+    if (errno != EINPROGRESS) fail(ErrnoMessage());
     const auto deadline = Clock::now() + timeout;
     pollfd p{fd.get(), POLLOUT, 0};
     for (;;) {
@@ -60,7 +58,7 @@ UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout) {
       const int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
       if (rc > 0) break;
       if (rc == 0) fail("timed out after " + std::to_string(timeout.count()) + "s");
-      if (errno != EINTR) fail(Errno());
+      if (errno != EINTR) fail(ErrnoMessage());
     }
     int error = 0;
     socklen_t size = sizeof error;
@@ -68,7 +66,7 @@ UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout) {
     if (error != 0) fail(std::strerror(error));
   }
   const int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) fail(Errno());
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) fail(ErrnoMessage());
   return fd;
 }
 
@@ -79,7 +77,7 @@ UniqueFd Listen(const std::string& address, uint16_t* port) {
   socklen_t size = sizeof bound;
   if (!fd || ::bind(fd.get(), local.get(), local.size) != 0 || ::listen(fd.get(), 16) != 0 ||
       ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
-    throw AgentError(ErrorKind::kInternal, "listen on " + address + ": " + Errno());
+    throw AgentError(ErrorKind::kInternal, "listen on " + address + ": " + ErrnoMessage());
   }
   *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);

@@ -1,6 +1,10 @@
 // See mounts.h.
 #include "worker/host/mounts.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sstream>
 #include <stdexcept>
 
 namespace podrun::agent {
@@ -42,6 +46,17 @@ std::string Unescape(const std::string& field) {
   return out;
 }
 
+// Whether what is mounted on the path is the entry's filesystem. A bind mount (or the NFS
+// server's own bind of its export) shows only the device, so any mount passes for it.
+bool IsWhatWasAsked(const MountEntry& m, const MountContext& c, const MountedFilesystem& seen) {
+  if (m.type == "nfs" && m.server_worker != c.worker_id) {
+    return seen.type.starts_with("nfs") && seen.source == m.server + ":" + m.export_path;
+  }
+  if (m.type == "gcsfuse") return seen.type == "fuse.gcsfuse" || seen.source == m.bucket;
+  if (m.type == "sshfs") return seen.type == "fuse.sshfs" && seen.source == m.source;
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const MountContext& c) {
@@ -62,15 +77,18 @@ std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const M
     commands.push_back(AsRoot(c, {"mkdir", "-p", m.export_path}));
     for (size_t i = 0; i < c.peer_addresses.size(); ++i) {
       if (static_cast<int>(i) == c.worker_id) continue;
-      commands.push_back(AsRoot(c, {"exportfs", "-o", "rw,sync,no_subtree_check,no_root_squash",
+      // root_squash: root on a peer is nobody on the share.
+      commands.push_back(AsRoot(c, {"exportfs", "-o", "rw,sync,no_subtree_check,root_squash",
                                     c.peer_addresses[i] + ":" + m.export_path}));
     }
     if (m.export_path != m.path) {
       commands.push_back(AsRoot(c, {"mount", "--bind", m.export_path, m.path}));
     }
   } else if (m.type == "nfs") {
-    std::vector<std::string> argv = {"mount", "-t", "nfs"};
-    AddOptions(m, &argv);
+    // nosuid,nodev first: a share's setuid file or device node gives nothing on this worker,
+    // unless the spec's own options (later, so they win) ask for suid or dev.
+    std::vector<std::string> argv = {"mount", "-t", "nfs", "-o",
+                                     "nosuid,nodev" + (m.options.empty() ? "" : "," + m.options)};
     argv.push_back(m.server + ":" + m.export_path);
     argv.push_back(m.path);
     commands.push_back(AsRoot(c, argv));
@@ -92,27 +110,45 @@ std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const M
   return commands;
 }
 
-bool IsMountPoint(const std::string& mountinfo, const std::string& path) {
-  // Each line: ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ...
-  size_t start = 0;
-  while (start < mountinfo.size()) {
-    size_t end = mountinfo.find('\n', start);
-    if (end == std::string::npos) end = mountinfo.size();
-    const std::string line = mountinfo.substr(start, end - start);
-    start = end + 1;
-    size_t field = 0, at = 0;
-    for (; field < 4 && at != std::string::npos; ++field) {
-      at = line.find(' ', at);
-      if (at != std::string::npos) ++at;
+std::optional<MountedFilesystem> MountedAt(const std::string& mountinfo, const std::string& path) {
+  // Each line: ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER.
+  // The last mount on a path is the one seen there.
+  std::optional<MountedFilesystem> found;
+  std::istringstream lines(mountinfo);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string word; fields >> word;) f.push_back(word);
+    if (f.size() < 5 || Unescape(f[4]) != path) continue;
+    MountedFilesystem m;
+    for (size_t i = 5; i + 2 < f.size(); ++i) {
+      if (f[i] == "-") {
+        m.type = f[i + 1];
+        m.source = Unescape(f[i + 2]);
+        break;
+      }
     }
-    if (at == std::string::npos) continue;
-    const size_t stop = line.find(' ', at);
-    if (Unescape(line.substr(at, stop == std::string::npos ? std::string::npos : stop - at)) ==
-        path) {
-      return true;
-    }
+    found = m;
   }
-  return false;
+  return found;
+}
+
+bool IsMountPoint(const std::string& mountinfo, const std::string& path) {
+  return MountedAt(mountinfo, path).has_value();
+}
+
+void CheckMountPoint(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // made by the first command
+  if (S_ISLNK(st.st_mode)) {
+    throw std::runtime_error("mount point " + path +
+                             " is a symlink; give the real path (nothing is mounted through it)");
+  }
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    throw std::runtime_error("mount point " + path + " is owned by uid " +
+                             std::to_string(st.st_uid) +
+                             ", another user; mount on a path of root's or your own");
+  }
 }
 
 std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
@@ -120,10 +156,16 @@ std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
                                      const std::function<std::string()>& read_mountinfo) {
   std::vector<std::string> done;
   for (const MountEntry& m : mounts) {
-    if (IsMountPoint(read_mountinfo(), m.path)) {
+    if (auto mounted = MountedAt(read_mountinfo(), m.path)) {
+      if (!IsWhatWasAsked(m, context, *mounted)) {
+        throw std::runtime_error("mount " + Describe(m) + ": " + m.path +
+                                 " is already mounted from " + mounted->source + " (" +
+                                 mounted->type + "); unmount it or mount on another path");
+      }
       done.push_back(m.path + ": already mounted");
       continue;
     }
+    CheckMountPoint(m.path);
     for (const std::vector<std::string>& argv : MountCommands(m, context)) {
       const ProgramResult r = run(argv);
       if (r.exit_code == 0) continue;

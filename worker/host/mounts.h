@@ -1,11 +1,12 @@
-// The spec's `mounts:` on one worker (docs/reference.md; docs/design.md decision 11): each type is a
-// driver that turns an entry into the command lines that mount it, run before setup.
-// Idempotent: a mount point already in /proc/self/mountinfo is left as it is. Where the SSH
-// user is not root, the commands that need root run through `sudo -n` (never a password
-// prompt); FUSE mounts (gcsfuse, sshfs) run as the user.
+// The spec's `mounts:` on one worker (docs/reference.md; docs/design.md decision 11): each type is
+// a driver that turns an entry into the command lines that mount it, run before setup. Idempotent:
+// a mount point already in /proc/self/mountinfo with the asked filesystem is left as it is (another
+// filesystem there is an error). Where the SSH user is not root, the commands that need root run
+// through `sudo -n` (never a password prompt); FUSE mounts (gcsfuse, sshfs) run as the user.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,19 @@ struct MountContext {
 
 // The command lines that mount `m` on this worker, in order (the mount point created first).
 std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const MountContext& c);
+
+// What /proc/self/mountinfo says is mounted on a path.
+struct MountedFilesystem {
+  std::string type;    // e.g. "nfs4", "fuse.sshfs", "ext4"
+  std::string source;  // e.g. "10.0.0.2:/srv/share"
+};
+
+// The filesystem mounted on `path` according to `mountinfo` (the last mount there), if any.
+std::optional<MountedFilesystem> MountedAt(const std::string& mountinfo, const std::string& path);
+
+// Refuses (std::runtime_error) an existing mount point that is a symlink or belongs to a user
+// other than root and the agent's own: nothing is mounted through another user's path.
+void CheckMountPoint(const std::string& path);
 
 // True when `path` is a mount point according to `mountinfo` (/proc/self/mountinfo's text;
 // octal escapes in mount points decoded).

@@ -1,7 +1,9 @@
 #include "worker/host/mounts.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 namespace podrun::agent {
@@ -45,7 +47,7 @@ TEST(MountCommandsTest, BindMountsTheSourceOnThePath) {
 TEST(MountCommandsTest, TheNfsServerExportsToThePodOnlyAndTheOthersMountIt) {
   MountContext server = Pod(0);
   server.have_exportfs = false;
-  const auto o = "rw,sync,no_subtree_check,no_root_squash";
+  const auto o = "rw,sync,no_subtree_check,root_squash";
   EXPECT_EQ(MountCommands(Nfs(), server),
             (std::vector<Argv>{{"mkdir", "-p", "/mnt/share"},
                                {"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y",
@@ -58,7 +60,7 @@ TEST(MountCommandsTest, TheNfsServerExportsToThePodOnlyAndTheOthersMountIt) {
   client.options = "rw,hard";
   EXPECT_EQ(MountCommands(client, Pod(2, /*root=*/false)),
             (std::vector<Argv>{{"sudo", "-n", "mkdir", "-p", "/mnt/share"},
-                               {"sudo", "-n", "mount", "-t", "nfs", "-o", "rw,hard",
+                               {"sudo", "-n", "mount", "-t", "nfs", "-o", "nosuid,nodev,rw,hard",
                                 "10.0.0.2:/srv/share", "/mnt/share"}}));
 }
 
@@ -124,6 +126,51 @@ TEST(MountsTest, AMountedPathIsLeftAloneAndAFailureNamesTheCommand) {
               "mount /nope on /mnt/x (bind): `mount --bind /nope /mnt/x` failed (exit 32): mount: "
               "/mnt/x: special device /nope does not exist.");
   }
+}
+
+TEST(MountsTest, AnotherFilesystemOnTheMountPointIsAnError) {
+  MountEntry m = Nfs();
+  auto never = [](const Argv&) -> ProgramResult { throw std::logic_error("nothing may run"); };
+  const std::string ours = "41 22 0:50 / /mnt/share rw - nfs4 10.0.0.2:/srv/share rw\n";
+  EXPECT_EQ(ApplyMounts({m}, Pod(2), never, [&] { return ours; }),
+            (std::vector<std::string>{"/mnt/share: already mounted"}));
+  const std::string other = "41 22 0:50 / /mnt/share rw - nfs4 10.9.9.9:/elsewhere rw\n";
+  try {
+    ApplyMounts({m}, Pod(2), never, [&] { return other; });
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("already mounted from 10.9.9.9:/elsewhere (nfs4)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(MountsTest, ASymlinkedOrForeignMountPointIsRefused) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("mount-point-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "link");
+  EXPECT_NO_THROW(CheckMountPoint((dir / "real").string()));
+  EXPECT_NO_THROW(CheckMountPoint((dir / "missing").string()));
+  EXPECT_THROW(CheckMountPoint((dir / "link").string()), std::runtime_error);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(0, ::chown((dir / "real").c_str(), 65534, 65534));
+    EXPECT_THROW(CheckMountPoint((dir / "real").string()), std::runtime_error);
+  }
+  // ApplyMounts checks before it runs anything.
+  MountEntry m;
+  m.type = "bind";
+  m.source = "/data";
+  m.path = (dir / "link").string();
+  int ran = 0;
+  auto count = [&](const Argv&) {
+    ++ran;
+    return ProgramResult{0, "", ""};
+  };
+  EXPECT_THROW(ApplyMounts({m}, Pod(0), count, [] { return std::string(); }), std::runtime_error);
+  EXPECT_EQ(ran, 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ JobLogStreamEnd StreamJobLog(const std::filesystem::path& home, const JobDir& di
     // is looked at. The whole state (a vanished supervisor makes the job lost) when quiet.
     if (quiet) {
       snap = ReadJobSnapshot(dir, /*count_records=*/false);
-    } else if ((snap.exit = dir.ReadExitStatus())) {
+    } else if ((snap.exit = dir.ReadProcessEnd())) {
       snap.gap = dir.ReadLogGap();  // written before the exit status
     }
   }

@@ -23,7 +23,7 @@ class JobLogSink {
   // The next records, in sequence order (about kLogBatchBytes of data at a time).
   virtual bool Records(std::vector<LogRecord>&& records) = 0;
   // The job has ended and every record was delivered; `gap`: what it could not keep on disk.
-  virtual bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) = 0;
+  virtual bool End(const ProcessEnd& exit, const std::optional<LogGapInfo>& gap) = 0;
 };
 
 enum class JobLogStreamEnd {

@@ -18,9 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include "proto/home_path.h"
 #include "proto/log_record.h"
 #include "proto/private_state.h"
 #include "worker/base/agent_error.h"
+#include "worker/base/own_directory.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/supervisor/prepared_child.h"
 #include "worker/supervisor/supervisor_control.h"
@@ -38,8 +40,6 @@ constexpr auto kDiscardWait = std::chrono::seconds(5);
 constexpr auto kFailedStartWait = std::chrono::seconds(10);
 constexpr auto kAskTimeout = std::chrono::milliseconds(3000);
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 // Waits until `done()` or the deadline, woken by changes in the job's directory.
 template <typename Done>
@@ -74,7 +74,7 @@ std::string Key(const std::string& job_id, uint32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
 }
 
-void Validate(const JobSpec& spec) {
+void Validate(const JobRequest& spec) {
   if (!IsValidJobId(spec.job_id)) {
     throw AgentError(ErrorKind::kInvalidArgument,
                      "job id \"" + spec.job_id + "\": use 1-128 of [A-Za-z0-9._-]");
@@ -140,10 +140,10 @@ class RealtimeWhileStarting {
 std::filesystem::path ResolveWorkdir(const std::string& workdir) {
   const std::filesystem::path home = UserHome();
   std::filesystem::path path;
-  if (workdir.empty() || workdir == "~") {
+  if (workdir.empty()) {
     path = home;
-  } else if (workdir.starts_with("~/")) {
-    path = home / workdir.substr(2);
+  } else if (auto expanded = ExpandHome(workdir, home.string())) {
+    path = *expanded;
   } else if (workdir.starts_with("~")) {
     throw AgentError(ErrorKind::kInvalidArgument,
                      "workdir " + workdir + ": only ~ and ~/ are expanded");
@@ -160,23 +160,23 @@ std::filesystem::path ResolveWorkdir(const std::string& workdir) {
     throw AgentError(ErrorKind::kFailedPrecondition,
                      "workdir " + path.string() + ": " + (ec ? ec.message() : "not a directory"));
   }
+  CheckOwnDirectory(canonical, "workdir");
   if (::access(canonical.c_str(), R_OK | W_OK | X_OK) != 0) {
-    throw AgentError(ErrorKind::kFailedPrecondition,
-                     "workdir " + canonical.string() + ": " + ErrnoText(errno));
+    throw AgentError(ErrorKind::kFailedPrecondition, ErrnoMessage("workdir " + canonical.string()));
   }
   return canonical;
 }
 
 // ---- Job --------------------------------------------------------------------------------------
 
-Job::Job(JobSpec spec, JobDir dir, std::filesystem::path workdir, const std::filesystem::path& home,
-         const std::filesystem::path& supervisor_binary)
+Job::Job(JobRequest spec, JobDir dir, std::filesystem::path workdir,
+         const std::filesystem::path& home, const std::filesystem::path& supervisor_binary)
     : dir_(std::move(dir)),
       workdir_(std::move(workdir)),
       home_(home),
       grace_period_(spec.grace_period) {
-  SupervisorLaunch launch{supervisor_binary, home,     spec.job_id,       spec.attempt,
-                          workdir_,          spec.run, spec.grace_period, std::move(spec.env)};
+  SupervisorLaunch launch{supervisor_binary, home,     spec.job_id,        spec.attempt,
+                          workdir_,          spec.run, std::move(spec.env)};
   for (auto& [key, value] : spec.env) ::explicit_bzero(value.data(), value.size());
   try {
     SpawnedSupervisor spawned = SpawnSupervisor(launch);
@@ -214,7 +214,7 @@ void Job::Discard(bool replaced) {
   if (replaced) {
     WaitFor(dir_, deadline, [&] { return !supervisor || !supervisor->Alive(); });
   } else {
-    WaitFor(dir_, deadline, [&] { return dir_.ReadExitStatus().has_value(); });
+    WaitFor(dir_, deadline, [&] { return dir_.ReadProcessEnd().has_value(); });
   }
 }
 
@@ -229,7 +229,7 @@ StartResult Job::Start(int64_t start_at_ns) {
     }
     if (!go_) {
       throw AgentError(ErrorKind::kFailedPrecondition,
-                       dir_.ReadExitStatus() ? "it was stopped before it started"
+                       dir_.ReadProcessEnd() ? "it was stopped before it started"
                                              : "its prepared process is gone (replaced, or the "
                                                "agent is exiting)");
     }
@@ -264,7 +264,7 @@ StartResult Job::Start(int64_t start_at_ns) {
                                       : "cannot run " + std::string(kShell) + " in " +
                                             workdir_.string() + ": " + DescribeReport(report);
     WaitFor(dir_, Clock::now() + kFailedStartWait,
-            [&] { return dir_.ReadExitStatus().has_value(); });
+            [&] { return dir_.ReadProcessEnd().has_value(); });
     std::lock_guard lock(mu_);
     start_error_ = why;
     throw AgentError(ErrorKind::kInternal, why);
@@ -281,7 +281,7 @@ StartResult Job::Start(int64_t start_at_ns) {
 
 void Job::WaitForProgress(uint64_t seen_seq, Clock::time_point deadline) const {
   WaitFor(dir_, deadline, [&] {
-    return dir_.ReadExitStatus().has_value() || LastSeqInLog(dir_.log_path()) > seen_seq;
+    return dir_.ReadProcessEnd().has_value() || LastSeqInLog(dir_.log_path()) > seen_seq;
   });
 }
 
@@ -301,7 +301,7 @@ JobRunner::~JobRunner() {
   }
 }
 
-PrepareResult JobRunner::Prepare(JobSpec spec) {
+PrepareResult JobRunner::Prepare(JobRequest spec) {
   Validate(spec);
   std::filesystem::path workdir = ResolveWorkdir(spec.workdir);
   JobDir dir(home_, spec.job_id, spec.attempt);
@@ -316,7 +316,7 @@ PrepareResult JobRunner::Prepare(JobSpec spec) {
       }
       replaced = it->second;
       jobs_.erase(it);
-    } else if (dir.ReadPid() || dir.ReadExitStatus() || dir.ReadSupervisor()) {
+    } else if (dir.ReadPid() || dir.ReadProcessEnd() || dir.ReadSupervisor()) {
       throw AgentError(ErrorKind::kFailedPrecondition,
                        "job " + key + " already ran on this worker (under an earlier agent)");
     }
@@ -393,7 +393,7 @@ StopResult JobRunner::Stop(const std::string& job_id, uint32_t attempt,
       }
     }
   }
-  std::optional<ExitStatus> exit;
+  std::optional<ProcessEnd> exit;
   const bool ended = WaitFor(dir, Clock::now() + grace + kOutcomeWait, [&] {
     exit = ReadJobSnapshot(dir, false).exit;  // a supervisor that vanishes meanwhile makes it lost
     return exit.has_value();
@@ -410,7 +410,7 @@ int JobRunner::RunningJobs() const {
   std::lock_guard lock(mu_);
   int running = 0;
   for (const auto& [key, job] : jobs_) {
-    running += !job->prepared() && job->dir().ReadPid() && !job->dir().ReadExitStatus();
+    running += !job->prepared() && job->dir().ReadPid() && !job->dir().ReadProcessEnd();
   }
   return running;
 }

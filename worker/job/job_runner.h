@@ -29,7 +29,7 @@
 namespace podrun::agent {
 
 // What Prepare needs to know about a job attempt.
-struct JobSpec {
+struct JobRequest {
   std::string job_id;
   uint32_t attempt = 1;
   uint32_t worker_id = 0;
@@ -53,7 +53,7 @@ struct StartResult {
 struct StopResult {
   bool was_running = false;
   bool killed = false;  // SIGKILL was needed
-  ExitStatus exit;
+  ProcessEnd exit;
 };
 
 // One job attempt prepared by this agent process: holds the go socket of its prepared process
@@ -62,7 +62,7 @@ class Job {
  public:
   // Starts the job's supervisor, whose process then waits for Start; returns once it does.
   // The job's env is in memory only until then. Throws AgentError.
-  Job(JobSpec spec, JobDir dir, std::filesystem::path workdir, const std::filesystem::path& home,
+  Job(JobRequest spec, JobDir dir, std::filesystem::path workdir, const std::filesystem::path& home,
       const std::filesystem::path& supervisor_binary);
   // A prepared process ends without running (its supervisor records "never started").
   ~Job();
@@ -118,7 +118,7 @@ class JobRunner {
   // Validates the spec, creates the workdir and the job directory, and starts the job's
   // supervisor, whose process waits for Start. Re-preparing a prepared (not started) attempt
   // replaces it. Throws AgentError.
-  PrepareResult Prepare(JobSpec spec);
+  PrepareResult Prepare(JobRequest spec);
   // Starts a prepared attempt at `start_at_ns` (see Job::Start). Throws AgentError (kNotFound
   // if it was not prepared by this agent process).
   StartResult Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);

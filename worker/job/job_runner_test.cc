@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,8 +41,8 @@ class JobRunnerTest : public ::testing::Test {
     std::filesystem::remove_all(home_);
   }
 
-  JobSpec Spec(const std::string& id, const std::string& run) {
-    JobSpec spec;
+  JobRequest Spec(const std::string& id, const std::string& run) {
+    JobRequest spec;
     spec.job_id = id;
     spec.attempt = 1;
     spec.worker_id = 3;
@@ -51,7 +52,7 @@ class JobRunnerTest : public ::testing::Test {
   }
 
   // Runs to completion; returns the snapshot at the end.
-  JobSnapshot RunToEnd(const JobSpec& spec) {
+  JobSnapshot RunToEnd(const JobRequest& spec) {
     runner_->Prepare(spec);
     runner_->Start(spec.job_id, spec.attempt);
     auto job = runner_->Find(spec.job_id, spec.attempt);
@@ -79,7 +80,7 @@ class JobRunnerTest : public ::testing::Test {
 };
 
 TEST_F(JobRunnerTest, EnvAndWorkdirReachTheProcess) {
-  JobSpec spec = Spec("env", "echo \"$PODRUN_TEST_SECRET|$(pwd)|$HOME\"");
+  JobRequest spec = Spec("env", "echo \"$PODRUN_TEST_SECRET|$(pwd)|$HOME\"");
   spec.env["PODRUN_TEST_SECRET"] = "s3cr3t value";
   JobSnapshot snap = RunToEnd(spec);
   ASSERT_TRUE(snap.exit);
@@ -112,7 +113,7 @@ TEST_F(JobRunnerTest, ExitCodeAndSignalAreRecorded) {
 
   // The outcome is on disk, and a fresh runner (a later agent process) reads it from there.
   JobDir dir(home_ / "agent", "code", 1);
-  auto on_disk = dir.ReadExitStatus();
+  auto on_disk = dir.ReadProcessEnd();
   ASSERT_TRUE(on_disk);
   EXPECT_EQ(*on_disk, *exited.exit);
   EXPECT_EQ(dir.ReadWorkerId(), 3u);
@@ -135,8 +136,10 @@ TEST_F(JobRunnerTest, OutputIsLoggedInOrder) {
 }
 
 TEST_F(JobRunnerTest, StopKillsTheWholeProcessGroup) {
-  // A grandchild that ignores SIGTERM: only the SIGKILL after the grace period ends it.
-  JobSpec spec = Spec("stop", "(trap '' TERM; exec sleep 1000) & echo $!; sleep 1000; wait");
+  // A grandchild that ignores SIGTERM: only the SIGKILL after the grace period ends it. It
+  // prints its pid only once the trap is set, so the stop cannot reach it before.
+  JobRequest spec =
+      Spec("stop", "(trap '' TERM; echo $BASHPID; exec sleep 1000) & sleep 1000; wait");
   runner_->Prepare(spec);
   StartResult start = runner_->Start("stop", 1);
   EXPECT_GT(start.pid, 0);
@@ -322,10 +325,10 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
   ASSERT_GT(waiting, 0);
   const JobDir dir(home_ / "agent2", "orphan", 1);
   const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!dir.ReadExitStatus() && std::chrono::steady_clock::now() < deadline) {
+  while (!dir.ReadProcessEnd() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  auto exit = dir.ReadExitStatus();
+  auto exit = dir.ReadProcessEnd();
   ASSERT_TRUE(exit);
   EXPECT_TRUE(exit->never_started);
   EXPECT_FALSE(ProcessLives(waiting));
@@ -337,7 +340,7 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
 
 TEST_F(JobRunnerTest, AProcessThatCannotExecIsRecordedAsFailed) {
   // The workdir disappears between Prepare and Start: the released process cannot chdir.
-  JobSpec spec = Spec("vanished", "echo ran");
+  JobRequest spec = Spec("vanished", "echo ran");
   spec.workdir = (home_ / "vanishing").string();
   runner_->Prepare(spec);
   const pid_t waiting = runner_->Find("vanished", 1)->waiting_pid();
@@ -360,7 +363,7 @@ TEST_F(JobRunnerTest, AProcessThatCannotExecIsRecordedAsFailed) {
   EXPECT_FALSE(snap.exit->never_started);
   EXPECT_EQ(Stdout("vanished"), "");
   EXPECT_NE(Stdout("vanished", LogStream::kStderr).find("chdir"), std::string::npos);
-  auto on_disk = JobDir(home_ / "agent", "vanished", 1).ReadExitStatus();
+  auto on_disk = JobDir(home_ / "agent", "vanished", 1).ReadProcessEnd();
   ASSERT_TRUE(on_disk);
   EXPECT_EQ(on_disk->exit_code, 127);
   // A retried Start fails the same way; Stop reports the outcome.
@@ -374,7 +377,7 @@ TEST_F(JobRunnerTest, AProcessThatCannotExecIsRecordedAsFailed) {
 TEST_F(JobRunnerTest, BadRequestsAreRefused) {
   EXPECT_THROW(runner_->Prepare(Spec("../x", "true")), AgentError);
   EXPECT_THROW(runner_->Prepare(Spec("ok", "")), AgentError);
-  JobSpec bad_env = Spec("ok", "true");
+  JobRequest bad_env = Spec("ok", "true");
   bad_env.env["A=B"] = "x";
   EXPECT_THROW(runner_->Prepare(bad_env), AgentError);
   EXPECT_THROW(runner_->Start("unprepared", 1), AgentError);
@@ -388,6 +391,34 @@ TEST(ResolveWorkdirTest, ExpandsHome) {
   EXPECT_EQ(ResolveWorkdir(""), home);
   EXPECT_THROW(ResolveWorkdir("~other/x"), AgentError);
   EXPECT_THROW(ResolveWorkdir("/proc/self/nonexistent/x"), AgentError);
+}
+
+TEST(ResolveWorkdirTest, AWorkdirAnotherUserCouldChangeIsRefused) {
+  const std::filesystem::path base =
+      std::filesystem::path(::testing::TempDir()) / ("workdir-owner-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "mine");
+  ::chmod((base / "mine").c_str(), 0755);
+  EXPECT_EQ(ResolveWorkdir((base / "mine").string()), std::filesystem::canonical(base / "mine"));
+  auto refusal = [](const std::filesystem::path& dir) {
+    try {
+      ResolveWorkdir(dir.string());
+    } catch (const AgentError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // Writable by everyone: another user could plant what the job runs.
+  std::filesystem::create_directories(base / "open");
+  ASSERT_EQ(0, ::chmod((base / "open").c_str(), 0777));
+  EXPECT_NE(refusal(base / "open").find("writable by other users"), std::string::npos);
+  // Owned by another user (the test may chown only as root).
+  if (::geteuid() == 0) {
+    std::filesystem::create_directories(base / "theirs");
+    ASSERT_EQ(0, ::chown((base / "theirs").c_str(), 65534, 65534));
+    EXPECT_NE(refusal(base / "theirs").find("owned by uid 65534"), std::string::npos);
+  }
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "proto/private_state.h"
+#include "worker/base/agent_error.h"
 #include "worker/base/unix_socket.h"
 #include "worker/supervisor/plan_codec.h"
 #include "worker/supervisor/prepared_child.h"
@@ -29,8 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kReadyTimeout = std::chrono::seconds(30);
 constexpr auto kFetchTimeout = std::chrono::milliseconds(3000);
-
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // Reads until end-of-file, or `deadline`; false on timeout or error.
 bool ReadAll(int fd, std::string* out, Clock::time_point deadline) {
@@ -55,7 +54,7 @@ void WriteAllOrThrow(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(Errno("hand the plan to the supervisor"));
+    if (n < 0) throw std::runtime_error(ErrnoMessage("hand the plan to the supervisor"));
     data.remove_prefix(static_cast<size_t>(n));
   }
 }
@@ -65,15 +64,15 @@ void WriteAllOrThrow(int fd, std::string_view data) {
 SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   int control[2], go[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control) != 0) {
-    throw std::runtime_error(Errno("socketpair"));
+    throw std::runtime_error(ErrnoMessage("socketpair"));
   }
   UniqueFd control_ours(control[0]), control_theirs(control[1]);
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) != 0) {
-    throw std::runtime_error(Errno("socketpair"));
+    throw std::runtime_error(ErrnoMessage("socketpair"));
   }
   UniqueFd go_ours(go[0]), go_theirs(go[1]);
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (!devnull) throw std::runtime_error(Errno("/dev/null"));
+  if (!devnull) throw std::runtime_error(ErrnoMessage("/dev/null"));
 
   // argv[0] names the agent's binary (ps shows what it is), whatever path execs it.
   std::error_code ec;
@@ -123,7 +122,7 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (middle < 0) {
     errno = fork_errno;
-    throw std::runtime_error(Errno("fork"));
+    throw std::runtime_error(ErrnoMessage("fork"));
   }
   int status = 0;
   while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
@@ -131,8 +130,7 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   control_theirs.reset();
   go_theirs.reset();
 
-  std::vector<std::string> plan = {launch.workdir.string(), launch.run,
-                                   std::to_string(launch.grace.count())};
+  std::vector<std::string> plan = {launch.workdir.string(), launch.run};
   for (auto& [key, value] : launch.env) plan.push_back(key + "=" + value);
   for (auto& [key, value] : launch.env) ::explicit_bzero(value.data(), value.size());
   launch.env.clear();

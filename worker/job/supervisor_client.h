@@ -25,7 +25,6 @@ struct SupervisorLaunch {
   uint32_t attempt = 0;
   std::filesystem::path workdir;  // absolute
   std::string run;
-  std::chrono::seconds grace{10};
   std::map<std::string, std::string> env;  // secrets: wiped by SpawnSupervisor
 };
 

@@ -97,7 +97,7 @@ void JobDir::WriteStarted(pid_t pid, int64_t start_time_ns) const {
   WriteFileAtomically(path_ / "pid", std::to_string(pid) + "\n");
 }
 
-void JobDir::WriteExitStatus(const ExitStatus& status) const {
+void JobDir::WriteProcessEnd(const ProcessEnd& status) const {
   std::string text;
   if (status.exit_code) text += "exit_code " + std::to_string(*status.exit_code) + "\n";
   if (status.signal) text += "signal " + std::to_string(*status.signal) + "\n";
@@ -119,10 +119,10 @@ std::optional<int64_t> JobDir::ReadStartTime() const {
   return ReadNumber<int64_t>(path_ / "start_time_ns");
 }
 
-std::optional<ExitStatus> JobDir::ReadExitStatus() const {
+std::optional<ProcessEnd> JobDir::ReadProcessEnd() const {
   auto text = ReadSmallFile(path_ / "exit_status");
   if (!text) return std::nullopt;
-  ExitStatus status;
+  ProcessEnd status;
   std::istringstream in(*text);
   std::string key;
   int64_t value = 0;

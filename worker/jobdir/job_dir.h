@@ -29,23 +29,11 @@
 #include <string>
 #include <string_view>
 
+#include "proto/process_end.h"
 #include "worker/base/process_identity.h"
 #include "worker/jobdir/log_gap.h"
 
 namespace podrun::agent {
-
-// How a job's process ended.
-struct ExitStatus {
-  std::optional<int> exit_code;  // set when it exited
-  std::optional<int> signal;     // set when a signal killed it
-  int64_t end_time_ns = 0;
-  bool stopped_by_request = false;
-  bool never_started = false;  // stopped while only prepared: neither code nor signal is set
-  bool lost = false;    // its supervisor vanished without recording how it ended: neither is set
-  bool killed = false;  // a requested stop needed SIGKILL after the grace period
-
-  bool operator==(const ExitStatus&) const = default;
-};
 
 // True for [A-Za-z0-9._-]{1,128} other than "." and "..".
 bool IsValidJobId(std::string_view job_id);
@@ -66,11 +54,11 @@ class JobDir {
   // Writers throw std::system_error; readers return nullopt for a missing or unreadable file.
   void WriteWorkerId(uint32_t worker_id) const;
   void WriteStarted(pid_t pid, int64_t start_time_ns) const;  // pid and start_time_ns
-  void WriteExitStatus(const ExitStatus& status) const;
+  void WriteProcessEnd(const ProcessEnd& status) const;
   std::optional<uint32_t> ReadWorkerId() const;
   std::optional<pid_t> ReadPid() const;
   std::optional<int64_t> ReadStartTime() const;
-  std::optional<ExitStatus> ReadExitStatus() const;
+  std::optional<ProcessEnd> ReadProcessEnd() const;
   void WriteSupervisor(const ProcessIdentity& id) const;
   void WriteJobProcess(const ProcessIdentity& id) const;
   std::optional<ProcessIdentity> ReadSupervisor() const;

@@ -24,13 +24,13 @@ int64_t NowNs() {
 }
 
 // Ends what the vanished supervisor left of the job and records it as lost.
-ExitStatus RecordLost(const JobDir& dir) {
+ProcessEnd RecordLost(const JobDir& dir) {
   if (auto leader = dir.ReadJobProcess()) SignalGroup(*leader, SIGKILL);
-  ExitStatus lost;
+  ProcessEnd lost;
   lost.lost = true;
   lost.end_time_ns = NowNs();
   try {
-    dir.WriteExitStatus(lost);
+    dir.WriteProcessEnd(lost);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "podrun-agent: %s: %s\n", dir.path().c_str(), e.what());
   }
@@ -46,11 +46,11 @@ JobSnapshot ReadJobSnapshot(const JobDir& dir, bool count_records) {
   snap.start_time_ns = dir.ReadStartTime().value_or(0);
   const auto supervisor = dir.ReadSupervisor();
   snap.supervisor_pid = supervisor ? supervisor->pid : 0;
-  snap.exit = dir.ReadExitStatus();
+  snap.exit = dir.ReadProcessEnd();
   if (!snap.exit) {
     snap.supervisor_alive = supervisor && supervisor->Alive();
     // Checked after the liveness: a supervisor records the outcome before it exits.
-    snap.exit = dir.ReadExitStatus();
+    snap.exit = dir.ReadProcessEnd();
     if (!snap.exit && !snap.supervisor_alive) {
       if (supervisor || snap.pid > 0) snap.exit = RecordLost(dir);
     }

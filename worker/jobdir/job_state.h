@@ -24,7 +24,7 @@ struct JobSnapshot {
   int64_t start_time_ns = 0;
   uint32_t worker_id = 0;
   uint64_t last_seq = 0;           // last record written to the log
-  std::optional<ExitStatus> exit;  // set once the job has ended
+  std::optional<ProcessEnd> exit;  // set once the job has ended
   std::optional<LogGapInfo> gap;   // output that could not be written to disk
   pid_t supervisor_pid = 0;        // 0 if none is known
   bool supervisor_alive = false;

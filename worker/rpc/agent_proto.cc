@@ -21,7 +21,7 @@ v1::StatusReply::State ToProtoState(JobState state) {
   return v1::StatusReply::UNKNOWN;
 }
 
-void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end) {
+void FillEnd(const ProcessEnd& exit, v1::ProcessEnd* end) {
   if (exit.exit_code) end->set_exit_code(*exit.exit_code);
   if (exit.signal) end->set_signal(*exit.signal);
   end->set_end_time_ns(exit.end_time_ns);
@@ -45,7 +45,7 @@ void AddRecord(LogRecord& r, v1::LogBatch* batch) {
   out->set_data(std::move(r.data));
 }
 
-v1::LogBatch EndBatch(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) {
+v1::LogBatch EndBatch(const ProcessEnd& exit, const std::optional<LogGapInfo>& gap) {
   v1::LogBatch last;
   FillEnd(exit, last.mutable_end());
   if (gap) FillGap(*gap, last.mutable_log_gap());

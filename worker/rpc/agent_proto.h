@@ -13,11 +13,11 @@
 namespace podrun::agent {
 
 v1::StatusReply::State ToProtoState(JobState state);
-void FillEnd(const ExitStatus& exit, v1::ProcessEnd* end);
+void FillEnd(const ProcessEnd& exit, v1::ProcessEnd* end);
 void FillGap(const LogGapInfo& gap, v1::LogGap* out);
 // Appends `r` to `batch`, moving its data.
 void AddRecord(LogRecord& r, v1::LogBatch* batch);
 // The last message of a log stream: how the job ended and what it could not keep on disk.
-v1::LogBatch EndBatch(const ExitStatus& exit, const std::optional<LogGapInfo>& gap);
+v1::LogBatch EndBatch(const ProcessEnd& exit, const std::optional<LogGapInfo>& gap);
 
 }  // namespace podrun::agent

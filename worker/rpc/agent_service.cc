@@ -170,7 +170,7 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
     }
   } wipe_env{const_cast<v1::PrepareRequest*>(req)};  // gRPC's own message, ours until we return
   return HandleRpc(activity_, [&] {
-    JobSpec spec;
+    JobRequest spec;
     spec.job_id = req->job_id();
     spec.attempt = req->attempt();
     spec.worker_id = req->worker_id();
@@ -224,7 +224,7 @@ class GrpcLogSink : public JobLogSink {
     for (LogRecord& r : records) AddRecord(r, &batch);
     return writer_->Write(batch);
   }
-  bool End(const ExitStatus& exit, const std::optional<LogGapInfo>& gap) override {
+  bool End(const ProcessEnd& exit, const std::optional<LogGapInfo>& gap) override {
     writer_->Write(EndBatch(exit, gap));
     return true;
   }

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "proto/home_path.h"
 #include "worker/base/agent_error.h"
 #include "worker/host/mounts.h"
 #include "worker/job/job_runner.h"
@@ -16,8 +17,7 @@ namespace {
 
 // "~" and "~/x" under the user's home; anything else must be absolute.
 std::string ExpandPath(const std::string& path, const char* what) {
-  if (path == "~") return UserHome().string();
-  if (path.rfind("~/", 0) == 0) return (UserHome() / path.substr(2)).string();
+  if (auto expanded = ExpandHome(path, UserHome().string())) return *expanded;
   if (path.empty() || path[0] != '/') {
     throw AgentError(ErrorKind::kInvalidArgument,
                      std::string(what) + " '" + path + "': not an absolute path");

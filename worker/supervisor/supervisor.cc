@@ -20,7 +20,7 @@ int Supervisor::Run() {
   std::string reply;
   try {
     sigfd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!sigfd_) throw std::runtime_error(Errno("signalfd"));
+    if (!sigfd_) throw std::runtime_error(ErrnoMessage("signalfd"));
     ReadPlan();
     auto self = ProcessIdentity::Of(::getpid());
     if (!self) throw std::runtime_error("cannot read /proc/self/stat");
@@ -113,7 +113,7 @@ void Supervisor::Loop() {
     if (pause) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
     if (::poll(fds, n, timeout) < 0) {
       if (errno == EINTR) continue;
-      Say(Errno("poll"));
+      Say(ErrnoMessage("poll"));
       break;
     }
     for (nfds_t i = 0; i < n; ++i) {

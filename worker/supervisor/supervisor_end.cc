@@ -20,7 +20,7 @@ void Supervisor::Finalize() {
   }
   const bool never_started = report_ && report_->step == kNotStarted;
   if (never_started && discard_) return;  // replaced: the new supervisor records the attempt
-  ExitStatus exit;
+  ProcessEnd exit;
   const int status = wait_status_.value_or(255 << 8);
   if (never_started) {
     exit.never_started = true;
@@ -43,7 +43,7 @@ void Supervisor::Finalize() {
     }
   }
   try {
-    dir_.WriteExitStatus(exit);
+    dir_.WriteProcessEnd(exit);
   } catch (const std::exception& e) {
     Say(e.what());
   }

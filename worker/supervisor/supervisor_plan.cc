@@ -9,7 +9,7 @@ void Supervisor::ReadPlan() {
   while (true) {
     const ssize_t got = ::read(kControlFd, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw std::runtime_error(Errno("read plan"));
+    if (got < 0) throw std::runtime_error(ErrnoMessage("read plan"));
     if (got == 0) break;
     bytes.append(buf, static_cast<size_t>(got));
     if (bytes.size() > kMaxPlanBytes) throw std::runtime_error("plan too large");
@@ -17,18 +17,17 @@ void Supervisor::ReadPlan() {
   std::vector<std::string> plan = DecodeStrings(bytes);
   ::explicit_bzero(bytes.data(), bytes.size());
   ::explicit_bzero(buf, sizeof buf);
-  if (plan.size() < 3) throw std::runtime_error("malformed plan");
+  if (plan.size() < 2) throw std::runtime_error("malformed plan");
   workdir_ = plan[0];
   run_ = plan[1];
-  grace_ = seconds(std::stoul(plan[2]));
-  env_.assign(std::make_move_iterator(plan.begin() + 3), std::make_move_iterator(plan.end()));
+  env_.assign(std::make_move_iterator(plan.begin() + 2), std::make_move_iterator(plan.end()));
 }
 
 pid_t Supervisor::ForkChild() {
   int out[2], err[2], ran[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
       ::pipe2(ran, O_CLOEXEC) != 0) {
-    throw std::runtime_error(Errno("pipe"));
+    throw std::runtime_error(ErrnoMessage("pipe"));
   }
   // Bigger pipes than the 64 KiB default: a job that prints fast blocks less often, and each
   // read takes more (fewer records, wakeups and writes per byte). Refused above the system's
@@ -40,7 +39,7 @@ pid_t Supervisor::ForkChild() {
   ran_.reset(ran[0]);
   UniqueFd out_w(out[1]), err_w(err[1]), ran_w(ran[1]);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull) throw std::runtime_error(Errno("/dev/null"));
+  if (!devnull) throw std::runtime_error(ErrnoMessage("/dev/null"));
 
   // The job's environment: the agent's own, overridden and extended by the job's.
   std::vector<std::string> env_strings;
@@ -80,7 +79,7 @@ pid_t Supervisor::ForkChild() {
   ::close(kGoFd);  // only the child (and the agent) hold the go socket now
   if (pid < 0) {
     errno = fork_errno;
-    throw std::runtime_error(Errno("fork"));
+    throw std::runtime_error(ErrnoMessage("fork"));
   }
   return pid;
 }

@@ -24,6 +24,7 @@
 
 #include "proto/log_record.h"
 #include "proto/unique_fd.h"
+#include "worker/base/agent_error.h"
 #include "worker/base/process_identity.h"
 #include "worker/base/unix_socket.h"
 #include "worker/base/wall_clock.h"
@@ -58,8 +59,6 @@ constexpr auto kRequestTimeout = milliseconds(2000);
 // While output is held in memory and a reader fetched it this recently, a full buffer pauses the
 // job's pipes (the job waits) rather than dropping output.
 constexpr auto kReaderActiveWindow = seconds(2);
-
-inline std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 inline bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
 
@@ -97,7 +96,6 @@ class Supervisor {
   const SuperviseArgs args_;
   const JobDir dir_;
   std::string workdir_, run_;
-  seconds grace_{10};
   std::vector<std::string> env_;
 
   UniqueFd listen_, sigfd_, ran_, pipes_[2];

@@ -126,8 +126,8 @@ TEST_F(SupervisorTest, AJobWhoseSupervisorIsKilledIsLostAndEnded) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_TRUE(GroupMembersSince(*leader).empty());
-  ASSERT_TRUE(dir.ReadExitStatus());
-  EXPECT_TRUE(dir.ReadExitStatus()->lost);
+  ASSERT_TRUE(dir.ReadProcessEnd());
+  EXPECT_TRUE(dir.ReadProcessEnd()->lost);
 }
 
 TEST_F(SupervisorTest, AStaleRecordNeverSignalsAnUnrelatedProcess) {

@@ -19,11 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Errno() { return std::strerror(errno); }
-
 void MakePrivateDir(const fs::path& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    throw AgentError(ErrorKind::kInternal, "blob cache " + dir.string() + ": " + Errno());
+    throw AgentError(ErrorKind::kInternal, "blob cache " + dir.string() + ": " + ErrnoMessage());
   }
 }
 
@@ -76,7 +74,7 @@ BlobCache::Writer::Writer(const BlobCache& cache, std::string sha256)
   temp_ += TempSuffix();
   fd_.reset(::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd_) {
-    throw AgentError(ErrorKind::kInternal, "blob cache " + temp_.string() + ": " + Errno());
+    throw AgentError(ErrorKind::kInternal, "blob cache " + temp_.string() + ": " + ErrnoMessage());
   }
 }
 
@@ -86,7 +84,7 @@ BlobCache::Writer::~Writer() {
 
 void BlobCache::Writer::Append(std::string_view data) {
   if (!WriteAll(fd_.get(), data)) {
-    throw AgentError(ErrorKind::kInternal, "blob cache " + temp_.string() + ": " + Errno());
+    throw AgentError(ErrorKind::kInternal, "blob cache " + temp_.string() + ": " + ErrnoMessage());
   }
   hash_.Update(data);
   size_ += data.size();
@@ -100,7 +98,7 @@ void BlobCache::Writer::Commit() {
   }
   // No fsync: a blob is checked again against its hash whenever it is used (ApplySync).
   if (::close(fd_.release()) != 0 || ::rename(temp_.c_str(), final_.c_str()) != 0) {
-    throw AgentError(ErrorKind::kInternal, "blob cache " + final_.string() + ": " + Errno());
+    throw AgentError(ErrorKind::kInternal, "blob cache " + final_.string() + ": " + ErrnoMessage());
   }
   committed_ = true;
 }

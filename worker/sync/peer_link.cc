@@ -37,8 +37,6 @@ constexpr size_t kMaxRequest = 64;
 constexpr size_t kPipeline = 16;                  // requests sent ahead of the replies
 constexpr std::chrono::seconds kServerStall{30};  // a client silent this long is dropped
 
-std::string Errno() { return std::strerror(errno); }
-
 // Timeouts on every send and receive (a stalled peer is an error), and no Nagle delay.
 void SetSocketOptions(int fd, std::chrono::seconds timeout) {
   const timeval tv{static_cast<time_t>(timeout.count()), 0};
@@ -46,7 +44,7 @@ void SetSocketOptions(int fd, std::chrono::seconds timeout) {
   if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
       ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
-    throw AgentError(ErrorKind::kInternal, "socket options: " + Errno());
+    throw AgentError(ErrorKind::kInternal, "socket options: " + ErrnoMessage());
   }
 }
 
@@ -158,7 +156,7 @@ BlobServer::BlobServer(const BlobCache& cache, const std::string& address, std::
     throw AgentError(e.kind(), where + ": " + e.what());
   }
   wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake_) throw AgentError(ErrorKind::kInternal, where + ": eventfd: " + Errno());
+  if (!wake_) throw AgentError(ErrorKind::kInternal, where + ": eventfd: " + ErrnoMessage());
   acceptor_ = std::thread([this] { AcceptLoop(); });
 }
 

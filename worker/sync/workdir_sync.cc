@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "proto/unique_fd.h"
 #include "proto/write_all.h"
 #include "worker/base/agent_error.h"
+#include "worker/base/own_directory.h"
 
 namespace podrun::agent {
 namespace {
@@ -24,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr size_t kCopyChunk = 1 << 20;
+constexpr mode_t kSyncedModeBits = 0775;
 
 [[noreturn]] void Fail(const std::string& what) {
   throw AgentError(ErrorKind::kInternal, what + ": " + std::strerror(errno));
@@ -80,7 +83,9 @@ void WriteFile(const BlobCache& cache, const v1::ManifestEntry& e, const fs::pat
                      "sync: " + e.path() + ": the cached blob " + e.sha256() +
                          " was corrupt (removed from the cache; launch again)");
   }
-  if (::fchmod(out.get(), e.mode() & 07777) != 0 || ::close(out.release()) != 0 ||
+  // Never setuid, setgid, sticky or world-writable, whatever the manifest says: a synced tree
+  // gives no other user of the worker a way in (docs/reliability.md).
+  if (::fchmod(out.get(), e.mode() & kSyncedModeBits) != 0 || ::close(out.release()) != 0 ||
       ::rename(temp.c_str(), target.c_str()) != 0) {
     const int saved = errno;
     ::unlink(temp.c_str());
@@ -121,6 +126,36 @@ v1::SyncState ReadState(int fd) {
   return state;
 }
 
+// Whether a file the previous sync wrote may still be deleted: its parents are still real
+// directories. A parent gone, or replaced by a symlink or a file, leaves nothing of ours there.
+bool ParentsAreOurs(const fs::path& workdir, const std::string& path) {
+  try {
+    return RealParentDirectories(workdir, path, /*create=*/false);
+  } catch (const AgentError&) {
+    return false;
+  }
+}
+
+// A manifest whose entry lies beneath one of its own symlinks would write through the link.
+void RefusePathsBeneathSymlinks(const v1::SyncManifest& manifest) {
+  std::set<std::string_view> links;
+  for (const v1::ManifestEntry& e : manifest.entries()) {
+    if (!e.symlink().empty()) links.insert(e.path());
+  }
+  if (links.empty()) return;
+  for (const v1::ManifestEntry& e : manifest.entries()) {
+    const std::string_view path = e.path();
+    for (size_t slash = path.find('/'); slash != std::string_view::npos;
+         slash = path.find('/', slash + 1)) {
+      if (links.count(path.substr(0, slash))) {
+        throw AgentError(ErrorKind::kInvalidArgument,
+                         "sync: " + e.path() + " lies beneath the symlink " +
+                             std::string(path.substr(0, slash)) + " in the manifest");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool IsSafeManifestPath(const std::string& path) {
@@ -143,6 +178,7 @@ SyncApplied ApplyManifest(const BlobCache& cache, const v1::SyncManifest& manife
       throw AgentError(ErrorKind::kInvalidArgument, "sync: bad path in manifest: " + e.path());
     }
   }
+  RefusePathsBeneathSymlinks(manifest);
   std::error_code ec;
   fs::create_directories(state_file.parent_path(), ec);
   UniqueFd lock(::open(state_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -160,6 +196,7 @@ SyncApplied ApplyManifest(const BlobCache& cache, const v1::SyncManifest& manife
   // Deletions first: a directory may be replaced by a file of the same name.
   for (const auto& [path, i] : before) {
     if (now.count(path)) continue;
+    if (!ParentsAreOurs(workdir, path)) continue;  // already gone, or not ours to delete
     const fs::path target = workdir / path;
     struct stat st {};
     if (::lstat(target.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
@@ -176,11 +213,7 @@ SyncApplied ApplyManifest(const BlobCache& cache, const v1::SyncManifest& manife
                       previous.entries(was->second).symlink() == e.symlink() &&
                       previous.entries(was->second).mode() == e.mode();
     if (!(same && Untouched(target, previous, was->second))) {
-      fs::create_directories(target.parent_path(), ec);
-      if (ec) {
-        throw AgentError(ErrorKind::kFailedPrecondition,
-                         "sync: " + target.parent_path().string() + ": " + ec.message());
-      }
+      RealParentDirectories(workdir, e.path(), /*create=*/true);
       struct stat st {};
       if (::lstat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
         throw AgentError(ErrorKind::kFailedPrecondition,

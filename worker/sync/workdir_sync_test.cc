@@ -148,5 +148,53 @@ TEST_F(WorkdirSyncTest, BlobWriterChecksTheHash) {
   EXPECT_THROW(cache_->PathOf("../../etc/passwd"), AgentError);
 }
 
+TEST_F(WorkdirSyncTest, NoSymlinkOnTheWorkerIsFollowedInTheMiddleOfAPath) {
+  // Someone put a link where the tree has a directory: nothing is written or deleted through it.
+  fs::create_directories(root_ / "elsewhere");
+  std::ofstream(root_ / "elsewhere/old.py") << "not the sync's\n";
+  fs::create_directory_symlink(root_ / "elsewhere", root_ / "work/pkg");
+  v1::SyncManifest m;
+  Add(m, "pkg/new.py", "n\n");
+  EXPECT_THROW(Apply(m), AgentError);
+  EXPECT_FALSE(fs::exists(root_ / "elsewhere/new.py"));
+
+  // A file the previous sync wrote is not deleted through a link that replaced its directory.
+  fs::remove(root_ / "work/pkg");
+  v1::SyncManifest first;
+  Add(first, "pkg/old.py", "o\n");
+  Apply(first);
+  fs::remove_all(root_ / "work/pkg");
+  fs::create_directory_symlink(root_ / "elsewhere", root_ / "work/pkg");
+  Apply(v1::SyncManifest());
+  EXPECT_EQ("not the sync's\n", ReadFile(root_ / "elsewhere/old.py"));
+}
+
+TEST_F(WorkdirSyncTest, AManifestWithAPathBeneathItsOwnSymlinkIsRefused) {
+  fs::create_directories(root_ / "elsewhere");
+  v1::SyncManifest m;
+  v1::ManifestEntry* link = m.add_entries();
+  link->set_path("dir");
+  link->set_symlink((root_ / "elsewhere").string());
+  Add(m, "dir/planted.sh", "#!/bin/sh\n", 0755);
+  EXPECT_THROW(Apply(m), AgentError);
+  EXPECT_FALSE(fs::exists(root_ / "elsewhere/planted.sh"));
+  EXPECT_FALSE(fs::exists(root_ / "work/dir"));  // refused before anything was written
+}
+
+TEST_F(WorkdirSyncTest, SyncedFilesLoseSetuidSetgidAndWorldWrite) {
+  v1::SyncManifest m;
+  Add(m, "suid", "x\n", 06755);
+  Add(m, "open", "x\n", 0666);
+  Add(m, "sticky", "x\n", 01775);
+  Apply(m);
+  struct stat st {};
+  ASSERT_EQ(0, ::stat((root_ / "work/suid").c_str(), &st));
+  EXPECT_EQ(0755u, st.st_mode & 07777);
+  ASSERT_EQ(0, ::stat((root_ / "work/open").c_str(), &st));
+  EXPECT_EQ(0664u, st.st_mode & 07777);
+  ASSERT_EQ(0, ::stat((root_ / "work/sticky").c_str(), &st));
+  EXPECT_EQ(0775u, st.st_mode & 07777);
+}
+
 }  // namespace
 }  // namespace podrun::agent
