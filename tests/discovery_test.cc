@@ -182,7 +182,9 @@ TEST_F(DiscoveryTest, AWorkerLostWhileItsNodeIsPreemptedIsNamedPreempted) {
   const std::string spec = Dir() + "/preempted.yaml";
   std::ofstream(spec) << "name: preempted\npod:\n  tpu: node-a\n  zone: zone-1\nrun: exec -a "
                       << marker << " sleep 300\n";
-  auto running = [&] { return pod_->CountProcesses("^" + marker + " "); };
+  auto running = [&] {
+    return std::atoi(RunCommand("pgrep -fc '^" + marker + " ' || true").output.c_str());
+  };
   CommandResult r;
   std::thread launch([&] { r = RunCommand(Podrun() + " launch " + spec + Keys()); });
   for (int i = 0; i < 600 && running() < 2; ++i) {
@@ -226,7 +228,9 @@ TEST_F(DiscoveryTest, ARestartWaitsForThePreemptedNodeAndRunsAtItsNewAddresses) 
                       << " sleep 300\n"
                          "  fi\n"
                          "  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n";
-  auto running = [&] { return pod_->CountProcesses("^" + marker + " "); };
+  auto running = [&] {
+    return std::atoi(RunCommand("pgrep -fc '^" + marker + " ' || true").output.c_str());
+  };
   CommandResult r;
   std::thread launch([&] {
     r = RunCommand("env PODRUN_TPU_POLL_SECONDS=1 " + Podrun() + " launch " + spec + Keys());
