@@ -104,8 +104,9 @@ void ValidateUser(const std::string& user, const std::string& entry) {
 std::string HostSpec::ToString() const {
   std::string out;
   if (user) out += *user + "@";
-  bool v6 = host.find(':') != std::string::npos;
-  out += (v6 && port) ? "[" + host + "]" : host;
+  // Brackets when a port follows, and when the host has a single ':' that would read as one.
+  const auto colons = std::count(host.begin(), host.end(), ':');
+  out += (colons > 0 && (port || colons == 1)) ? "[" + host + "]" : host;
   if (port) out += ":" + std::to_string(*port);
   return out;
 }

@@ -105,6 +105,14 @@ TEST(HostList, AcceptsOrdinaryNamesAndAddresses) {
   EXPECT_EQ("[2001:db8::7]:2222", ParseHostSpec("[2001:db8::7]:2222").ToString());
 }
 
+TEST(HostList, ToStringReadsBackAsTheSameHost) {
+  // Found by fuzz/host_list: "[a:1]" (host "a:1", no port) came back as host "a", port 1.
+  for (const char* text : {"[a:1]", "u@[a:1]", "::1", "[::1]:22", "h", "h:22", "u@h"}) {
+    const HostSpec spec = ParseHostSpec(text);
+    EXPECT_EQ(spec, ParseHostSpec(spec.ToString())) << text << " -> " << spec.ToString();
+  }
+}
+
 TEST(HostList, ValidateUserForTheDefaultUser) {
   EXPECT_NO_THROW(ValidateUser("matt", "--user matt"));
   EXPECT_THROW(ValidateUser("-oX", "--user -oX"), Error);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/base/error.h"
+#include "launcher/pod/host_list.h"
 
 namespace podrun {
 
@@ -20,11 +21,29 @@ TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
     throw fail(fmt::format("is not JSON ({})", e.what()));
   }
   if (!node.is_object()) throw fail("is not a TPU node");
+  // A field that is there must be a string; one that is missing reads as "".
+  auto text = [&](const nlohmann::json& object, const char* key) -> std::string {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return "";
+    if (!it->is_string()) throw fail(fmt::format("has a {} that is not a string", key));
+    return it->get<std::string>();
+  };
+  // Addresses reach ssh's ProxyCommand, exportfs and sshfs: the same rules as --hosts.
+  auto address = [&](const nlohmann::json& object, const char* key, size_t worker) {
+    std::string value = text(object, key);
+    if (value.empty()) return value;
+    try {
+      ValidateHost(value, value);
+    } catch (const Error& e) {
+      throw fail(fmt::format("has a bad {} for worker {} ({})", key, worker, e.what()));
+    }
+    return value;
+  };
   TpuNode out;
-  const std::string full = node.value("name", "");
+  const std::string full = text(node, "name");
   out.name = full.substr(full.rfind('/') + 1);
-  out.state = node.value("state", "");
-  out.accelerator_type = node.value("acceleratorType", "");
+  out.state = text(node, "state");
+  out.accelerator_type = text(node, "acceleratorType");
   const auto endpoints = node.find("networkEndpoints");
   if (endpoints == node.end() || !endpoints->is_array() || endpoints->empty()) {
     if (out.state != "READY") return out;  // being created, stopped, ...: the caller says so
@@ -33,15 +52,12 @@ TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
   for (size_t i = 0; i < endpoints->size(); ++i) {
     const auto& e = (*endpoints)[i];
     TpuEndpoint endpoint;
-    if (!e.is_object() || !e.contains("ipAddress") || !e["ipAddress"].is_string() ||
-        e["ipAddress"].get<std::string>().empty()) {
-      throw fail(fmt::format("has no ipAddress for worker {}", i));
-    }
-    endpoint.internal_ip = e["ipAddress"].get<std::string>();
+    if (!e.is_object()) throw fail(fmt::format("has no ipAddress for worker {}", i));
+    endpoint.internal_ip = address(e, "ipAddress", i);
+    if (endpoint.internal_ip.empty()) throw fail(fmt::format("has no ipAddress for worker {}", i));
     if (auto access = e.find("accessConfig"); access != e.end() && access->is_object()) {
-      if (auto ip = access->find("externalIp");
-          ip != access->end() && ip->is_string() && !ip->get<std::string>().empty()) {
-        endpoint.external_ip = ip->get<std::string>();
+      if (std::string ip = address(*access, "externalIp", i); !ip.empty()) {
+        endpoint.external_ip = std::move(ip);
       }
     }
     out.endpoints.push_back(std::move(endpoint));

@@ -54,6 +54,31 @@ TEST(TpuNodeTest, AnswersThatAreNotANodeAreErrorsNamingTheNode) {
   EXPECT_NE(message(R"({"state": "READY", "networkEndpoints": [{"port": 1}]})")
                 .find("no ipAddress for worker 0"),
             std::string::npos);
+  // Found by fuzz/tpu_node: a field of another type was a json type_error, not our Error.
+  EXPECT_NE(message(R"({"name": "n", "state": 5})").find("state that is not a string"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"name": 5})").find("name that is not a string"), std::string::npos);
+}
+
+TEST(TpuNodeTest, AddressesPassTheSameRulesAsHosts) {
+  auto message = [](const std::string& ip, const std::string& external) {
+    try {
+      ParseTpuNode(R"({"state": "READY", "networkEndpoints": [{"ipAddress": ")" + ip +
+                       R"(", "accessConfig": {"externalIp": ")" + external + R"("}}]})",
+                   "tpu n");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUnreachable);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message("10.0.0.2", "34.1.2.3"), "");
+  EXPECT_EQ(message("fe80::1", ""), "");
+  // These reach ssh's ProxyCommand (run by a shell), exportfs and sshfs.
+  EXPECT_NE(message("-oProxyCommand=x", "").find("bad ipAddress for worker 0"), std::string::npos);
+  EXPECT_NE(message("10.0.0.2;reboot", "").find("bad ipAddress"), std::string::npos);
+  EXPECT_NE(message("10.0.0.2", "1.2.3.4 x").find("bad externalIp for worker 0"),
+            std::string::npos);
 }
 
 }  // namespace
