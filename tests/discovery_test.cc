@@ -6,6 +6,7 @@
 // not READY refused naming its state, gcloud's error shown, the answer cached (--refresh asks
 // again), and two nodes as one multislice job with the MEGASCALE variables on every worker.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -178,7 +179,7 @@ TEST_F(DiscoveryTest, TwoNodesRunAsOneMultisliceJob) {
 }
 
 TEST_F(DiscoveryTest, AWorkerLostWhileItsNodeIsPreemptedIsNamedPreempted) {
-  const std::string marker = "podrun-test-preempted";
+  const std::string marker = "podrun-test-preempted-" + std::to_string(::getpid());
   const std::string spec = Dir() + "/preempted.yaml";
   std::ofstream(spec) << "name: preempted\npod:\n  tpu: node-a\n  zone: zone-1\nrun: exec -a "
                       << marker << " sleep 300\n";
@@ -210,7 +211,7 @@ TEST_F(DiscoveryTest, AWorkerLostWhileItsNodeIsPreemptedIsNamedPreempted) {
 }
 
 TEST_F(DiscoveryTest, ARestartWaitsForThePreemptedNodeAndRunsAtItsNewAddresses) {
-  const std::string marker = "podrun-test-restart-wait";
+  const std::string marker = "podrun-test-restart-wait-" + std::to_string(::getpid());
   const std::string flag = "/tmp/podrun-test-preempt-flag";  // in w1's own /tmp
   ASSERT_EQ(0, pod_->Exec(1, "rm -f " + flag).exit_code);
   WriteNode("node-p", "READY", {0, 1});

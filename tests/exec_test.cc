@@ -1,5 +1,6 @@
 // Integration tests of `podrun exec` against a real 8-worker testpod (sshd in namespaces).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,13 +26,17 @@ class ExecTest : public ::testing::Test {
   static void SetUpTestSuite() { pod_ = std::make_unique<TestPod>(kWorkers, kPodId); }
   static void TearDownTestSuite() { pod_.reset(); }
 
+  // The shell command line of `podrun exec` against the pod with the given extra options.
+  static std::string ExecLine(const std::string& options, const std::string& command) {
+    return std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
+           pod_->identity() + " --known-hosts " + pod_->known_hosts() + " " + options + " -- " +
+           ShellQuote(command);
+  }
+
   // `podrun exec` against the pod with the given extra options; stderr merged unless asked.
   static CommandResult Exec(const std::string& options, const std::string& command,
                             bool merge_stderr = true) {
-    std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
-                       pod_->identity() + " --known-hosts " + pod_->known_hosts() + " " + options +
-                       " -- " + ShellQuote(command);
-    return RunCommand(line, merge_stderr);
+    return RunCommand(ExecLine(options, command), merge_stderr);
   }
 
   static std::unique_ptr<TestPod> pod_;
@@ -49,10 +54,16 @@ TEST_F(ExecTest, EveryWorkerAnswersWithItsLabel) {
   EXPECT_EQ(kWorkers, std::count(r.output.begin(), r.output.end(), '\n'));
 }
 
+// The worker's stderr reaches podrun's stderr, labelled as its stdout is, and only there.
 TEST_F(ExecTest, StderrLinesGoToStderr) {
-  CommandResult r = Exec("-w 0", "echo out; echo err >&2", /*merge_stderr=*/false);
-  EXPECT_EQ(0, r.exit_code);
+  const std::string err_file = ::testing::TempDir() + "/exec-test-stderr";
+  CommandResult r = RunCommand(ExecLine("-w 0", "echo out; echo err >&2") + " 2>" + err_file,
+                               /*merge_stderr=*/false);
+  const std::string err = ReadTextFile(err_file);
+  EXPECT_EQ(0, r.exit_code) << err;
   EXPECT_EQ("[w0] out\n", r.output);
+  EXPECT_NE(std::string::npos, err.find("[w0] err\n")) << err;
+  EXPECT_EQ(std::string::npos, err.find("[w0] out")) << err;
 }
 
 TEST_F(ExecTest, OneFailingWorkerGivesExit1) {
@@ -136,6 +147,37 @@ TEST_F(ExecTest, WorkerCutOffMidCommandIsDeclaredLost) {
   EXPECT_LT(seconds, 7.5) << text;  // before the command itself would have ended
   EXPECT_NE(std::string::npos, text.find("no answer to keepalives")) << text;
   EXPECT_NE(std::string::npos, text.find("1 of 1 workers failed: w7 (lost)")) << text;
+}
+
+// Ctrl-C while the command runs on every worker: exit 130 and "interrupted". The loop stops
+// with every worker's coroutine suspended; their frames (sessions, channels) must be destroyed
+// before the objects they refer to, which an ASan build (PODRUN_SANITIZE=address) checks here.
+TEST_F(ExecTest, CtrlCWhileTheCommandRunsExits130) {
+  std::string out = ::testing::TempDir() + "/exec-interrupt.out";
+  std::filesystem::remove(out);  // no stale text from an earlier run
+  pid_t pid =
+      StartCommand(ExecLine("--fanout 2", "echo ready; exec sleep 60") + " > " + out + " 2>&1");
+  for (int i = 0; i < kWorkers; ++i) WaitForText(out, "[w" + std::to_string(i) + "] ready");
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::string text = ReadTextFile(out);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(130, WEXITSTATUS(status)) << text;
+  EXPECT_NE(std::string::npos, text.find("interrupted")) << text;
+}
+
+// Through a jump host to a port where nothing listens: the jump host's sshd answers the
+// channel open with "connect failed" (its reason code, which podrun reads from libssh's error),
+// and the worker is retried as a refused connection until --connect-timeout, then named.
+TEST_F(ExecTest, JumpToAClosedPortIsRetriedAsRefused) {
+  std::string line = std::string(PODRUN_BINARY) + " exec --hosts " + pod_->address(1) +
+                     ":1 -J root@" + pod_->address(0) + " -i " + pod_->identity() +
+                     " --known-hosts " + pod_->known_hosts() + " --connect-timeout 2 -- true";
+  CommandResult r = RunCommand(line);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find(pod_->address(1) + ":1")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("gave up after")) << r.output;
 }
 
 TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {

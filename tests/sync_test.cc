@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -240,6 +241,46 @@ TEST_F(SyncTest, ASlowWorkerCostsTheOthersNothing) {
   for (int i = 0; i < kWorkers; ++i) {
     EXPECT_NE(std::string::npos, r.output.find("[w" + std::to_string(i) + "] started")) << r.output;
   }
+}
+
+// No lender outlives the connect phase (worker/sync/binary_relay.h): with the agent installed on
+// every worker but one from a peer, nothing but sshd listens on any worker as the job starts
+// (the launcher still connected) nor once `launch -d` returned (the job runs on).
+TEST_F(SyncTest, OnlySshdListensOnTheWorkersOnceADetachedLaunchReturned) {
+  for (int i = 0; i < kWorkers; ++i) {
+    // Only that worker's agent (pkill would see every worker's: they share the pid namespace).
+    RunCommand("for p in $(ip netns pids pr" + std::to_string(pod_->id()) + "-w" +
+               std::to_string(i) +
+               "); do tr '\\0' ' ' < /proc/$p/cmdline | grep -q 'podrun-agent-[0-9a-f]* serve' "
+               "&& kill $p; done; true");
+    pod_->Exec(i, "rm -rf ~/.podrun/bin /tmp/podrun-listeners-at-start");
+  }
+  const std::string spec = Dir() + "/detached.yaml";
+  // The job lists the listeners as it starts, while the launcher is still connected.
+  std::ofstream(spec) << "run: ss -ltnpH > /tmp/podrun-listeners-at-start; exec -a "
+                         "podrun-test-lend-detached sleep 120\n";
+  CommandResult r = Launch(spec + " -d");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("uploaded to 1, from peers to 7")) << r.output;
+  for (int i = 0; i < 2 * kWorkers; ++i) {
+    const bool now = i < kWorkers;
+    const std::string where = "w" + std::to_string(i % kWorkers) + (now ? " now" : " at start");
+    CommandResult listeners =
+        pod_->Exec(i % kWorkers, now ? "ss -ltnpH" : "cat /tmp/podrun-listeners-at-start");
+    EXPECT_EQ(0, listeners.exit_code) << where << ": " << listeners.output;
+    std::istringstream lines(listeners.output);
+    int sshd = 0;
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_NE(std::string::npos, line.find("\"sshd\"")) << where << ": " << line;
+      sshd += line.find("\"sshd\"") != std::string::npos ? 1 : 0;
+    }
+    EXPECT_GT(sshd, 0) << where << ": " << listeners.output;
+  }
+  std::smatch job;
+  ASSERT_TRUE(std::regex_search(r.output, job, std::regex("job: ([0-9a-f-]+)"))) << r.output;
+  CommandResult stop = RunCommand("env PODRUN_HOME=" + Dir() + "/home " +
+                                  std::string(PODRUN_BINARY) + " stop " + job[1].str());
+  EXPECT_EQ(0, stop.exit_code) << stop.output;
 }
 
 TEST_F(SyncTest, ASyncDirectoryThatDoesNotExistIsABadSpec) {

@@ -76,6 +76,20 @@ void TestPod::Heal(int i) {
   }
 }
 
+void TestPod::Reboot(int i) {
+  CommandResult r = RunScript("reboot", std::to_string(i));
+  if (r.exit_code != 0) {
+    throw std::runtime_error("testpod reboot " + std::to_string(i) + ": " + r.output);
+  }
+}
+
+void TestPod::RestartSshd(int i) {
+  CommandResult r = RunScript("restart-sshd", std::to_string(i));
+  if (r.exit_code != 0) {
+    throw std::runtime_error("testpod restart-sshd " + std::to_string(i) + ": " + r.output);
+  }
+}
+
 CommandResult TestPod::Exec(int i, const std::string& shell_command) const {
   return RunScript("exec", std::to_string(i) + " -- bash -c " + ShellQuote(shell_command));
 }

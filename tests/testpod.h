@@ -52,6 +52,12 @@ class TestPod {
   void Cut(int i);
   // Puts worker i back on the network.
   void Heal(int i);
+  // What a reboot does to worker i: every process in it is killed (its /tmp goes too), then its
+  // sshd starts afresh with a new boot id; its home and its network stay.
+  void Reboot(int i);
+  // Kills every sshd process of worker i (its SSH connections break; nothing else is touched)
+  // and starts its sshd again.
+  void RestartSshd(int i);
   // Runs `shell_command` (with bash -c) in worker i's network, UTS and mount namespaces, as
   // root, as the worker sees things. Returns its exit code and output (stderr merged).
   CommandResult Exec(int i, const std::string& shell_command) const;

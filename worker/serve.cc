@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "proto/agent.grpc.pb.h"
@@ -95,8 +96,9 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
   }
 
   // Asked now, in the background: off Google Cloud the metadata server's timeout would
-  // otherwise hold up the first Hello.
-  std::thread([] { TpuWorkerNumber(); }).detach();
+  // otherwise hold up the first Hello. Joined when RunAgent returns (within that timeout), so
+  // it never runs on while the process exits.
+  std::jthread ask_metadata([] { TpuWorkerNumber(); });
   // Jobs' supervisors are this very binary, in its `supervise` mode.
   JobRunner runner(options.home, "/proc/self/exe");
   ActivityTracker activity;
@@ -128,6 +130,19 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
     announcer.Error("cannot listen on unix:" + socket_path.string());
     return 1;
   }
+  // The handlers use this frame's locals (runner, mu, cv, ...): however RunAgent leaves (an
+  // exception too), the server is shut down, its handlers finished, before they go.
+  struct StopServing {
+    AgentService& service;
+    grpc::Server& server;
+    bool stopped = false;
+    void Stop() {
+      if (std::exchange(stopped, true)) return;
+      service.BeginShutdown();  // following log streams end promptly
+      server.Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    }
+    ~StopServing() { Stop(); }
+  } stop_serving{service, *server};
   ::chmod(socket_path.c_str(), 0600);
   lock.Release();
   announcer.Ready(kProtocolVersion, PODRUN_VERSION, socket_path.string());
@@ -159,8 +174,7 @@ int RunAgent(const ServeOptions& options, Announcer& announcer) {
                handover             ? "handed over"
                : shutdown_requested ? "shutdown"
                                     : "idle");
-  service.BeginShutdown();
-  server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  stop_serving.Stop();
   if (!handover) ::unlink(socket_path.c_str());  // else it is the new agent's by now
   return 0;
 }

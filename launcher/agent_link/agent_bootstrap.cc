@@ -60,31 +60,50 @@ namespace {
 
 constexpr auto kFetchTimeout = std::chrono::seconds(20);
 constexpr std::chrono::seconds kLendFor{120};
+constexpr std::chrono::seconds kServingWithin{30};
 
-// Has the worker's agent binary lent to peers (lend); throws on failure.
-asio::awaitable<void> Lend(SshSession& session, const AgentBinary& agent, AgentRelay& relay,
-                           const std::string& address) {
+// Has the worker's agent binary lent to peers (lend) over a channel of its own, which `relay`
+// then holds open: the lender serves until it is closed (AgentRelay::End). Throws on failure.
+asio::awaitable<void> Lend(const std::shared_ptr<SshSession>& session, const AgentBinary& agent,
+                           AgentRelay& relay, const std::string& address) {
   const std::string command =
       "sh -c " +
       ShellQuote(fmt::format("exec \"{}\" lend --address {} --seconds {}", RemoteAgentPath(agent),
                              ShellQuote(address), kLendFor.count()));
-  RemoteResult r = co_await RunRemote(session, command, relay.token() + "\n");
+  auto channel = co_await SshChannel::Exec(*session, command);
+  co_await channel->Write(relay.token() + "\n");
   const std::string prefix = std::string(kServingPrefix) + " ";
-  const size_t at = r.out.find(prefix);
-  if (r.status.failed() || at == std::string::npos) {
-    throw Error(ExitCode::kUnreachable,
-                fmt::format("lend the agent: {}: {}", r.status.ToString(), r.err));
+  std::string out, err;
+  size_t at = std::string::npos;
+  const bool serving = co_await channel->ReadUntil(
+      [&](Stream stream, std::string_view data) {
+        (stream == Stream::kStdout ? out : err).append(data);
+      },
+      [&] {
+        at = out.find(prefix);
+        return at != std::string::npos && out.find('\n', at) != std::string::npos;
+      },
+      std::chrono::steady_clock::now() + kServingWithin);
+  if (!serving) {
+    std::string how = fmt::format("no answer in {} s", kServingWithin.count());
+    if (ssh_channel_is_eof(channel->raw()) || ssh_channel_is_closed(channel->raw())) {
+      ExitStatus status = co_await channel->WaitExitStatus();
+      how = status.ToString();
+    }
+    throw Error(ExitCode::kUnreachable, fmt::format("lend the agent: {}: {}", how, err));
   }
-  const int port = std::atoi(r.out.c_str() + at + prefix.size());
+  const int port = std::atoi(out.c_str() + at + prefix.size());
   if (port <= 0 || port > 65535) throw Error(ExitCode::kUnreachable, "lend the agent: bad port");
   relay.Offer({address, static_cast<uint16_t>(port)});
+  relay.Hold(session, std::move(channel));
 }
 
 }  // namespace
 
-asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentBinary& agent,
-                                               AgentRelay* relay, const std::string& lend_address,
-                                               AgentInstall* how) {
+asio::awaitable<AgentAnnouncement> EnsureAgent(const std::shared_ptr<SshSession>& shared,
+                                               const AgentBinary& agent, AgentRelay* relay,
+                                               const std::string& lend_address, AgentInstall* how) {
+  SshSession& session = *shared;
   *how = AgentInstall::kAlreadyThere;
   bool seed = false;
   // A seed that fails must free the others from waiting for it.
@@ -115,7 +134,7 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentB
       }
       if (relay && *how != AgentInstall::kAlreadyThere && (seed || relay->WantsMoreSources())) {
         try {
-          co_await Lend(session, agent, *relay, lend_address);
+          co_await Lend(shared, agent, *relay, lend_address);
           seed = false;  // lent: the guard has nothing to undo
         } catch (const Error&) {
           // The others fetch from elsewhere or upload for themselves (the guard tells them).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,10 +47,10 @@ enum class AgentInstall { kAlreadyThere, kUploaded, kFromPeer };
 
 // Starts the agent on the worker, installing it first if missing: from a peer when `relay` has
 // one (agent_relay.h), else uploaded through this session; a worker that got it lends it on at
-// `lend_address` when others wait. Throws Error(kUnreachable) naming the step and what the
-// worker said.
-asio::awaitable<AgentAnnouncement> EnsureAgent(SshSession& session, const AgentBinary& agent,
-                                               AgentRelay* relay, const std::string& lend_address,
-                                               AgentInstall* how);
+// `lend_address` when others wait, over a channel of `session` that the relay holds until its
+// End. Throws Error(kUnreachable) naming the step and what the worker said.
+asio::awaitable<AgentAnnouncement> EnsureAgent(const std::shared_ptr<SshSession>& session,
+                                               const AgentBinary& agent, AgentRelay* relay,
+                                               const std::string& lend_address, AgentInstall* how);
 
 }  // namespace podrun

@@ -217,11 +217,12 @@ AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,
   return {reply.pid(), reply.start_time_ns(), reply.already_started()};
 }
 
-AgentInspection AgentClient::Inspect(bool fix) {
+AgentInspection AgentClient::Inspect(bool fix, bool all_users) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kInspectTimeout);
   v1::InspectRequest req;
   req.set_fix(fix);
+  req.set_all_users(all_users);
   v1::InspectReply reply;
   Check(stub_->stub->Inspect(&ctx, req, &reply), "Inspect");
   AgentInspection out;

@@ -200,7 +200,7 @@ class AgentClient {
   // SIGTERM to the job's process group, SIGKILL after grace; returns when none is left.
   AgentStopReply Stop(const std::string& job_id, uint32_t attempt, std::chrono::seconds grace);
   // The worker's health for `podrun doctor`; `fix`: free the accelerators first.
-  AgentInspection Inspect(bool fix);
+  AgentInspection Inspect(bool fix, bool all_users = false);
   // Mounts what is not mounted yet; one sentence per mount. Throws as Prepare does (a mount
   // that fails is AgentRefusal naming it and the failing command).
   std::vector<std::string> Mount(const AgentMountRequest& request);

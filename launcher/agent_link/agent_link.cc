@@ -41,11 +41,15 @@ class SshAgentLink : public AgentLink {
   }
 
   std::shared_ptr<grpc::Channel> Connect() override {
-    std::lock_guard lock(mutex_);
+    // One connect at a time per link: ConnectOnLoop replaces session_ and tunnel_, and a second
+    // one on the loop would reset them under the first between its co_awaits. The state lock
+    // (mutex_) is not held meanwhile, so peer_address() answers while a slow worker connects.
+    std::lock_guard connecting(connect_mutex_);
     try {
       return ctx_.loop->Run(ConnectOnLoop());
-    } catch (const Error& e) {
-      throw e.WithContext(description());
+    } catch (Error& e) {
+      e.AddContext(description());
+      throw;
     }
   }
 
@@ -87,13 +91,16 @@ class SshAgentLink : public AgentLink {
       auto slot = co_await ctx_.window->Acquire();
       session_ = co_await SshSession::Connect(worker_.host, ssh_, ctx_.jumps);
     }
-    address_ = session_->address();
+    {
+      std::lock_guard lock(mutex_);
+      address_ = session_->address();
+    }
     session_->StartKeepalive();
     // Peers reach this worker at its internal address when discovery gave one.
     const std::string lend_address =
         worker_.peer_address.empty() ? session_->address() : worker_.peer_address;
     AgentAnnouncement announcement =
-        co_await EnsureAgent(*session_, *ctx_.agent, ctx_.relay, lend_address, &install_);
+        co_await EnsureAgent(session_, *ctx_.agent, ctx_.relay, lend_address, &install_);
     std::unique_ptr<SshChannel> channel;
     bool forwarding_refused = false;
     try {
@@ -118,7 +125,8 @@ class SshAgentLink : public AgentLink {
   PodWorker worker_;
   SshOptions ssh_;
   AgentLinkContext ctx_;
-  mutable std::mutex mutex_;
+  std::mutex connect_mutex_;  // held through Connect
+  mutable std::mutex mutex_;  // guards address_ (written on the loop, read by any thread)
   std::string address_;
   AgentInstall install_ = AgentInstall::kAlreadyThere;
   bool dial_stdio_ = false;
@@ -136,8 +144,9 @@ class LocalAgentLink : public AgentLink {
       std::string socket = StartAgent();
       return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(),
                                        AgentChannelArguments());
-    } catch (const Error& e) {
-      throw e.WithContext(description());
+    } catch (Error& e) {
+      e.AddContext(description());
+      throw;
     }
   }
 

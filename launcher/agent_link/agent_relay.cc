@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "launcher/base/error.h"
+#include "launcher/ssh/ssh_channel.h"
 #include "proto/shell_quote.h"
 
 namespace podrun {
@@ -17,6 +18,8 @@ constexpr int kFetchesPerLender = 4;  // at once, per lending worker
 constexpr auto kPoll = std::chrono::milliseconds(20);
 // A seed that takes longer than this to lend (a slow uplink) is not waited for any longer.
 constexpr auto kMaxWait = std::chrono::seconds(120);
+// How long End waits for the lenders to exit once their stdin is closed.
+constexpr auto kEndWait = std::chrono::seconds(5);
 
 std::string RandomHex(size_t bytes) {
   std::string raw(bytes, '\0');
@@ -32,6 +35,8 @@ std::string RandomHex(size_t bytes) {
 
 AgentRelay::AgentRelay(boost::asio::any_io_executor executor)
     : executor_(std::move(executor)), token_(RandomHex(32)) {}
+
+AgentRelay::~AgentRelay() = default;
 
 boost::asio::awaitable<std::optional<AgentRelay::Source>> AgentRelay::Acquire(bool* seed) {
   *seed = false;
@@ -71,6 +76,39 @@ void AgentRelay::Release(const Source& source, bool ok) {
 }
 
 void AgentRelay::Offer(const Source& source) { lenders_.push_back({source, 0}); }
+
+void AgentRelay::Hold(std::shared_ptr<SshSession> session, std::unique_ptr<SshChannel> channel) {
+  if (ended_) {
+    channel.reset();  // closed before its session may go
+    return;
+  }
+  held_.push_back({std::move(session), std::move(channel)});
+}
+
+boost::asio::awaitable<void> AgentRelay::End() {
+  ended_ = disabled_ = true;
+  seeding_ = false;
+  lenders_.clear();
+  std::vector<Held> held = std::move(held_);
+  held_.clear();
+  // EOF on each lender's stdin ends it (binary_relay.h); its EOF back says it is gone.
+  for (Held& h : held) {
+    try {
+      co_await h.channel->SendEof();
+    } catch (const std::exception&) {
+      // A broken connection took its lender with it.
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kEndWait;
+  for (Held& h : held) {
+    try {
+      co_await h.channel->ReadUntil([](Stream, std::string_view) {}, [] { return false; },
+                                    deadline);
+    } catch (const std::exception&) {
+    }
+  }
+  // `held` goes here: each channel is closed, then its session let go of.
+}
 
 void AgentRelay::SeedCannotLend() {
   seeding_ = false;

@@ -99,6 +99,7 @@ ExitCode RunWith(const AttemptPlan& plan, AttemptRecorder& recorder, AgentConnec
   const auto began = std::chrono::steady_clock::now();
   phases.StartProgress();
   phases.ConnectAll();
+  connections.EndAgentRelay();  // every worker has its agent, or never will: lenders stop here
   if (workers.AllIn()) {
     Say(DescribeAgents(connections, SecondsSince(began)));
     if (!phases.CheckTpuWorkerNumbers()) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "launcher/base/error.h"
@@ -88,11 +89,17 @@ class FollowPolicy {
     return give_up_at_;
   }
 
-  // Reconnects until it works (true) or `give_up_at` passes (false, result.lost set). Blocks.
-  // Touches only what its arguments and the hooks hold, so that it may run on a thread of its own.
+  // Reconnects until it works (true) or `give_up_at` passes (false, result.lost set). Blocks;
+  // `stop` ends it early (false) between attempts. Touches only what its arguments and the hooks
+  // hold, so that it may run on a thread of its own.
   static bool Reconnect(const LogFollowParams& params, const LogFollowHooks& hooks,
-                        Clock::time_point give_up_at, std::string last_error, std::string* lost) {
+                        Clock::time_point give_up_at, std::string last_error, std::string* lost,
+                        std::stop_token stop = {}) {
     for (;;) {
+      if (stop.stop_requested()) {
+        *lost = "stopped following the log: " + last_error;
+        return false;
+      }
       if (Clock::now() >= give_up_at) {
         *lost =
             fmt::format("its agent gave no progress for {} s: {}",
@@ -100,7 +107,13 @@ class FollowPolicy {
                         last_error);
         return false;
       }
-      std::this_thread::sleep_for(params.reconnect_pause);
+      {  // the pause, which `stop` cuts short
+        std::mutex mutex;
+        std::condition_variable_any pause;
+        std::unique_lock lock(mutex);
+        (void)pause.wait_for(lock, stop, params.reconnect_pause, [] { return false; });
+      }
+      if (stop.stop_requested()) continue;
       try {
         hooks.reconnect();
         return true;
@@ -131,11 +144,26 @@ class Followers {
     for (const LogFollowJob& job : jobs_) logs_.emplace_back(job.params, job.hooks);
   }
 
+  // However Run ends (a hook or on_finished may throw out of it), no stream or reconnect thread
+  // outlives this object, to which each posts: the threads are stopped, the streams cancelled,
+  // and their last events awaited.
+  ~Followers() {
+    for (std::jthread& t : reconnectors_) t.request_stop();
+    for (Log& log : logs_) {
+      if (log.stream) log.stream->Cancel();
+    }
+    for (; owed_ > 0; --owed_) Next();
+    reconnectors_.clear();  // joins: each has posted its event, its last use of this object
+  }
+  Followers(const Followers&) = delete;
+  Followers& operator=(const Followers&) = delete;
+
   std::vector<LogFollowResult> Run() {
     size_t remaining = jobs_.size();
     for (size_t i = 0; i < jobs_.size(); ++i) Open(i);
     while (remaining > 0) {
       Event e = Next();
+      --owed_;
       Log& log = logs_[e.index];
       bool finished = false;
       switch (e.kind) {
@@ -163,7 +191,7 @@ class Followers {
         if (on_finished_) on_finished_(e.index, log.policy.result);
       }
     }
-    for (std::thread& t : reconnectors_) t.join();
+    reconnectors_.clear();  // joins
     std::vector<LogFollowResult> results;
     for (Log& log : logs_) results.push_back(std::move(log.policy.result));
     return results;
@@ -183,11 +211,11 @@ class Followers {
     std::shared_ptr<AgentLogStream> stream;
   };
 
+  // From any thread. Notifies under the lock: once the lock is released, Run may take this
+  // event, finish and destroy this object, cv_ included.
   void Post(Event e) {
-    {
-      std::lock_guard lock(mu_);
-      events_.push_back(std::move(e));
-    }
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
     cv_.notify_one();
   }
 
@@ -215,7 +243,10 @@ class Followers {
     };
     if (job.hooks.open_stream) {
       log.stream = job.hooks.open_stream(log.policy.result.next_seq, on_batch, on_done);
-      if (log.stream) return;
+      if (log.stream) {
+        ++owed_;  // its on_done
+        return;
+      }
     }
     std::shared_ptr<AgentClient> client;
     try {
@@ -227,19 +258,21 @@ class Followers {
       e.end.next_seq = log.policy.result.next_seq;
       e.error = std::make_exception_ptr(Error(ExitCode::kUnreachable, "not connected"));
       Post(std::move(e));
+      ++owed_;
       return;
     }
     log.stream =
         client->StartStreamLogs(job.params.job_id, job.params.attempt, log.policy.result.next_seq,
                                 job.params.follow, std::move(on_batch), std::move(on_done));
+    ++owed_;  // its on_done
   }
 
   // A thread that reconnects log i's agent until it succeeds or give_up_at passes.
   void StartReconnect(size_t i, Clock::time_point give_up_at, const std::string& last_error) {
     const LogFollowJob& job = jobs_[i];
-    auto reconnect = [this, i, give_up_at, last_error, &job] {
+    auto reconnect = [this, i, give_up_at, last_error, &job](std::stop_token stop) {
       std::string lost;
-      if (FollowPolicy::Reconnect(job.params, job.hooks, give_up_at, last_error, &lost)) {
+      if (FollowPolicy::Reconnect(job.params, job.hooks, give_up_at, last_error, &lost, stop)) {
         Post({Event::kReconnected, i, {}, {}, {}});
       } else {
         Post({Event::kGaveUp, i, {}, {}, lost});
@@ -248,14 +281,16 @@ class Followers {
     try {
       reconnectors_.emplace_back(reconnect);
     } catch (const std::system_error&) {
-      reconnect();  // no thread to be had: reconnect here (the other logs wait meanwhile)
+      reconnect({});  // no thread to be had: reconnect here (the other logs wait meanwhile)
     }
+    ++owed_;  // its kReconnected or kGaveUp
   }
 
   std::vector<LogFollowJob> jobs_;
   const std::function<void(size_t, const LogFollowResult&)>& on_finished_;
   std::vector<Log> logs_;
-  std::vector<std::thread> reconnectors_;
+  std::vector<std::jthread> reconnectors_;
+  size_t owed_ = 0;  // events still to come from started streams and reconnects (Run's thread)
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;

@@ -67,7 +67,8 @@ struct LogFollowJob {
 // on_batch, or given up); calls on_finished(index into jobs, result) on the calling thread as
 // each one is, and returns the results in the order of `jobs`. Hooks run on the calling
 // thread (client, say) or on that log's reconnect thread (reconnect), never two at once for
-// one log.
+// one log. If on_finished or a hook throws, FollowLogs cancels the open streams, stops the
+// reconnects (between attempts), waits for both to end, then lets the exception through.
 std::vector<LogFollowResult> FollowLogs(
     std::vector<LogFollowJob> jobs,
     const std::function<void(size_t, const LogFollowResult&)>& on_finished = {});

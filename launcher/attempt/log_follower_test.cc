@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -72,6 +75,124 @@ TEST(LogFollower, StartsWhereAsked) {
       [](const std::string&) {},
       {}};
   EXPECT_EQ(FollowLog(p, hooks, [](std::vector<LogRecord>&&) { return true; }).next_seq, 42u);
+}
+
+// A log stream of FollowLogs' tests: it ends when told to (End), or when cancelled. Its on_done
+// runs once, on the thread that ends it.
+class FakeStream : public AgentLogStream {
+ public:
+  explicit FakeStream(AgentClient::OnStreamDone on_done) : on_done_(std::move(on_done)) {}
+  void Cancel() override {
+    cancelled = true;
+    AgentLogStreamEnd end;
+    end.cancelled = true;
+    End(end, nullptr);
+  }
+  void End(AgentLogStreamEnd end, std::exception_ptr error) {
+    AgentClient::OnStreamDone on_done;
+    {
+      std::lock_guard lock(mutex_);
+      on_done = std::move(on_done_);
+      on_done_ = nullptr;
+    }
+    if (on_done) on_done(std::move(end), std::move(error));
+  }
+  std::atomic<bool> cancelled{false};
+
+ private:
+  std::mutex mutex_;
+  AgentClient::OnStreamDone on_done_;
+};
+
+AgentLogStreamEnd ProcessEnded() {
+  AgentLogStreamEnd end;
+  end.end = ProcessEnd{};
+  end.next_seq = 1;
+  return end;
+}
+
+std::exception_ptr ConnectionLost() {
+  return std::make_exception_ptr(
+      Error(ExitCode::kUnreachable, "agent StreamLogs: connection lost"));
+}
+
+// A stream that fails at once is reconnected and resumed; every log ends with its process.
+TEST(FollowLogs, ReconnectsAndFinishesEveryLog) {
+  std::vector<LogFollowJob> jobs(2);
+  int opened0 = 0;
+  for (LogFollowJob& job : jobs) {
+    job.params = FastParams();
+    job.params.lost_after = std::chrono::hours(1);  // never given up here
+    job.hooks.client = [] { return std::shared_ptr<AgentClient>(); };
+    job.hooks.reconnect = [] { return std::shared_ptr<AgentClient>(); };
+    job.hooks.say = [](const std::string&) {};
+    job.on_batch = [](std::vector<LogRecord>&&) { return true; };
+  }
+  jobs[0].hooks.open_stream = [&](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+    auto stream = std::make_shared<FakeStream>(std::move(done));
+    if (opened0++ == 0) {
+      stream->End(AgentLogStreamEnd{}, ConnectionLost());
+    } else {
+      stream->End(ProcessEnded(), nullptr);
+    }
+    return stream;
+  };
+  jobs[1].hooks.open_stream = [](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+    auto stream = std::make_shared<FakeStream>(std::move(done));
+    stream->End(ProcessEnded(), nullptr);
+    return stream;
+  };
+  std::vector<size_t> finished;
+  std::vector<LogFollowResult> results =
+      FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult&) { finished.push_back(i); });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].end);
+  EXPECT_TRUE(results[1].end);
+  EXPECT_EQ(opened0, 2);
+  EXPECT_EQ(finished.size(), 2u);
+}
+
+// on_finished throws while one log reconnects (on a thread of its own, in a pause of an hour)
+// and another's stream is still open: FollowLogs throws that exception, having stopped the
+// reconnect and cancelled the stream, whose on_done has run before FollowLogs returns (nothing
+// is left to call into it afterwards). Before, the joinable thread called std::terminate.
+TEST(FollowLogs, ACallbackThatThrowsLeavesNoThreadOrStreamBehind) {
+  std::vector<LogFollowJob> jobs(3);
+  for (LogFollowJob& job : jobs) {
+    job.params = FastParams();
+    job.params.lost_after = std::chrono::hours(1);
+    job.params.reconnect_pause = std::chrono::hours(1);
+    job.hooks.client = [] { return std::shared_ptr<AgentClient>(); };
+    job.hooks.reconnect = []() -> std::shared_ptr<AgentClient> {
+      throw Error(ExitCode::kUnreachable, "down");
+    };
+    job.hooks.say = [](const std::string&) {};
+    job.on_batch = [](std::vector<LogRecord>&&) { return true; };
+  }
+  jobs[0].hooks.open_stream = [](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+    auto stream = std::make_shared<FakeStream>(std::move(done));
+    stream->End(AgentLogStreamEnd{}, ConnectionLost());  // then a reconnect thread
+    return stream;
+  };
+  std::shared_ptr<FakeStream> open;
+  jobs[1].hooks.open_stream = [&](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+    open = std::make_shared<FakeStream>(std::move(done));
+    return open;
+  };
+  jobs[2].hooks.open_stream = [](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+    auto stream = std::make_shared<FakeStream>(std::move(done));
+    stream->End(ProcessEnded(), nullptr);
+    return stream;
+  };
+  std::vector<size_t> finished;
+  auto on_finished = [&](size_t i, const LogFollowResult&) {
+    finished.push_back(i);
+    throw std::runtime_error("on_finished failed");
+  };
+  EXPECT_THROW(FollowLogs(std::move(jobs), on_finished), std::runtime_error);
+  EXPECT_EQ(finished, std::vector<size_t>{2});
+  ASSERT_TRUE(open);
+  EXPECT_TRUE(open->cancelled);
 }
 
 }  // namespace

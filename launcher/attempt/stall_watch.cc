@@ -1,6 +1,8 @@
 // The stall watch (see stall_watch.h).
 #include "launcher/attempt/stall_watch.h"
 
+#include <algorithm>
+
 namespace podrun {
 
 namespace {
@@ -35,10 +37,25 @@ std::optional<std::chrono::seconds> StallWatch::Check(Clock::time_point now) con
   return std::chrono::duration_cast<std::chrono::seconds>(silent);
 }
 
+void StallWatch::NotWatched(Clock::time_point from, Clock::time_point to) {
+  const int64_t away = Ns(to) - Ns(from);
+  if (away <= 0) return;
+  int64_t last = last_ns_.load(std::memory_order_relaxed);
+  // An Output meanwhile is shifted too, but never past `to`.
+  while (!last_ns_.compare_exchange_weak(last, std::min(last + away, Ns(to)),
+                                         std::memory_order_relaxed)) {
+  }
+}
+
 void StallWatch::Run() {
   std::unique_lock lock(mu_);
+  Clock::time_point checked = Clock::now();
   while (!cv_.wait_for(lock, kCheckInterval, [&] { return stopping_; })) {
-    if (auto silent = Check(Clock::now())) {
+    const Clock::time_point now = Clock::now();
+    // Woken this late, the launcher itself was stopped (or starved): not the job's silence.
+    if (now - checked >= kNotWatchedAfter) NotWatched(checked + kCheckInterval, now);
+    checked = now;
+    if (auto silent = Check(now)) {
       lock.unlock();
       on_stall_(*silent);  // once
       return;

@@ -31,8 +31,13 @@ class StallWatch {
   // How long the job has been silent at `now` if that reaches the limit, else nullopt. Pure:
   // what the thread asks, and what tests ask with their own clock.
   std::optional<std::chrono::seconds> Check(Clock::time_point now) const;
+  // The launcher was not running from `from` to `to` (SIGSTOP, a suspended laptop): what the
+  // workers printed meanwhile is still on its way, so that time is not the job's silence.
+  // Thread-safe. The thread calls it when it wakes kNotWatchedAfter or more after its last check.
+  void NotWatched(Clock::time_point from, Clock::time_point to);
 
   static constexpr auto kCheckInterval = std::chrono::milliseconds(200);
+  static constexpr auto kNotWatchedAfter = std::chrono::seconds(1);
 
  private:
   void Run();

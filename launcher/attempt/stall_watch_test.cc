@@ -23,6 +23,18 @@ TEST(StallWatchTest, SilentForTheLimitIsAStallAndOutputResetsIt) {
   EXPECT_FALSE(off.Check(t0 + 100000s));
 }
 
+TEST(StallWatchTest, TimeTheLauncherWasStoppedIsNotSilence) {
+  const auto t0 = StallWatch::Clock::time_point() + 1000s;
+  StallWatch watch(3s, t0);
+  watch.NotWatched(t0 + 1s, t0 + 26s);  // silent 1 s, then SIGSTOPped for 25 s
+  EXPECT_FALSE(watch.Check(t0 + 26s));
+  EXPECT_FALSE(watch.Check(t0 + 27s));
+  EXPECT_EQ(watch.Check(t0 + 28s), 3s);  // 1 s before the stop, 2 s after it
+  watch.Output(t0 + 30s);
+  watch.NotWatched(t0 + 29s, t0 + 31s);  // never shifted past the end of the gap
+  EXPECT_EQ(watch.Check(t0 + 34s), 3s);
+}
+
 TEST(StallWatchTest, ItsThreadReportsOnceAndStopsWithIt) {
   std::atomic<int> calls{0};
   {

@@ -23,9 +23,12 @@ class Error : public std::runtime_error {
   Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ExitCode code() const { return code_; }
 
-  // Returns a copy whose message is "context: <this message>".
-  Error WithContext(const std::string& context) const {
-    return Error(code_, context + ": " + what());
+  // Prefixes the message in place: what() becomes "context: <message>". The object keeps its
+  // class and code, so a handler adds context and rethrows the same exception:
+  //   catch (Error& e) { e.AddContext("w3"); throw; }
+  // (`throw e` or a copy would slice a derived class such as AgentRefusal down to Error.)
+  void AddContext(const std::string& context) {
+    std::runtime_error::operator=(std::runtime_error(context + ": " + what()));
   }
 
  private:

@@ -245,7 +245,11 @@ ExitCode DoctorMain(int argc, char** argv) {
   AddPodOptions(app, settings);
   DoctorRequest request;
   app.add_flag("--fix", request.fix,
-               "End the processes holding the accelerators, remove a stale lockfile");
+               "End the processes holding the accelerators (this user's only), remove a "
+               "stale lockfile");
+  app.add_flag("--all-users", request.all_users,
+               "With --fix: end other users' holders too (needs root on the workers)")
+      ->needs("--fix");
   app.add_flag("--json", request.json, "One JSON object per worker");
   app.footer("Example: podrun doctor --tpu node-1 --zone us-central2-b --fix");
   ExitCode help_exit;

@@ -52,7 +52,7 @@ ExitCode RunDoctor(const DoctorRequest& request) {
     Finding f;
     try {
       f.hello = agent.client->Hello();
-      f.inspection = agent.client->Inspect(request.fix);
+      f.inspection = agent.client->Inspect(request.fix, request.all_users);
     } catch (const std::exception& e) {
       f.error = e.what();
     }

@@ -12,7 +12,8 @@ namespace podrun {
 struct DoctorRequest {
   Pod pod;
   bool fix = false;
-  bool json = false;  // one JSON object per worker on stdout
+  bool all_users = false;  // with fix: other users' holders too
+  bool json = false;       // one JSON object per worker on stdout
 };
 
 // Prints one block per worker (stdout), or one JSON object per worker. Returns 3 if a worker

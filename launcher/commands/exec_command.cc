@@ -22,6 +22,7 @@
 #include "launcher/output/output_groups.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
 #include "launcher/ssh/jump_hosts.h"
 #include "launcher/ssh/ssh_channel.h"
@@ -188,7 +189,7 @@ ExitCode RunExec(const ExecRequest& request) {
     if (!command.empty()) command += ' ';
     command += word;
   }
-  asio::io_context context(1);
+  LocalLoop context;
   FanOutWindow window(context.get_executor(), request.pod.fanout);
   JumpHosts jumps(context.get_executor());  // one connection per jump host, for every worker
   ExecSink sink(request.json, request.fold);
@@ -213,6 +214,9 @@ ExitCode RunExec(const ExecRequest& request) {
   asio::co_spawn(context, TickOutput(ticker, finished, sink), asio::detached);
   std::filesystem::path local_root;
   if (request.pod.local > 0) local_root = PodrunHome() / "local";
+  // Everything the coroutines below refer to is declared above: on Ctrl-C (context.stop())
+  // their frames are still suspended when run() returns, and this destroys them first.
+  PendingFramesGuard frames(context);
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const PodWorker& worker = request.pod.workers[outcomes[i].worker];
     auto done = [&](const std::exception_ptr&) {

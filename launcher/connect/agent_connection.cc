@@ -55,11 +55,16 @@ AgentConnections::AgentConnections(const Pod& pod, const std::filesystem::path& 
 }
 
 AgentConnections::~AgentConnections() {
+  EndAgentRelay();  // its lenders' channels belong to the links' sessions
   connections_.clear();
   loop_->Run([this]() -> asio::awaitable<void> {
     jumps_->Close();
     co_return;
   }());
+}
+
+void AgentConnections::EndAgentRelay() {
+  if (relay_) loop_->Run(relay_->End());
 }
 
 }  // namespace podrun

@@ -76,7 +76,7 @@ class AgentConnections {
   // Error(kUnreachable) when the agent binary cannot be found.
   AgentConnections(const Pod& pod, const std::filesystem::path& local_root,
                    const std::vector<int>& indexes, bool relay_agent);
-  // Closes the links, then lets go of the jump host sessions on the loop.
+  // Ends the agent relay, closes the links, then lets go of the jump host sessions on the loop.
   ~AgentConnections();
   AgentConnections(const AgentConnections&) = delete;
   AgentConnections& operator=(const AgentConnections&) = delete;
@@ -85,6 +85,9 @@ class AgentConnections {
   std::vector<std::unique_ptr<AgentConnection>>& all() { return connections_; }
   // Null without relay_agent.
   AgentRelay* relay() { return relay_ ? &*relay_ : nullptr; }
+  // The agent relay is needed no more (the connect phase is over): its lenders stop, and no
+  // later reconnect lends (AgentRelay::End). Blocking; any thread but the loop's; idempotent.
+  void EndAgentRelay();
 
  private:
   // Declared before the connections: their links use these until they are destroyed.

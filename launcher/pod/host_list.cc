@@ -150,8 +150,9 @@ std::vector<HostSpec> ParseHostLines(const std::string& text, const std::string&
     if (line.empty()) continue;
     try {
       hosts.push_back(ParseHostSpec(line));
-    } catch (const Error& e) {
-      throw e.WithContext(fmt::format("{}:{}", origin, number));
+    } catch (Error& e) {
+      e.AddContext(fmt::format("{}:{}", origin, number));
+      throw;
     }
   }
   return hosts;

@@ -37,4 +37,30 @@ class EventLoop {
   std::thread thread_;
 };
 
+// An io_context for a loop run on the calling thread (exec's), whose coroutines refer to objects
+// of the caller's. When run() returns early (stopped on Ctrl-C), their suspended frames are
+// still held by the context, and ~io_context would destroy them last of all, after what they
+// refer to. DestroyPending() destroys them at a chosen point instead; see PendingFramesGuard.
+class LocalLoop : public asio::io_context {
+ public:
+  LocalLoop() : asio::io_context(1) {}
+
+  // Destroys every pending handler and suspended coroutine frame now; call once run() has
+  // returned. The loop cannot run again after; its I/O objects may still be destroyed after.
+  void DestroyPending() { shutdown(); }
+};
+
+// Calls loop.DestroyPending() when it goes out of scope. Declared after everything the loop's
+// coroutines refer to (and after the loop), it is destroyed before them: their frames go first.
+class PendingFramesGuard {
+ public:
+  explicit PendingFramesGuard(LocalLoop& loop) : loop_(loop) {}
+  ~PendingFramesGuard() { loop_.DestroyPending(); }
+  PendingFramesGuard(const PendingFramesGuard&) = delete;
+  PendingFramesGuard& operator=(const PendingFramesGuard&) = delete;
+
+ private:
+  LocalLoop& loop_;
+};
+
 }  // namespace podrun

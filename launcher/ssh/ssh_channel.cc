@@ -2,10 +2,12 @@
 #include "launcher/ssh/ssh_channel.h"
 
 #include <fmt/format.h>
+#include <libssh/ssh2.h>
 
 #include <algorithm>
 
 #include "launcher/base/error.h"
+#include "launcher/ssh/channel_open_failure.h"
 #include "launcher/ssh/ssh_transport.h"
 
 namespace podrun {
@@ -115,9 +117,12 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::OpenTcp(
       std::string reason = session.LastError();
       std::string message = fmt::format("jump host {}: cannot reach {}:{} through it: {}",
                                         session.description(), host, port, reason);
-      // sshd's own words for a connect() refused on its side (SSH2_OPEN_CONNECT_FAILED).
+      // The server answered that its connect() to the destination failed (e.g. that sshd is
+      // not listening yet): told by the failure's reason code, never by its text, which is the
+      // server's to write.
       if (ssh_is_connected(session.raw()) &&
-          reason.find("Connection refused") != std::string::npos) {
+          ChannelOpenFailureReason(ssh_get_error_code(session.raw()), reason) ==
+              uint32_t{SSH2_OPEN_CONNECT_FAILED}) {
         throw TransportRefused(message);
       }
       throw Error(ExitCode::kUnreachable, message);
@@ -170,6 +175,36 @@ asio::awaitable<ExitStatus> SshChannel::WaitExitStatus() {
     co_await session_.WaitIo();
   }
   co_return status_;
+}
+
+asio::awaitable<bool> SshChannel::ReadUntil(const OnData& on_data,
+                                            const std::function<bool()>& done,
+                                            std::chrono::steady_clock::time_point deadline) {
+  ssh_channel c = channel_.get();
+  std::string buffer(kReadChunkBytes, '\0');
+  for (;;) {
+    bool progress = false;
+    const uint64_t bytes_in = session_.bytes_in();
+    for (int is_stderr = 0; is_stderr < 2; ++is_stderr) {
+      int n = ssh_channel_read_nonblocking(c, buffer.data(), kReadChunkBytes, is_stderr);
+      session_.NoteIo();
+      if (n == SSH_ERROR) {
+        throw Error(
+            ExitCode::kUnreachable,
+            fmt::format("{}: connection lost: {}", session_.description(), session_.LastError()));
+      }
+      if (n > 0) {
+        progress = true;
+        on_data(is_stderr ? Stream::kStderr : Stream::kStdout,
+                std::string_view(buffer.data(), static_cast<size_t>(n)));
+        if (done()) co_return true;
+      }
+    }
+    // As in Drain: a read may have brought the other stream's data without the socket saying so.
+    if (progress || session_.bytes_in() != bytes_in) continue;
+    if (ssh_channel_is_eof(c) || ssh_channel_is_closed(c)) co_return false;
+    if (!co_await session_.WaitIoUntil(deadline)) co_return false;
+  }
 }
 
 asio::awaitable<void> SshChannel::Write(std::string_view data) {

@@ -39,7 +39,8 @@ class SshChannel {
   // Opens a direct-tcpip channel: the server connects to `host`:`port` (resolving the name
   // itself) and the channel carries that connection, as `ssh -W` does. Gives up at `deadline`.
   // Throws Error(kUnreachable) naming the session and the destination; TransportRefused when
-  // the server could not connect because the destination refused.
+  // the server answered that it could not connect to the destination (the channel-open
+  // failure's reason code, channel_open_failure.h: e.g. nothing listening there yet).
   static asio::awaitable<std::unique_ptr<SshChannel>> OpenTcp(
       SshSession& session, const std::string& host, unsigned int port,
       std::chrono::steady_clock::time_point deadline);
@@ -53,6 +54,11 @@ class SshChannel {
   asio::awaitable<ExitStatus> Drain(const OnData& on_data);
   // After EOF: waits for the exit status (or the close). Throws as Drain does.
   asio::awaitable<ExitStatus> WaitExitStatus();
+  // Delivers output to on_data as it arrives until `done()` holds (asked after each delivery),
+  // the remote side sends EOF or closes the channel, or `deadline` passes; returns whether
+  // done() held. The channel stays open. Throws as Drain does.
+  asio::awaitable<bool> ReadUntil(const OnData& on_data, const std::function<bool()>& done,
+                                  std::chrono::steady_clock::time_point deadline);
 
   // Writes all of `data` (libssh returns short counts when the window is full).
   asio::awaitable<void> Write(std::string_view data);

@@ -14,10 +14,18 @@
 
 namespace podrun {
 
+// What follows SQLite's message when the busy timeout ran out: the lock is someone else's.
+inline const char* BusyHint(sqlite3* db) {
+  return db && (sqlite3_extended_errcode(db) & 0xff) == SQLITE_BUSY
+             ? " (another process, e.g. another podrun, holds the job store's lock; waited for it "
+               "in vain)"
+             : "";
+}
+
 [[noreturn]] inline void Fail(sqlite3* db, const std::filesystem::path& path,
                               const std::string& what) {
-  throw Error(ExitCode::kFailed,
-              path.string() + ": " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  throw Error(ExitCode::kFailed, path.string() + ": " + what + ": " +
+                                     (db ? sqlite3_errmsg(db) : "out of memory") + BusyHint(db));
 }
 
 // A prepared statement, finalized when it goes out of scope. Bind indexes are 1-based, column
@@ -95,7 +103,7 @@ inline void Exec(sqlite3* db, const std::filesystem::path& path, const char* sql
   if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
     std::string detail = message ? message : sqlite3_errmsg(db);
     sqlite3_free(message);
-    throw Error(ExitCode::kFailed, path.string() + ": " + detail);
+    throw Error(ExitCode::kFailed, path.string() + ": " + detail + BusyHint(db));
   }
 }
 

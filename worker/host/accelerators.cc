@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,42 +139,86 @@ LockfileState InspectLockfile(const std::filesystem::path& lockfile) {
 
 std::vector<std::string> AcceleratorPatterns() { return {"/dev/accel*", "/dev/vfio/*"}; }
 
+namespace {
+
+// A holder being ended: a pidfd pins the very process that was identified, so no signal can
+// reach another process that got its pid meanwhile.
+struct Ending {
+  UniqueFd pidfd;
+  std::string what;  // "pid 123 (python3) holding /dev/accel0"
+};
+
+// The pidfd calls, through syscall(2): glibc 2.36's <sys/pidfd.h> declares them without C
+// linkage for C++.
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+int PidfdSignal(const UniqueFd& pidfd, int sig) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0));
+}
+
+// True once the process of `pidfd` has exited (its pidfd reads as ready).
+bool Exited(const UniqueFd& pidfd) {
+  pollfd p{pidfd.get(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// The user owning process `pid` (of its /proc entry: its effective uid); nullopt if it is gone.
+std::optional<uid_t> OwnerOf(pid_t pid) {
+  struct stat st {};
+  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
+}
+
+}  // namespace
+
 std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
                                           const std::filesystem::path& lockfile,
-                                          std::chrono::milliseconds grace) {
+                                          std::chrono::milliseconds grace, bool all_users) {
   std::vector<std::string> actions;
   const std::map<FileId, std::string> devices = Devices(device_patterns);
   // SIGTERM to every holder, then SIGKILL to those still there after the grace period.
-  std::map<pid_t, std::pair<ProcessIdentity, std::string>> ended;
+  std::vector<Ending> ended;
   for (const auto& [pid, device] : Holders(devices)) {
-    auto id = ProcessIdentity::Of(pid);
-    if (!id) continue;
-    const std::string name = CommandName(pid);
-    if (::kill(pid, SIGTERM) != 0) {
-      actions.push_back("could not end pid " + std::to_string(pid) + " (" + name + ") holding " +
-                        device + ": " + std::strerror(errno));
+    const std::string what =
+        "pid " + std::to_string(pid) + " (" + CommandName(pid) + ") holding " + device;
+    const auto owner = OwnerOf(pid);
+    if (!owner) continue;  // gone already
+    if (!all_users && *owner != ::geteuid()) {
+      actions.push_back("left " + what + ": it belongs to uid " + std::to_string(*owner) +
+                        ", not to this agent's user (`podrun doctor --fix --all-users` ends it)");
       continue;
     }
-    ended.emplace(pid, std::make_pair(*id, "pid " + std::to_string(pid) + " (" + name +
-                                               ") holding " + device));
+    auto id = ProcessIdentity::Of(pid);
+    UniqueFd pidfd(PidfdOpen(pid));
+    // Opened after the identity was read: the same identity now means the pidfd is that process.
+    if (!id || !pidfd || ProcessIdentity::Of(pid) != id) {
+      if (!pidfd && errno != ESRCH) {
+        actions.push_back("could not end " + what + ": pidfd_open: " + std::strerror(errno));
+      }
+      continue;
+    }
+    if (PidfdSignal(pidfd, SIGTERM) != 0) {
+      if (errno != ESRCH) {
+        actions.push_back("could not end " + what + ": " + std::strerror(errno));
+      }
+      continue;
+    }
+    ended.push_back({std::move(pidfd), what});
   }
   const auto deadline = Clock::now() + grace;
   auto any_alive = [&] {
-    for (const auto& [pid, what] : ended) {
-      if (what.first.Alive()) return true;
-    }
-    return false;
+    return std::any_of(ended.begin(), ended.end(),
+                       [](const Ending& e) { return !Exited(e.pidfd); });
   };
   while (any_alive() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (const auto& [pid, what] : ended) {
-    if (what.first.Alive()) {
-      ::kill(pid, SIGKILL);
-      actions.push_back("killed " + what.second + " (SIGKILL after " +
-                        std::to_string(grace.count()) + " ms)");
+  for (const Ending& e : ended) {
+    if (!Exited(e.pidfd)) {
+      PidfdSignal(e.pidfd, SIGKILL);
+      actions.push_back("killed " + e.what + " (SIGKILL after " + std::to_string(grace.count()) +
+                        " ms)");
     } else {
-      actions.push_back("ended " + what.second);
+      actions.push_back("ended " + e.what);
     }
   }
   // The lockfile is stale when nobody has it open and nobody holds its lock.

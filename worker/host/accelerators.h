@@ -44,8 +44,10 @@ struct LockfileState {
 };
 LockfileState InspectLockfile(const std::filesystem::path& lockfile);
 
+// Only processes of this agent's own user are signalled unless `all_users` (another user's
+// holder is named and left); each is signalled through a pidfd taken after it was identified.
 std::vector<std::string> FreeAccelerators(const std::vector<std::string>& device_patterns,
                                           const std::filesystem::path& lockfile,
-                                          std::chrono::milliseconds grace);
+                                          std::chrono::milliseconds grace, bool all_users = false);
 
 }  // namespace podrun::agent

@@ -38,7 +38,9 @@ class AcceleratorsTest : public ::testing::Test {
   }
 
   // A child that opens `path` (and flocks it if asked), ignores SIGTERM if asked, and sleeps.
-  pid_t Hold(const std::filesystem::path& path, bool ignore_term, bool lock = false) {
+  // With `uid`, the child becomes that user once the file is open.
+  pid_t Hold(const std::filesystem::path& path, bool ignore_term, bool lock = false,
+             uid_t uid = 0) {
     int ready[2];
     EXPECT_EQ(::pipe(ready), 0);
     const pid_t pid = ::fork();
@@ -46,6 +48,7 @@ class AcceleratorsTest : public ::testing::Test {
       if (ignore_term) ::signal(SIGTERM, SIG_IGN);
       const int fd = ::open(path.c_str(), O_RDONLY);
       if (lock) ::flock(fd, LOCK_EX);  // as libtpu holds its lockfile
+      if (uid != 0 && ::setresuid(uid, uid, uid) != 0) ::_exit(1);
       (void)!::write(ready[1], "x", 1);
       while (true) ::pause();
     }
@@ -119,6 +122,26 @@ TEST_F(AcceleratorsTest, RemovesOnlyAStaleLockfile) {
   EXPECT_TRUE(std::filesystem::exists(lockfile));
   EXPECT_TRUE(Mentions(actions, "pid " + std::to_string(holder))) << actions.front();
   EXPECT_EQ(::kill(holder, 0), 0);  // a holder of the lockfile alone is not ended
+}
+
+// A holder of another user is named and left, unless all users are asked for (doctor --fix
+// --all-users); the agent's own user's holder is ended either way.
+TEST_F(AcceleratorsTest, AnotherUsersHolderIsLeftUnlessAllUsersAreAsked) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a process as another user";
+  constexpr uid_t kNobody = 65534;
+  const pid_t theirs = Hold(dir_ / "accel0", /*ignore_term=*/false, /*lock=*/false, kNobody);
+  const pid_t ours = Hold(dir_ / "accel1", /*ignore_term=*/false);
+  const std::vector<std::string> patterns = {(dir_ / "accel*").string()};
+  auto actions = FreeAccelerators(patterns, dir_ / "libtpu_lockfile", 300ms);
+  EXPECT_TRUE(Gone(ours));
+  EXPECT_EQ(::kill(theirs, 0), 0);
+  EXPECT_TRUE(Mentions(actions, "left pid " + std::to_string(theirs))) << actions.front();
+  EXPECT_TRUE(Mentions(actions, "uid 65534"));
+  EXPECT_TRUE(Mentions(actions, "--all-users"));
+
+  actions = FreeAccelerators(patterns, dir_ / "libtpu_lockfile", 300ms, /*all_users=*/true);
+  EXPECT_TRUE(Gone(theirs));
+  EXPECT_TRUE(Mentions(actions, "ended pid " + std::to_string(theirs)));
 }
 
 }  // namespace

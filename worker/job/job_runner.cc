@@ -13,16 +13,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
-#include "proto/home_path.h"
 #include "proto/log_record.h"
 #include "proto/private_state.h"
 #include "worker/base/agent_error.h"
-#include "worker/base/own_directory.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/supervisor/prepared_child.h"
 #include "worker/supervisor/supervisor_control.h"
@@ -51,24 +47,6 @@ bool WaitFor(const JobDir& dir, Clock::time_point deadline, Done&& done) {
   }
   return true;
 }
-
-}  // namespace
-
-std::filesystem::path UserHome() {
-  if (const char* home = std::getenv("HOME"); home && *home) return home;
-  // Without NSS (getpwuid is unsafe in a static binary): look the uid up in /etc/passwd.
-  std::ifstream passwd("/etc/passwd");
-  const std::string uid = std::to_string(::getuid());
-  for (std::string line; std::getline(passwd, line);) {
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    for (std::string field; std::getline(ss, field, ':');) fields.push_back(field);
-    if (fields.size() >= 6 && fields[2] == uid && !fields[5].empty()) return fields[5];
-  }
-  return "/";
-}
-
-namespace {
 
 std::string Key(const std::string& job_id, uint32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
@@ -125,8 +103,12 @@ class RealtimeWhileStarting {
 
   // Back to the thread's own policy (before it creates threads, which would inherit it).
   void Drop() {
-    if (raised_) ::pthread_setschedparam(::pthread_self(), policy_, &param_);
+    if (!raised_) return;
     raised_ = false;
+    if (const int rc = ::pthread_setschedparam(::pthread_self(), policy_, &param_); rc != 0) {
+      std::fprintf(stderr, "podrun-agent: a job's start cannot drop its real-time priority: %s\n",
+                   std::strerror(rc));
+    }
   }
 
  private:
@@ -136,36 +118,6 @@ class RealtimeWhileStarting {
 };
 
 }  // namespace
-
-std::filesystem::path ResolveWorkdir(const std::string& workdir) {
-  const std::filesystem::path home = UserHome();
-  std::filesystem::path path;
-  if (workdir.empty()) {
-    path = home;
-  } else if (auto expanded = ExpandHome(workdir, home.string())) {
-    path = *expanded;
-  } else if (workdir.starts_with("~")) {
-    throw AgentError(ErrorKind::kInvalidArgument,
-                     "workdir " + workdir + ": only ~ and ~/ are expanded");
-  } else {
-    path = home / workdir;  // an absolute workdir replaces home
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec)
-    throw AgentError(ErrorKind::kFailedPrecondition,
-                     "workdir " + path.string() + ": " + ec.message());
-  auto canonical = std::filesystem::canonical(path, ec);
-  if (ec || !std::filesystem::is_directory(canonical)) {
-    throw AgentError(ErrorKind::kFailedPrecondition,
-                     "workdir " + path.string() + ": " + (ec ? ec.message() : "not a directory"));
-  }
-  CheckOwnDirectory(canonical, "workdir");
-  if (::access(canonical.c_str(), R_OK | W_OK | X_OK) != 0) {
-    throw AgentError(ErrorKind::kFailedPrecondition, ErrnoMessage("workdir " + canonical.string()));
-  }
-  return canonical;
-}
 
 // ---- Job --------------------------------------------------------------------------------------
 
@@ -203,22 +155,40 @@ pid_t Job::waiting_pid() const {
 
 void Job::Discard(bool replaced) {
   const auto supervisor = dir_.ReadSupervisor();
-  if (replaced && supervisor)
-    AskSupervisor(home_, supervisor->pid, std::string(kDiscardRequest), kAskTimeout);
+  // Replaced, the supervisor must record nothing: its "never started" would be the new one's.
+  const bool discarded =
+      !replaced || !supervisor ||
+      AskSupervisor(home_, supervisor->pid, std::string(kDiscardRequest), kAskTimeout) == kOkReply;
   {
     std::lock_guard lock(mu_);
     if (!go_) return;
     go_.reset();  // end-of-file: the process exits without running anything
   }
   const auto deadline = Clock::now() + kDiscardWait;
-  if (replaced) {
-    WaitFor(dir_, deadline, [&] { return !supervisor || !supervisor->Alive(); });
-  } else {
-    WaitFor(dir_, deadline, [&] { return dir_.ReadProcessEnd().has_value(); });
+  const long long wait_s = std::chrono::seconds(kDiscardWait).count();
+  if (!replaced) {
+    if (!WaitFor(dir_, deadline, [&] { return dir_.ReadProcessEnd().has_value(); })) {
+      std::fprintf(stderr, "podrun-agent: %s: no outcome recorded %lld s after discarding it\n",
+                   dir_.path().c_str(), wait_s);
+    }
+    return;
+  }
+  const bool gone = WaitFor(dir_, deadline, [&] { return !supervisor || !supervisor->Alive(); });
+  if (!discarded && (!gone || dir_.ReadProcessEnd())) {
+    throw AgentError(ErrorKind::kInternal,
+                     dir_.path().string() + ": the supervisor (pid " +
+                         std::to_string(supervisor->pid) +
+                         ") of the replaced preparation did not take DISCARD, so it records this "
+                         "attempt as never started; prepare another attempt");
+  }
+  if (!gone) {
+    std::fprintf(stderr, "podrun-agent: %s: replaced supervisor (pid %d) still runs %lld s on\n",
+                 dir_.path().c_str(), supervisor->pid, wait_s);
   }
 }
 
 StartResult Job::Start(int64_t start_at_ns) {
+  bool gone = false;
   {
     std::lock_guard lock(mu_);
     if (!start_error_.empty()) throw AgentError(ErrorKind::kInternal, start_error_);
@@ -227,14 +197,17 @@ StartResult Job::Start(int64_t start_at_ns) {
       again.already_started = true;
       return again;
     }
-    if (!go_) {
-      throw AgentError(ErrorKind::kFailedPrecondition,
-                       dir_.ReadProcessEnd() ? "it was stopped before it started"
-                                             : "its prepared process is gone (replaced, or the "
-                                               "agent is exiting)");
+    gone = !go_;
+    if (!gone) {
+      if (starting_) throw AgentError(ErrorKind::kFailedPrecondition, "it is being started");
+      starting_ = true;
     }
-    if (starting_) throw AgentError(ErrorKind::kFailedPrecondition, "it is being started");
-    starting_ = true;
+  }
+  if (gone) {  // the job's directory is read without the lock
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     dir_.ReadProcessEnd() ? "it was stopped before it started"
+                                           : "its prepared process is gone (replaced, or the "
+                                             "agent is exiting)");
   }
   RealtimeWhileStarting realtime;
   WaitUntilWallClock(start_at_ns);
@@ -263,8 +236,12 @@ StartResult Job::Start(int64_t start_at_ns) {
     const std::string why = sent != 1 ? "its prepared process had ended"
                                       : "cannot run " + std::string(kShell) + " in " +
                                             workdir_.string() + ": " + DescribeReport(report);
-    WaitFor(dir_, Clock::now() + kFailedStartWait,
-            [&] { return dir_.ReadProcessEnd().has_value(); });
+    if (!WaitFor(dir_, Clock::now() + kFailedStartWait,
+                 [&] { return dir_.ReadProcessEnd().has_value(); })) {
+      std::fprintf(stderr, "podrun-agent: %s: no outcome recorded %lld s after a failed start\n",
+                   dir_.path().c_str(),
+                   static_cast<long long>(std::chrono::seconds(kFailedStartWait).count()));
+    }
     std::lock_guard lock(mu_);
     start_error_ = why;
     throw AgentError(ErrorKind::kInternal, why);
@@ -316,10 +293,12 @@ PrepareResult JobRunner::Prepare(JobRequest spec) {
       }
       replaced = it->second;
       jobs_.erase(it);
-    } else if (dir.ReadPid() || dir.ReadProcessEnd() || dir.ReadSupervisor()) {
-      throw AgentError(ErrorKind::kFailedPrecondition,
-                       "job " + key + " already ran on this worker (under an earlier agent)");
     }
+  }
+  // Not under the lock: the job's directory may be slow, and every RPC needs the lock.
+  if (!replaced && (dir.ReadPid() || dir.ReadProcessEnd() || dir.ReadSupervisor())) {
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "job " + key + " already ran on this worker (under an earlier agent)");
   }
   if (replaced) replaced->Discard(true);
   try {
@@ -332,6 +311,10 @@ PrepareResult JobRunner::Prepare(JobRequest spec) {
       std::filesystem::permissions(run, std::filesystem::perms::owner_all);
     }
   } catch (const std::exception& e) {
+    // Nothing half-written stays behind (a full disk is the usual cause): the attempt's
+    // directory goes, so a later Stop or Status finds no job rather than one that never ends.
+    std::error_code ignored;
+    std::filesystem::remove_all(dir.path(), ignored);
     throw AgentError(ErrorKind::kFailedPrecondition, "job directory: " + std::string(e.what()));
   }
   // Starts the supervisor and waits for the process to be ready: not under the lock.
@@ -383,6 +366,12 @@ StopResult JobRunner::Stop(const std::string& job_id, uint32_t attempt,
   const bool asked = snap.supervisor_pid > 0 &&
                      AskSupervisor(home_, snap.supervisor_pid, request, kAskTimeout) == kOkReply;
   auto job = Find(job_id, attempt);
+  if (!job && snap.supervisor_pid <= 0 && !dir.ReadJobProcess()) {
+    // Its directory is there but nothing was ever started for it (its Prepare failed, or an
+    // earlier agent died while preparing): no outcome will come, so do not wait for one.
+    throw AgentError(ErrorKind::kNotFound,
+                     "job " + Key(job_id, attempt) + " was never started on this worker");
+  }
   if (job && job->prepared()) job->Discard(false);  // it ends without running
   if (!asked) {
     // No supervisor answers: stop the job's group directly, by its identity, and look again.
@@ -407,9 +396,13 @@ StopResult JobRunner::Stop(const std::string& job_id, uint32_t attempt,
 }
 
 int JobRunner::RunningJobs() const {
-  std::lock_guard lock(mu_);
-  int running = 0;
-  for (const auto& [key, job] : jobs_) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, job] : jobs_) jobs.push_back(job);
+  }
+  int running = 0;  // the job directories are read without the lock
+  for (const auto& job : jobs) {
     running += !job->prepared() && job->dir().ReadPid() && !job->dir().ReadProcessEnd();
   }
   return running;

@@ -23,6 +23,7 @@
 
 #include "proto/unique_fd.h"
 #include "worker/base/wall_clock.h"
+#include "worker/job/workdir.h"
 #include "worker/jobdir/job_dir.h"
 #include "worker/jobdir/job_state.h"
 
@@ -79,6 +80,8 @@ class Job {
   StartResult Start(int64_t start_at_ns = 0);
   // Ends the prepared process without running it; `replaced`: its supervisor records nothing
   // (a new Prepare of the attempt follows) and is gone on return. Otherwise does nothing.
+  // Throws AgentError (only when `replaced`) if the supervisor did not take the request and so
+  // records the attempt as never started: the attempt cannot be prepared again.
   void Discard(bool replaced);
   // True until Start released the process or Discard/Stop ended it.
   bool prepared() const;
@@ -98,9 +101,9 @@ class Job {
   const std::filesystem::path home_;
   const std::chrono::seconds grace_period_;
 
-  mutable std::mutex mu_;
-  UniqueFd go_;        // until Start or Discard
-  pid_t job_pid_ = 0;  // the prepared (then running) process
+  mutable std::mutex mu_;  // never held while the job's directory is read or written
+  UniqueFd go_;            // until Start or Discard
+  pid_t job_pid_ = 0;      // the prepared (then running) process
   bool starting_ = false;
   std::optional<StartResult> started_;
   std::string start_error_;  // why Start failed, once it has
@@ -143,12 +146,5 @@ class JobRunner {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // key: "<job_id>/<attempt>"
 };
-
-// The user's home: $HOME, else the user's entry in /etc/passwd, else "/".
-std::filesystem::path UserHome();
-
-// "~", "~/x" and relative paths resolve under $HOME; the directory is created if missing.
-// Returns the absolute, canonical path. Throws AgentError.
-std::filesystem::path ResolveWorkdir(const std::string& workdir);
 
 }  // namespace podrun::agent

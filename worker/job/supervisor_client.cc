@@ -59,6 +59,26 @@ void WriteAllOrThrow(int fd, std::string_view data) {
   }
 }
 
+// Reaps the middle process of SpawnSupervisor's double fork; throws std::runtime_error if the
+// supervisor's own fork failed (the middle exits with that errno) or the middle died.
+void CheckMiddleExit(pid_t middle) {
+  int status = 0;
+  pid_t waited;
+  while ((waited = ::waitpid(middle, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (waited < 0) {
+    // ECHILD: SIGCHLD ignored (inherited so) reaps it unseen; handing over the plan tells then.
+    if (errno == ECHILD) return;
+    throw std::runtime_error(ErrnoMessage("wait for the job's supervisor's fork"));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  if (WIFEXITED(status)) {
+    throw std::runtime_error(ErrnoMessage("fork the job's supervisor", WEXITSTATUS(status)));
+  }
+  throw std::runtime_error("fork the job's supervisor: the forking process ended by signal " +
+                           std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+}
+
 }  // namespace
 
 SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
@@ -99,7 +119,10 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   const pid_t middle = ::_Fork();
   if (middle == 0) {
     ::setsid();
-    if (::_Fork() != 0) ::_exit(0);
+    // The middle's exit status tells the agent how the second fork went: 0, or its errno.
+    const pid_t supervisor = ::_Fork();
+    if (supervisor < 0) ::_exit(errno > 0 && errno < 256 ? errno : 255);
+    if (supervisor > 0) ::_exit(0);
     // The supervisor: fds 3 and 4 as supervisor.h says, stdin /dev/null, stdout and stderr the
     // agent's log; the umask the agent inherited (the supervisor restricts its own again).
     const int control_fd = ::fcntl(fds[0], F_DUPFD, 10), go_fd = ::fcntl(fds[1], F_DUPFD, 10);
@@ -120,13 +143,8 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   }
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (middle < 0) {
-    errno = fork_errno;
-    throw std::runtime_error(ErrnoMessage("fork"));
-  }
-  int status = 0;
-  while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (middle < 0) throw std::runtime_error(ErrnoMessage("fork the job's supervisor", fork_errno));
+  CheckMiddleExit(middle);
   control_theirs.reset();
   go_theirs.reset();
 

@@ -36,7 +36,8 @@ struct SpawnedSupervisor {
 
 // Starts a supervisor in a session of its own (not the agent's child: it outlives the agent),
 // hands it the plan, and returns once the job's process waits for GO. Wipes `launch.env`.
-// Throws std::runtime_error with the reason.
+// Throws std::runtime_error with the reason (a fork that failed: "fork the job's supervisor: "
+// and its errno).
 SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch);
 
 // Sends one request line to the supervisor with process id `pid` and returns its whole reply;

@@ -21,6 +21,7 @@
 #include "worker/job/job_log_stream.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/rpc/agent_proto.h"
+#include "worker/rpc/grpc_log_sink.h"
 #include "worker/rpc/job_top.h"
 #include "worker/rpc/mount_rpc.h"
 #include "worker/rpc/rpc_call.h"
@@ -213,28 +214,6 @@ grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* r
   });
 }
 
-namespace {
-
-// StreamLogs' sink: records as LogBatch messages.
-class GrpcLogSink : public JobLogSink {
- public:
-  explicit GrpcLogSink(grpc::ServerWriter<v1::LogBatch>* writer) : writer_(writer) {}
-  bool Records(std::vector<LogRecord>&& records) override {
-    v1::LogBatch batch;
-    for (LogRecord& r : records) AddRecord(r, &batch);
-    return writer_->Write(batch);
-  }
-  bool End(const ProcessEnd& exit, const std::optional<LogGapInfo>& gap) override {
-    writer_->Write(EndBatch(exit, gap));
-    return true;
-  }
-
- private:
-  grpc::ServerWriter<v1::LogBatch>* writer_;
-};
-
-}  // namespace
-
 grpc::Status AgentService::StreamLogs(grpc::ServerContext* ctx, const v1::LogsRequest* req,
                                       grpc::ServerWriter<v1::LogBatch>* writer) {
   return HandleRpc(activity_, [&] {
@@ -296,8 +275,8 @@ grpc::Status AgentService::Inspect(grpc::ServerContext*, const v1::InspectReques
                                    v1::InspectReply* reply) {
   return HandleRpc(activity_, [&] {
     if (req->fix()) {
-      for (auto& action :
-           FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile, kFreeAcceleratorsGrace)) {
+      for (auto& action : FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile,
+                                           kFreeAcceleratorsGrace, req->all_users())) {
         reply->add_fix_actions(std::move(action));
       }
     }

@@ -3,6 +3,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <unordered_set>
+#include <vector>
+
+#include "proto/sha256.h"
 #include "worker/base/agent_error.h"
 #include "worker/job/job_runner.h"
 #include "worker/sync/peer_link.h"
@@ -13,6 +18,25 @@ namespace {
 
 constexpr auto kFetchTimeout = std::chrono::seconds(30);
 constexpr uint32_t kMaxServeSeconds = 3600;
+// The blob cache is pruned after an ApplySync, at most this often.
+constexpr auto kPruneEvery = std::chrono::hours(1);
+
+// Prunes `cache` when due, keeping `in_use` (the manifest just applied and its blobs). Never
+// fails the sync: a pass that fails is retried at the next one.
+void PruneIfDue(const BlobCache& cache, const std::unordered_set<std::string>& in_use,
+                std::atomic<int64_t>& next_prune_ns) {
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  int64_t due = next_prune_ns.load();
+  if (now < due || !next_prune_ns.compare_exchange_strong(
+                       due, now + std::chrono::nanoseconds(kPruneEvery).count())) {
+    return;  // not due, or another ApplySync prunes now
+  }
+  try {
+    cache.Prune(BlobCacheLimits{}, in_use);
+  } catch (const std::exception&) {
+    // Pruning is housekeeping: the sync succeeded all the same.
+  }
+}
 
 std::string Hostname() {
   char name[256] = {};
@@ -36,7 +60,8 @@ SyncRpc::~SyncRpc() = default;
 
 void SyncRpc::BlobsMissing(const v1::BlobsMissingRequest& req, v1::BlobsMissingReply* reply) {
   for (const std::string& sha256 : req.sha256()) {
-    if (!cache_.Has(sha256)) reply->add_sha256(sha256);
+    // Present: used now, so pruning keeps it until the ApplySync that follows.
+    if (!cache_.Use(sha256)) reply->add_sha256(sha256);
   }
 }
 
@@ -86,7 +111,17 @@ void SyncRpc::ServeBlobs(const v1::ServeBlobsRequest& req, v1::ServeBlobsReply* 
   }
   const uint32_t port = server->port();
   reply->set_port(port);
+  std::vector<std::unique_ptr<BlobServer>> closed;  // destroyed once the lock is let go
   std::lock_guard lock(mu_);
+  // Servers that closed by themselves (idle, or their time up) and were never ended: forgotten.
+  for (auto it = servers_.begin(); it != servers_.end();) {
+    if (it->second->serving()) {
+      ++it;
+    } else {
+      closed.push_back(std::move(it->second));
+      it = servers_.erase(it);
+    }
+  }
   servers_[port] = std::move(server);
 }
 
@@ -117,11 +152,17 @@ void SyncRpc::EndServe(const v1::EndServeRequest& req, v1::EndServeReply* reply)
 void SyncRpc::ApplySync(const v1::ApplySyncRequest& req, v1::ApplySyncReply* reply) {
   const std::filesystem::path workdir = ResolveWorkdir(req.workdir());
   const v1::SyncManifest manifest = ReadManifest(cache_, req.manifest_sha256());
+  std::unordered_set<std::string> in_use = {req.manifest_sha256()};
+  for (const auto& entry : manifest.entries()) {
+    if (entry.symlink().empty() && IsSha256Hex(entry.sha256())) in_use.insert(entry.sha256());
+  }
+  for (const std::string& sha256 : in_use) cache_.Use(sha256);
   const std::filesystem::path state = home_ / "sync" / Hostname() / Sha256Hex(workdir.string());
   const SyncApplied applied = ApplyManifest(cache_, manifest, workdir, state);
   reply->set_written(applied.written);
   reply->set_deleted(applied.deleted);
   reply->set_unchanged(applied.unchanged);
+  PruneIfDue(cache_, in_use, next_prune_ns_);
 }
 
 }  // namespace podrun::agent

@@ -2,6 +2,7 @@
 // cache under the agent's home, the peer listeners this agent serves, and ApplySync.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -34,6 +35,8 @@ class SyncRpc {
   std::filesystem::path home_;
   BlobCache cache_;
   std::mutex mu_;
+  // When the blob cache is next pruned (steady clock, ns; 0: at the first ApplySync).
+  std::atomic<int64_t> next_prune_ns_{0};
   std::map<uint32_t, std::unique_ptr<BlobServer>> servers_;  // by port
 };
 

@@ -96,17 +96,17 @@ void Supervisor::Loop() {
     const bool pause = writer_->held_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes &&
                        now - reader_seen_ < kReaderActiveWindow;
 
-    pollfd fds[5];
-    int kinds[5];
+    pollfd fds[kClientKind + kMaxClients];
+    int kinds[kClientKind + kMaxClients];
     nfds_t n = 0;
     fds[n] = {sigfd_.get(), POLLIN, 0}, kinds[n++] = 0;
-    fds[n] = {listen_.get(), POLLIN, 0}, kinds[n++] = 1;
     if (ran_) fds[n] = {ran_.get(), POLLIN, 0}, kinds[n++] = 2;
     for (int s = 0; s < 2; ++s) {
       if (pipes_[s] && !pause) fds[n] = {pipes_[s].get(), POLLIN, 0}, kinds[n++] = 3 + s;
     }
+    n = AddControlFds(fds, kinds, n);
     int timeout = -1;
-    for (auto t : {kill_at_, drain_until_, next_retry_}) {
+    for (auto t : {kill_at_, drain_until_, next_retry_, ClientsDeadline()}) {
       if (t != Clock::time_point::max())
         timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
     }
@@ -122,17 +122,19 @@ void Supervisor::Loop() {
         case 0:
           OnSignal();
           break;
-        case 1:
-          ServeRequest();
-          break;
         case 2:
           OnChildReport();
           break;
-        default:
+        case 3:
+        case 4:
           ReadPipe(kinds[i] - 3);
+          break;
+        default:
+          OnControl(kinds[i]);
           break;
       }
     }
+    EndClients();
   }
 }
 

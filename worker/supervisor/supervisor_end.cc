@@ -51,9 +51,22 @@ void Supervisor::Finalize() {
 
 void Supervisor::Linger() {
   const auto deadline = Clock::now() + kLingerForReaders;
-  while (!writer_->Held(fetched_through_ + 1).empty() && Clock::now() < deadline) {
-    pollfd fd{listen_.get(), POLLIN, 0};
-    if (::poll(&fd, 1, MsUntil(deadline)) > 0) ServeRequest();
+  // Also until the clients being served have their replies (or are overdue).
+  EndClients();
+  while ((!writer_->Held(fetched_through_ + 1).empty() || !clients_.empty()) &&
+         Clock::now() < deadline) {
+    pollfd fds[kMaxClients + 1];
+    int kinds[kMaxClients + 1];
+    const nfds_t n = AddControlFds(fds, kinds, 0);
+    const int rc = ::poll(fds, n, MsUntil(std::min(deadline, ClientsDeadline())));
+    if (rc < 0 && errno != EINTR) {
+      Say(ErrnoMessage("poll"));
+      return;
+    }
+    for (nfds_t i = 0; rc > 0 && i < n; ++i) {
+      if (fds[i].revents) OnControl(kinds[i]);
+    }
+    EndClients();
   }
 }
 

@@ -19,8 +19,10 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "proto/log_record.h"
 #include "proto/unique_fd.h"
@@ -55,7 +57,13 @@ constexpr auto kKillWait = seconds(30);
 constexpr auto kRetryWriteInterval = seconds(1);
 // After the end, how long records held only in memory wait for a live reader to fetch them.
 constexpr auto kLingerForReaders = seconds(30);
+// A control connection gets this long to send its request line, and then this long for each
+// part of its reply it takes; it is closed after that. Served without blocking: a client that
+// stalls never holds up the job's pipes (or the other clients).
 constexpr auto kRequestTimeout = milliseconds(2000);
+// Control connections served at once; more wait in the listen backlog meanwhile.
+constexpr size_t kMaxClients = 8;
+constexpr size_t kMaxRequestBytes = 256;
 // While output is held in memory and a reader fetched it this recently, a full buffer pauses the
 // job's pipes (the job waits) rather than dropping output.
 constexpr auto kReaderActiveWindow = seconds(2);
@@ -84,7 +92,17 @@ class Supervisor {
   void OnChildReport();
   void OnSignal();
   void ReapChildren();  // the leader and any orphan of the job (we are their subreaper)
-  void ServeRequest();
+  // The control socket (supervisor_control.cc): AddControlFds puts the listening socket and
+  // the clients' connections into a poll set (their kinds: kListenKind, kClientKind + index);
+  // OnControl handles one's events; EndClients closes the finished and the overdue ones.
+  static constexpr int kListenKind = 1, kClientKind = 5;
+  nfds_t AddControlFds(pollfd* fds, int* kinds, nfds_t n) const;
+  void OnControl(int kind);
+  void EndClients();
+  Clock::time_point ClientsDeadline() const;
+  void AcceptClient();
+  void OnClient(size_t index);
+  std::string Answer(const std::string& line);
   void ReadPipe(int s);
   void Finalize();
   void Linger();
@@ -114,6 +132,16 @@ class Supervisor {
   Clock::time_point next_retry_ = Clock::time_point::max();
   Clock::time_point reader_seen_ = Clock::time_point::min();
   uint64_t fetched_through_ = 0;  // the highest seq a LOG request has been sent
+
+  // A control connection: its request line as read so far, then its reply as sent so far.
+  struct Client {
+    UniqueFd fd;
+    std::string request, reply;
+    size_t sent = 0;
+    bool answered = false;
+    Clock::time_point deadline;
+  };
+  std::vector<Client> clients_;
 };
 
 }  // namespace podrun::agent::supervisor_internal

@@ -2,10 +2,14 @@
 // a SIGKILLed agent and a new agent streams the rest of its log exactly once; a job whose
 // supervisor is SIGKILLed too is lost and nothing of it remains; a stale record whose pid now
 // names an unrelated process never gets that process signalled; an agent of another build hands
-// over and its jobs are adopted; a full disk loses no line for a live reader and is reported.
+// over and its jobs are adopted; a full disk loses no line for a live reader and is reported; a
+// control client that stalls holds up neither the job's output nor other clients.
+#include "worker/supervisor/supervisor.h"
+
 #include <sys/mount.h>
 
 #include "worker/agent_fixture.h"
+#include "worker/base/unix_socket.h"
 
 namespace podrun::agent {
 namespace {
@@ -214,6 +218,46 @@ TEST_F(SupervisorTest, AnAgentOfAnotherBuildHandsOverAndItsJobsAreAdopted) {
   shutdown.set_force(true);
   v1::ShutdownReply done;
   stub_->Shutdown(Context().get(), shutdown, &done);
+}
+
+TEST_F(SupervisorTest, AStalledControlClientHoldsUpNeitherTheJobNorOtherClients) {
+  // The job prints more than its pipes hold: it ends only if the supervisor drains them.
+  v1::PrepareRequest prepare;
+  prepare.set_job_id("stall");
+  prepare.set_attempt(1);
+  prepare.set_workdir((dir_ / "work").string());
+  prepare.set_run("head -c 4194304 /dev/zero; exit 7");
+  v1::PrepareReply prepared;
+  ASSERT_TRUE(stub_->Prepare(Context().get(), prepare, &prepared).ok());
+  const auto socket = SupervisorSocketPath(home_, Dir("stall").ReadSupervisor()->pid);
+  // A client that sends its request line a byte at a time, never finishing it.
+  UniqueFd stalled = ConnectUnix(socket);
+  ASSERT_TRUE(stalled);
+  ASSERT_EQ(::send(stalled.get(), "L", 1, MSG_NOSIGNAL), 1);
+  UniqueFd other = ConnectUnix(socket);
+  ASSERT_TRUE(other);
+  const std::string ping = "PING\n";
+  ASSERT_EQ(::send(other.get(), ping.data(), ping.size(), MSG_NOSIGNAL), 5);
+  v1::StartRequest start;
+  start.set_job_id("stall");
+  start.set_attempt(1);
+  v1::StartReply started;
+  ASSERT_TRUE(stub_->Start(Context().get(), start, &started).ok());
+  // Well within kMaxRequestBytes, each byte well within kRequestTimeout of the last.
+  bool answered = false, ended = false;
+  for (int i = 0; i < 250 && !(answered && ended); ++i) {
+    (void)::send(stalled.get(), "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    pollfd p{other.get(), POLLIN, 0};
+    answered = answered || ::poll(&p, 1, 100) == 1;
+    if (answered) ::poll(nullptr, 0, 100);  // the pace of the stalled client's bytes
+    ended = ended || Dir("stall").ReadProcessEnd().has_value();
+  }
+  EXPECT_TRUE(answered) << "another client waited for the stalled one";
+  EXPECT_TRUE(ended) << "the job's pipes waited for the stalled client";
+  EXPECT_EQ(ReadLine(other.get(), 10s), "ERROR unknown request");
+  const auto end = Dir("stall").ReadProcessEnd();
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->exit_code, 7);
 }
 
 TEST_F(SupervisorTest, AFullDiskLosesNoLineForALiveReaderAndIsReported) {

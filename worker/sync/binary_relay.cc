@@ -3,17 +3,24 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
+#include <deque>
+#include <list>
+#include <memory>
+#include <system_error>
 #include <thread>
+#include <vector>
 
 #include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
@@ -24,10 +31,11 @@ namespace podrun::agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
-constexpr int kMaxAtOnce = 8;
-constexpr std::chrono::seconds kClientTimeout{10};
-constexpr std::chrono::seconds kIdleExit{10};
+constexpr std::chrono::seconds kSendTimeout{10};  // per send: a fetcher that stopped reading
+constexpr size_t kMaxTokenLine = 128;
+constexpr milliseconds kTick{100};  // the longest wait: a finished transfer's turn passes on
 
 // Constant-time comparison: how long it takes says nothing about the token.
 bool SameToken(const std::string& a, const std::string& b) {
@@ -37,11 +45,89 @@ bool SameToken(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-// Reads the client's first line (at most 128 bytes).
+// A connection yet to present the token: what it sent so far, and until when it may.
+struct Pending {
+  UniqueFd fd;
+  Clock::time_point deadline;
+  std::string line;
+};
+
+enum class TokenRead { kMore, kBad, kGood };
+
+// Reads what `p` sent (its socket is non-blocking) and judges its first line.
+TokenRead ReadToken(Pending& p, const std::string& token) {
+  char buffer[kMaxTokenLine + 1];
+  for (;;) {
+    const ssize_t n = ::recv(p.fd.get(), buffer, sizeof buffer, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TokenRead::kMore;
+    if (n <= 0) return TokenRead::kBad;  // closed, or broken, before the token
+    p.line.append(buffer, static_cast<size_t>(n));
+    const size_t eol = p.line.find('\n');
+    if (eol != std::string::npos) {
+      return SameToken(p.line.substr(0, eol), token) ? TokenRead::kGood : TokenRead::kBad;
+    }
+    if (p.line.size() > kMaxTokenLine) return TokenRead::kBad;
+  }
+}
+
+// One transfer, on a thread of its own. It owns the socket the thread sends on, and joins the
+// thread before letting go of it; the binary's fd is the caller's (it outlives every transfer).
+class Transfer {
+ public:
+  Transfer(UniqueFd client, int binary, off_t size) : client_(std::move(client)) {
+    thread_ = std::thread([this, binary, size] {
+      // A fetcher that went away (or Abort) is a failed send, not a kill: sendfile takes no
+      // MSG_NOSIGNAL, so this thread blocks the SIGPIPE it would get (dropped as it ends).
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+      Send(binary, size);
+      done_ = true;
+    });
+  }
+  ~Transfer() {
+    Abort();
+    thread_.join();
+  }
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+
+  bool done() const { return done_.load(); }
+  // Makes a send in progress fail at once.
+  void Abort() { ::shutdown(client_.get(), SHUT_RDWR); }
+
+ private:
+  void Send(int binary, off_t size) {
+    const int fd = client_.get();
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    const timeval tv{kSendTimeout.count(), 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    off_t offset = 0;
+    while (offset < size) {
+      const ssize_t n = ::sendfile(fd, binary, &offset, static_cast<size_t>(size - offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+    }
+    ::shutdown(fd, SHUT_WR);
+  }
+
+  UniqueFd client_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;  // last: started once the rest exists
+};
+
+int Millis(Clock::duration d) {
+  return static_cast<int>(std::clamp<int64_t>(
+      std::chrono::duration_cast<milliseconds>(d).count() + 1, 0, kTick.count()));
+}
+
+// Reads the first line of `fd` byte by byte (nothing after it is consumed).
 bool ReadLine(int fd, std::string* line) {
   char c;
-  while (line->size() < 128) {
-    const ssize_t n = ::recv(fd, &c, 1, 0);
+  while (line->size() < 256) {
+    const ssize_t n = ::read(fd, &c, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     if (c == '\n') return true;
@@ -50,26 +136,87 @@ bool ReadLine(int fd, std::string* line) {
   return false;
 }
 
-void Serve(UniqueFd client, int binary, off_t size, const std::string& token) {
-  const timeval tv{kClientTimeout.count(), 0};
-  ::setsockopt(client.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(client.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  std::string line;
-  if (!ReadLine(client.get(), &line) || !SameToken(line, token)) return;
-  off_t offset = 0;
-  while (offset < size) {
-    const ssize_t n = ::sendfile(client.get(), binary, &offset, static_cast<size_t>(size - offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-  }
-  ::shutdown(client.get(), SHUT_WR);
-}
-
 }  // namespace
 
+int ServeBinary(UniqueFd listener, int binary, off_t size, const std::string& token, int stop,
+                const LendLimits& limits) {
+  const auto end = Clock::now() + limits.lifetime;
+  auto idle_since = Clock::now();
+  std::list<Pending> pending;
+  std::deque<UniqueFd> ready;  // presented the token; wait for a transfer's turn
+  std::list<std::unique_ptr<Transfer>> running;
+  int served = 0;
+  std::vector<pollfd> fds;
+  for (;;) {
+    const auto now = Clock::now();
+    running.remove_if([](const auto& t) { return t->done(); });
+    while (!ready.empty() && static_cast<int>(running.size()) < limits.max_at_once) {
+      UniqueFd client = std::move(ready.front());
+      ready.pop_front();
+      try {
+        running.push_back(std::make_unique<Transfer>(std::move(client), binary, size));
+      } catch (const std::system_error&) {
+        // No thread for it: that fetcher gets EOF and uploads for itself.
+      }
+    }
+    const bool accepting = served < limits.max_clients;
+    if (!accepting) {
+      listener.reset();  // nobody else gets it: no reason to listen
+      pending.clear();
+    }
+    pending.remove_if([&](const Pending& p) { return now >= p.deadline; });
+    if (!pending.empty() || !ready.empty() || !running.empty()) idle_since = now;
+    if (now >= end || (!accepting && ready.empty() && running.empty()) ||
+        now - idle_since >= limits.idle) {
+      break;
+    }
+    // Waits for stdin's EOF, a connection, a token, or the next deadline or turn.
+    int wait = Millis(std::min(end, idle_since + limits.idle) - now);
+    fds.assign(1, pollfd{stop, POLLIN, 0});
+    const bool listen = accepting && static_cast<int>(pending.size()) < limits.max_unauthenticated;
+    if (listen) fds.push_back({listener.get(), POLLIN, 0});
+    for (const Pending& p : pending) {
+      fds.push_back({p.fd.get(), POLLIN, 0});
+      wait = std::min(wait, Millis(p.deadline - now));
+    }
+    const int n = ::poll(fds.data(), fds.size(), wait);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    if (fds[0].revents != 0) {
+      char buffer[256];
+      const ssize_t got = ::read(stop, buffer, sizeof buffer);
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) break;  // stdin closed
+    }
+    size_t at = listen ? 2 : 1;
+    for (auto it = pending.begin(); it != pending.end(); ++at) {
+      const TokenRead read = fds[at].revents != 0 ? ReadToken(*it, token) : TokenRead::kMore;
+      if (read == TokenRead::kMore) {
+        ++it;
+        continue;
+      }
+      if (read == TokenRead::kGood && served < limits.max_clients) {
+        ++served;
+        ready.push_back(std::move(it->fd));
+      }
+      it = pending.erase(it);
+    }
+    while (listen && (fds[1].revents & POLLIN) &&
+           static_cast<int>(pending.size()) < limits.max_unauthenticated) {
+      UniqueFd client(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!client) break;
+      pending.push_back({std::move(client), Clock::now() + limits.token_deadline, {}});
+    }
+  }
+  // The launcher is done with it, or its time is up: what still runs is nobody's business.
+  for (auto& t : running) t->Abort();
+  running.clear();  // joins
+  return served;
+}
+
 int Lend(const LendArgs& args) {
+  ::signal(SIGPIPE, SIG_IGN);  // a fetcher that went away is a failed send, not a kill
   std::string token;
-  if (!std::getline(std::cin, token) || token.size() < 32) {
+  if (!ReadLine(STDIN_FILENO, &token) || token.size() < 32) {
     std::fprintf(stderr, "podrun-agent lend: no token on stdin\n");
     return 2;
   }
@@ -91,52 +238,14 @@ int Lend(const LendArgs& args) {
     std::fprintf(stderr, "podrun-agent lend: %s\n", e.what());
     return 1;
   }
-  const pid_t child = ::fork();
-  if (child < 0) {
-    std::fprintf(stderr, "podrun-agent lend: fork: %s\n", std::strerror(errno));
-    return 1;
-  }
-  if (child > 0) {
-    // Announced only once the server exists: the launcher may hand the port out at once.
-    std::printf("%s %u\n", kServingPrefix, port);
-    std::fflush(stdout);
-    return 0;
-  }
-  ::setsid();
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null >= 0) {
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-  }
-  const auto deadline = Clock::now() + args.lifetime;
-  auto idle_since = Clock::now();
-  std::atomic<int> running{0};
-  int served = 0;
-  // Ends at its deadline, after max_clients, or once nobody came for kIdleExit: the workers
-  // that wanted the binary fetch it at once.
-  while (Clock::now() < deadline && served < args.max_clients &&
-         (running.load() > 0 || Clock::now() - idle_since < kIdleExit)) {
-    if (running.load() > 0) idle_since = Clock::now();
-    pollfd p{listener.get(), POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min<Clock::duration>(deadline - Clock::now(), std::chrono::milliseconds(500)));
-    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))) <= 0) continue;
-    UniqueFd client(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!client) continue;
-    const int flags = ::fcntl(client.get(), F_GETFL);
-    ::fcntl(client.get(), F_SETFL, flags & ~O_NONBLOCK);
-    while (running.load() >= kMaxAtOnce) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ++running;
-    ++served;
-    std::thread([fd = std::move(client), &running, &binary, &st, &token]() mutable {
-      Serve(std::move(fd), binary.get(), st.st_size, token);
-      --running;
-    }).detach();
-  }
-  listener.reset();
-  while (running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ::_exit(0);
+  // Announced only once the listener exists: the launcher may hand the port out at once.
+  std::printf("%s %u\n", kServingPrefix, port);
+  std::fflush(stdout);
+  LendLimits limits;
+  limits.lifetime = args.lifetime;
+  limits.max_clients = args.max_clients;
+  ServeBinary(std::move(listener), binary.get(), st.st_size, token, STDIN_FILENO, limits);
+  return 0;
 }
 
 }  // namespace podrun::agent

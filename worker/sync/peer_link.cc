@@ -85,7 +85,8 @@ std::optional<uint64_t> SendBlob(PeerChannel& channel, const BlobCache& cache,
   return size;
 }
 
-// Receives the reply to a kGet of `sha256` into the cache (checked against the hash).
+// Receives the reply to a kGet of `sha256` into the cache (checked against the hash). A blob of
+// unknown size (`expected_size` nullopt: the manifest) may have at most kMaxPeerManifestSize bytes.
 uint64_t ReceiveBlob(PeerChannel& channel, BlobCache& cache, const std::string& sha256,
                      std::optional<uint64_t> expected_size) {
   char type = 0;
@@ -106,6 +107,12 @@ uint64_t ReceiveBlob(PeerChannel& channel, BlobCache& cache, const std::string& 
                      "blob " + sha256 + ": the peer has " + std::to_string(size) +
                          " bytes, the manifest says " + std::to_string(*expected_size));
   }
+  if (!expected_size && size > kMaxPeerManifestSize) {
+    throw AgentError(ErrorKind::kInvalidArgument,
+                     "manifest " + sha256 + ": the peer announces " + std::to_string(size) +
+                         " bytes, more than a manifest may have (" +
+                         std::to_string(kMaxPeerManifestSize >> 20) + " MiB); nothing written");
+  }
   BlobCache::Writer writer(cache, sha256);
   while (writer.size() < size) {
     if (!channel.Receive(&type, &payload)) {
@@ -123,15 +130,23 @@ uint64_t ReceiveBlob(PeerChannel& channel, BlobCache& cache, const std::string& 
 
 }  // namespace
 
+// A connection's phase moves forward only: proving the key, then authenticated (serving, or
+// waiting for a slot to), then done. One whose handshake outlives its deadline is expired: its
+// socket is shut down, which ends its thread's reads.
 struct BlobServer::Connection {
+  enum class Phase { kHandshake, kAuthenticated, kDone };
+
   UniqueFd fd;
   std::thread thread;
-  std::atomic<bool> done{false};
+  Clock::time_point handshake_deadline;
+  Phase phase = Phase::kHandshake;  // guarded by mu_, as is `expired`
+  bool expired = false;
 };
 
 BlobServer::BlobServer(const BlobCache& cache, const std::string& address, std::string key,
-                       const std::string& manifest_sha256, std::chrono::seconds lifetime)
-    : cache_(cache), key_(std::move(key)), deadline_(Clock::now() + lifetime) {
+                       const std::string& manifest_sha256, std::chrono::seconds lifetime,
+                       BlobServerTimeouts timeouts)
+    : cache_(cache), key_(std::move(key)), timeouts_(timeouts), deadline_(Clock::now() + lifetime) {
   const std::string where = "serve blobs on " + address;
   if (key_.size() != kPeerKeySize) {
     throw AgentError(ErrorKind::kInvalidArgument, where + ": the key must be 32 bytes");
@@ -161,9 +176,17 @@ BlobServer::BlobServer(const BlobCache& cache, const std::string& address, std::
 }
 
 BlobServer::~BlobServer() {
-  stop_ = true;
-  Wake();
+  Stop();
   acceptor_.join();
+}
+
+void BlobServer::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  slot_freed_.notify_all();
+  Wake();
 }
 
 void BlobServer::Wake() {
@@ -172,16 +195,42 @@ void BlobServer::Wake() {
 }
 
 void BlobServer::AcceptLoop() {
-  while (!stop_ && Clock::now() < deadline_) {
-    connections_.remove_if([](const std::unique_ptr<Connection>& c) {
-      if (!c->done) return false;
-      c->thread.join();
-      return true;
-    });
+  using std::chrono::milliseconds;
+  Clock::time_point busy = Clock::now();  // when a connection was last seen open
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    std::list<std::unique_ptr<Connection>> finished;
+    size_t handshaking = 0, authenticated = 0;
+    Clock::time_point wake_at = std::min(deadline_, now + std::chrono::seconds(60));
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = connections_.begin(); it != connections_.end();) {
+        Connection& c = **it;
+        if (c.phase == Connection::Phase::kDone) {
+          finished.splice(finished.end(), connections_, it++);
+          continue;
+        }
+        if (c.phase == Connection::Phase::kAuthenticated) {
+          ++authenticated;
+        } else if (!c.expired && now >= c.handshake_deadline) {
+          c.expired = true;
+          ::shutdown(c.fd.get(), SHUT_RDWR);
+        } else if (!c.expired) {
+          ++handshaking;
+          wake_at = std::min(wake_at, c.handshake_deadline);
+        }
+        ++it;
+      }
+    }
+    for (const auto& c : finished) c->thread.join();
+    if (!connections_.empty() || !finished.empty()) busy = now;
+    if (stop_ || now >= deadline_ || (connections_.empty() && now - busy >= timeouts_.idle)) break;
+    if (connections_.empty()) wake_at = std::min(wake_at, busy + timeouts_.idle);
+
     // Poll the listener only while there is room: more connections wait in the backlog.
     pollfd fds[2] = {{wake_.get(), POLLIN, 0}, {listener_.get(), POLLIN, 0}};
-    const nfds_t count = connections_.size() < kMaxConnections ? 2 : 1;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
+    const nfds_t count = handshaking < kMaxHandshakes && authenticated < kMaxConnections ? 2 : 1;
+    const auto left = std::chrono::ceil<milliseconds>(wake_at - now);
     const int rc =
         ::poll(fds, count, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60000)));
     if (rc <= 0) continue;  // a timeout, EINTR (nothing else happens to valid fds)
@@ -194,17 +243,22 @@ void BlobServer::AcceptLoop() {
     if (!fd) {
       // The client gave up already; or no fd is left, and it waits in the backlog a while.
       if (errno != EAGAIN && errno != ECONNABORTED && errno != EINTR) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::this_thread::sleep_for(milliseconds(100));
       }
       continue;
     }
     try {
       auto connection = std::make_unique<Connection>();
       connection->fd = std::move(fd);
+      connection->handshake_deadline = Clock::now() + timeouts_.handshake;
       Connection* c = connection.get();
+      std::lock_guard lock(mu_);  // the thread looks at its phase at once
       c->thread = std::thread([this, c] {
-        Serve(c->fd.get());
-        c->done = true;
+        Serve(c);
+        {
+          std::lock_guard done(mu_);
+          c->phase = Connection::Phase::kDone;
+        }
         Wake();
       });
       connections_.push_back(std::move(connection));
@@ -213,20 +267,37 @@ void BlobServer::AcceptLoop() {
     }
   }
   listener_.reset();
+  Stop();  // wakes connections waiting for a slot
   for (const auto& c : connections_) ::shutdown(c->fd.get(), SHUT_RDWR);
   for (const auto& c : connections_) c->thread.join();
   connections_.clear();
+  closed_ = true;
 }
 
-void BlobServer::Serve(int fd) {
+// Called once the handshake succeeded: unless the deadline expired it meanwhile, waits for one
+// of the kMaxConnections slots (or the server's end). Returns whether it got one.
+bool BlobServer::TakeSlot(Connection* c) {
+  std::unique_lock lock(mu_);
+  if (c->expired) return false;
+  c->phase = Connection::Phase::kAuthenticated;
+  Wake();  // a handshake slot is free
+  slot_freed_.wait(lock, [this] { return stop_ || serving_ < kMaxConnections; });
+  if (stop_) return false;
+  ++serving_;
+  return true;
+}
+
+void BlobServer::Serve(Connection* c) {
+  bool slot = false;
   try {
-    SetSocketOptions(fd, kServerStall);
-    PeerChannel channel(fd, key_, PeerChannel::Role::kServer, kMaxRequest);
+    SetSocketOptions(c->fd.get(), kServerStall);
+    PeerChannel channel(c->fd.get(), key_, PeerChannel::Role::kServer, kMaxRequest);
+    slot = TakeSlot(c);
     std::vector<char> buffer;
     char type = 0;
     std::string_view payload;
-    while (!stop_ && channel.Receive(&type, &payload)) {
-      if (type != kGet) return;
+    while (slot && !stop_ && channel.Receive(&type, &payload)) {
+      if (type != kGet) break;
       const std::string sha256(payload);
       if (!allowed_.contains(sha256)) {
         channel.Send(kRefused, "not part of this transfer");
@@ -239,6 +310,13 @@ void BlobServer::Serve(int fd) {
     }
   } catch (const std::exception&) {
     // The connection ends here; the fetcher reports what failed.
+  }
+  if (slot) {
+    {
+      std::lock_guard lock(mu_);
+      --serving_;
+    }
+    slot_freed_.notify_one();
   }
 }
 
@@ -253,7 +331,7 @@ FetchResult FetchBlobs(BlobCache& cache, const std::string& host, uint16_t port,
     SetSocketOptions(fd.get(), timeout);
     PeerChannel channel(fd.get(), key, PeerChannel::Role::kClient, kPeerChunkSize);
     FetchResult result;
-    if (!cache.Has(manifest_sha256)) {
+    if (!cache.Use(manifest_sha256)) {
       channel.Send(kGet, manifest_sha256);
       result.bytes += ReceiveBlob(channel, cache, manifest_sha256, std::nullopt);
       ++result.blobs;
@@ -267,7 +345,7 @@ FetchResult FetchBlobs(BlobCache& cache, const std::string& host, uint16_t port,
     std::unordered_set<std::string_view> seen;
     for (const auto& entry : manifest.entries()) {
       if (!entry.symlink().empty() || !seen.insert(entry.sha256()).second) continue;
-      if (!cache.Has(entry.sha256())) wanted.push_back(&entry);
+      if (!cache.Use(entry.sha256())) wanted.push_back(&entry);
     }
     size_t requested = 0;
     for (size_t i = 0; i < wanted.size(); ++i) {

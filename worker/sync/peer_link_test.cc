@@ -1,7 +1,8 @@
 // Tests of the peer link over loopback, between two caches: a whole fetch (an empty blob, a
 // several-MiB one, duplicates, symlinks), blobs already cached not sent again, a wrong key, a
 // hash outside the transfer, a peer lacking a blob, a blob corrupted in the server's cache, the
-// server's lifetime and destructor, connect and read failures; and a throughput print.
+// server's lifetime, idle exit and destructor, strangers stalling in the handshake, a peer
+// announcing a huge manifest, connect and read failures; and a throughput print.
 #include "worker/sync/peer_link.h"
 
 #include <arpa/inet.h>
@@ -25,6 +26,7 @@
 #include "proto/agent.pb.h"
 #include "proto/sha256.h"
 #include "worker/base/agent_error.h"
+#include "worker/sync/peer_crypto.h"
 
 namespace podrun::agent {
 namespace {
@@ -56,6 +58,20 @@ UniqueFd Loopback(bool listen, uint16_t* port) {
   }
   EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &size), 0);
   *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// A connection to 127.0.0.1:port, with 5 s send and receive timeouts (as PeerChannel wants).
+UniqueFd ConnectTo(uint16_t port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const timeval tv{5, 0};
+  EXPECT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  EXPECT_EQ(::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv), 0);
   return fd;
 }
 
@@ -210,6 +226,127 @@ TEST_F(PeerLinkTest, StopsAfterItsLifetime) {
       FetchBlobs(*client_cache_, "127.0.0.1", server.port(), key_, manifest, seconds(5)).blobs, 2u);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_NE(FetchError(server.port(), key_, manifest).find("refused"), std::string::npos);
+}
+
+TEST_F(PeerLinkTest, ClosesWhenIdle) {
+  const std::string manifest = Manifest({"idle"});
+  BlobServer server(*server_cache_, "127.0.0.1", key_, manifest, seconds(60),
+                    {.idle = std::chrono::seconds(1)});
+  EXPECT_TRUE(server.serving());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  EXPECT_FALSE(server.serving());
+  EXPECT_NE(FetchError(server.port(), key_, manifest).find("refused"), std::string::npos);
+}
+
+TEST_F(PeerLinkTest, AnOpenConnectionKeepsItFromIdling) {
+  const std::string manifest = Manifest({"busy"});
+  BlobServer server(*server_cache_, "127.0.0.1", key_, manifest, seconds(60),
+                    {.idle = std::chrono::seconds(2)});
+  {
+    UniqueFd fd = ConnectTo(server.port());
+    PeerChannel held(fd.get(), key_, PeerChannel::Role::kClient, kPeerChunkSize);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    EXPECT_TRUE(server.serving());
+  }
+  // Idle counts from when the last connection ended, not from when the server opened.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(
+      FetchBlobs(*client_cache_, "127.0.0.1", server.port(), key_, manifest, seconds(5)).blobs, 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  EXPECT_FALSE(server.serving());
+  EXPECT_NE(FetchError(server.port(), key_, manifest).find("refused"), std::string::npos);
+}
+
+TEST_F(PeerLinkTest, SilentStrangersDoNotLockOutPeers) {
+  const std::string manifest = Manifest({"wanted"});
+  BlobServer server(*server_cache_, "127.0.0.1", key_, manifest, seconds(60));
+  std::vector<UniqueFd> strangers;
+  for (size_t i = 0; i < BlobServer::kMaxConnections + 4; ++i) {
+    strangers.push_back(ConnectTo(server.port()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  EXPECT_EQ(
+      FetchBlobs(*client_cache_, "127.0.0.1", server.port(), key_, manifest, seconds(5)).blobs, 2u);
+  EXPECT_LT(Clock::now() - start, seconds(3));
+}
+
+TEST_F(PeerLinkTest, StrangersBeyondTheHandshakeCapWaitOnlyForTheDeadline) {
+  const std::string manifest = Manifest({"wanted"});
+  BlobServer server(*server_cache_, "127.0.0.1", key_, manifest, seconds(60),
+                    {.handshake = std::chrono::seconds(1)});
+  std::vector<UniqueFd> strangers;
+  for (size_t i = 0; i < BlobServer::kMaxHandshakes + 4; ++i) {
+    strangers.push_back(ConnectTo(server.port()));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  EXPECT_EQ(
+      FetchBlobs(*client_cache_, "127.0.0.1", server.port(), key_, manifest, seconds(10)).blobs,
+      2u);
+  EXPECT_LT(Clock::now() - start, seconds(6));
+}
+
+TEST_F(PeerLinkTest, ATricklingHandshakeIsDroppedAtItsDeadline) {
+  const std::string manifest = Manifest({"x"});
+  BlobServer server(*server_cache_, "127.0.0.1", key_, manifest, seconds(60),
+                    {.handshake = std::chrono::seconds(1)});
+  UniqueFd fd = ConnectTo(server.port());
+  // The start of a genuine handshake, a byte every 100 ms: each read of the server's is quick.
+  const std::string hello = "podrun-peer v1" + RandomBytes(32, 9);
+  const auto start = Clock::now();
+  std::optional<Clock::duration> dropped;
+  for (size_t i = 0; i < hello.size() && !dropped; ++i) {
+    ::send(fd.get(), &hello[i], 1, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    char buffer[256];
+    for (;;) {
+      const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n > 0) continue;  // the server's own hello
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) dropped = Clock::now() - start;
+      break;
+    }
+  }
+  ASSERT_TRUE(dropped) << "still connected after " << hello.size() << " bytes";
+  EXPECT_GE(*dropped, std::chrono::milliseconds(900));
+  EXPECT_LT(*dropped, seconds(3));
+  EXPECT_EQ(
+      FetchBlobs(*client_cache_, "127.0.0.1", server.port(), key_, manifest, seconds(5)).blobs, 2u);
+}
+
+TEST_F(PeerLinkTest, AManifestTooLargeIsRefused) {
+  const std::string manifest = Manifest({"m"});
+  uint16_t port = 0;
+  UniqueFd listener = Loopback(true, &port);
+  // A peer that holds the key and announces a manifest of 1 TiB: its size frame ('S', 8 bytes
+  // big-endian), then a first data frame.
+  std::thread peer([&] {
+    UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    const timeval tv{5, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    try {
+      PeerChannel channel(fd.get(), key_, PeerChannel::Role::kServer, 64);
+      char type = 0;
+      std::string_view payload;
+      ASSERT_TRUE(channel.Receive(&type, &payload));
+      EXPECT_EQ(payload, manifest);
+      channel.Send('S', std::string("\0\0\x01\0\0\0\0\0", 8));
+      channel.Send('D', "not a manifest");
+      while (channel.Receive(&type, &payload)) {
+      }
+    } catch (const AgentError&) {
+      // The fetcher hung up.
+    }
+  });
+  const std::string error = FetchError(port, key_, manifest);
+  peer.join();
+  EXPECT_NE(error.find("peer 127.0.0.1:" + std::to_string(port)), std::string::npos) << error;
+  EXPECT_NE(error.find("1099511627776 bytes, more than a manifest may have (64 MiB)"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(client_cache_->Has(manifest));
+  EXPECT_FALSE(ClientHasTempFiles());
 }
 
 TEST_F(PeerLinkTest, TheDestructorEndsOpenConnections) {
