@@ -187,7 +187,10 @@ TEST_F(DiscoveryTest, AWorkerLostWhileItsNodeIsPreemptedIsNamedPreempted) {
     return std::atoi(RunCommand("pgrep -fc '^" + marker + " ' || true").output.c_str());
   };
   CommandResult r;
-  std::thread launch([&] { r = RunCommand(Podrun() + " launch " + spec + Keys()); });
+  // Short keepalives: the cut-off worker is found lost in seconds, not in minutes.
+  std::thread launch([&] {
+    r = RunCommand("env PODRUN_SSH_KEEPALIVE_SECONDS=2 " + Podrun() + " launch " + spec + Keys());
+  });
   for (int i = 0; i < 600 && running() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
