@@ -148,6 +148,11 @@ bool Job::prepared() const {
   return go_.valid();
 }
 
+bool Job::starting() const {
+  std::lock_guard lock(mu_);
+  return starting_;
+}
+
 pid_t Job::waiting_pid() const {
   std::lock_guard lock(mu_);
   return go_ ? job_pid_ : 0;

@@ -87,6 +87,8 @@ class Job {
   bool prepared() const;
   // The waiting process of a prepared job, else 0.
   pid_t waiting_pid() const;
+  // True while a Start waits for its instant (a Stop meanwhile wins).
+  bool starting() const;
 
   JobSnapshot Snapshot() const { return ReadJobSnapshot(dir_); }
   // Blocks until a record after `seen_seq` is in the log, the job has ended, or `deadline`.

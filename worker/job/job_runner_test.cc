@@ -253,7 +253,13 @@ TEST_F(JobRunnerTest, StartWaitsForItsInstantWithoutHoldingTheJob) {
       start_error = e.what();
     }
   });
-  std::this_thread::sleep_for(100ms);
+  // Stopped while Start waits for its instant (not before Start began waiting).
+  const auto job = runner_->Find("waiting", 1);
+  const auto wait_deadline = std::chrono::steady_clock::now() + 30s;
+  while (!job->starting() && std::chrono::steady_clock::now() < wait_deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(job->starting());  // (no ASSERT: the starter thread must be joined)
   const auto stop_began = std::chrono::steady_clock::now();
   StopResult stop = runner_->Stop("waiting", 1, 1s);
   EXPECT_LT(std::chrono::steady_clock::now() - stop_began, 1s);
