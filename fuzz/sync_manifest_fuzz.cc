@@ -66,12 +66,18 @@ bool WroteOutside() {
 
 std::string SymlinkTarget(unsigned char choice) {
   switch (choice % 6) {
-    case 0: return "sub";
-    case 1: return ".";
-    case 2: return "..";
-    case 3: return "../outside";
-    case 4: return (Root() / "outside").string();
-    default: return "/";
+    case 0:
+      return "sub";
+    case 1:
+      return ".";
+    case 2:
+      return "..";
+    case 3:
+      return "../outside";
+    case 4:
+      return (Root() / "outside").string();
+    default:
+      return "/";
   }
 }
 
