@@ -28,8 +28,8 @@ constexpr size_t kBigFile = 8 << 20;
 std::string Dir() { return ::testing::TempDir() + "/podrun-sync-test"; }
 std::string Tree() { return Dir() + "/project"; }
 
-uint64_t BridgeTxBytes() {
-  std::ifstream in("/sys/class/net/prbr" + std::to_string(kPodId) + "/statistics/tx_bytes");
+uint64_t BridgeTxBytes(int pod_id) {
+  std::ifstream in("/sys/class/net/prbr" + std::to_string(pod_id) + "/statistics/tx_bytes");
   uint64_t bytes = 0;
   in >> bytes;
   return bytes;
@@ -108,9 +108,9 @@ TEST_F(SyncTest, TreesMatchOnEveryWorkerAndTheUplinkCarriesAboutOneCopy) {
   // others fetch the binary from their peers, so the uplink carries about one gzipped agent.
   const std::string warm = Dir() + "/warm.yaml";
   std::ofstream(warm) << "run: 'true'\n";
-  const uint64_t cold0 = BridgeTxBytes();
+  const uint64_t cold0 = BridgeTxBytes(pod_->id());
   CommandResult cold = Launch(warm);
-  const uint64_t cold_sent = BridgeTxBytes() - cold0;
+  const uint64_t cold_sent = BridgeTxBytes(pod_->id()) - cold0;
   ASSERT_EQ(0, cold.exit_code) << cold.output;
   EXPECT_NE(std::string::npos, cold.output.find("uploaded to 1, from peers to 7")) << cold.output;
   const uint64_t agent_gz =
@@ -119,9 +119,9 @@ TEST_F(SyncTest, TreesMatchOnEveryWorkerAndTheUplinkCarriesAboutOneCopy) {
             << "\n";
   EXPECT_LT(cold_sent, 3 * agent_gz) << cold.output;
 
-  const uint64_t tx0 = BridgeTxBytes();
+  const uint64_t tx0 = BridgeTxBytes(pod_->id());
   CommandResult first = Launch(Spec("test -x run.sh && readlink link.py && echo job > job.out"));
-  const uint64_t sent = BridgeTxBytes() - tx0;
+  const uint64_t sent = BridgeTxBytes(pod_->id()) - tx0;
   ASSERT_EQ(0, first.exit_code) << first.output;
   EXPECT_NE(std::string::npos, first.output.find("relayed between workers")) << first.output;
   EXPECT_NE(std::string::npos, first.output.find("[w7] train.py")) << first.output;
@@ -145,10 +145,10 @@ TEST_F(SyncTest, TreesMatchOnEveryWorkerAndTheUplinkCarriesAboutOneCopy) {
   // One file changed, one deleted: only that file (and the manifest) crosses the uplink again.
   WriteFile(Tree() + "/train.py", "print('changed')\n" + RandomBytes(1 << 20, 4));
   std::filesystem::remove(Tree() + "/data/empty");
-  const uint64_t tx1 = BridgeTxBytes();
+  const uint64_t tx1 = BridgeTxBytes(pod_->id());
   CommandResult second =
       Launch(Spec("cat job.out; test -e data/empty; echo gone $?; head -c 16 train.py"));
-  const uint64_t sent_again = BridgeTxBytes() - tx1;
+  const uint64_t sent_again = BridgeTxBytes(pod_->id()) - tx1;
   ASSERT_EQ(0, second.exit_code) << second.output;
   std::cerr << "second sync: " << sent_again << " bytes onto the bridge\n";
   EXPECT_LT(sent_again, 2 * ((1 << 20) + 64 * 1024)) << second.output;
@@ -170,7 +170,8 @@ TEST_F(SyncTest, AWorkerThatPeersCannotReachGetsAgentAndFilesThroughItsOwnConnec
   ASSERT_EQ(0, pod_->Exec(3, cut).exit_code);
   for (int i : {3, 5}) {
     // Only that worker's agent (pkill would see every worker's: they share the pid namespace).
-    RunCommand("for p in $(ip netns pids pr" + std::to_string(kPodId) + "-w" + std::to_string(i) +
+    RunCommand("for p in $(ip netns pids pr" + std::to_string(pod_->id()) + "-w" +
+               std::to_string(i) +
                "); do tr '\\0' ' ' < /proc/$p/cmdline | grep -q 'podrun-agent-[0-9a-f]* serve' "
                "&& kill $p; done; true");
     pod_->Exec(i, "rm -rf ~/.podrun/bin");

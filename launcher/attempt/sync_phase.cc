@@ -179,7 +179,17 @@ void PhaseFanOut::SyncAll() {
     AttemptWorker& w = *live[i];
     if (!w.error.empty()) return;
     try {
-      const AgentSyncApplied applied = w.client()->ApplySync(plan_.spec.workdir, manifest_sha);
+      AgentSyncApplied applied;
+      try {
+        applied = w.client()->ApplySync(plan_.spec.workdir, manifest_sha);
+      } catch (const AgentRefusal&) {
+        throw;
+      } catch (const std::exception& e) {
+        // Its agent died (a serving parent killed while peers fetched): the blobs are on its
+        // disk, so a new agent applies them.
+        Say(fmt::format("{}: sync: {}; connecting to a new agent", w.description(), e.what()));
+        applied = w.Reconnect()->ApplySync(plan_.spec.workdir, manifest_sha);
+      }
       written += applied.written;
       deleted += applied.deleted;
       unchanged += applied.unchanged;

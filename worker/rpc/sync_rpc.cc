@@ -16,7 +16,9 @@
 namespace podrun::agent {
 namespace {
 
-constexpr auto kFetchTimeout = std::chrono::seconds(30);
+// A peer silent this long while a child fetches from it has failed (cut off, stalled, gone): the
+// child falls back to its own connection. Short: every second of it delays the whole level.
+constexpr auto kFetchTimeout = std::chrono::seconds(10);
 constexpr uint32_t kMaxServeSeconds = 3600;
 // The blob cache is pruned after an ApplySync, at most this often.
 constexpr auto kPruneEvery = std::chrono::hours(1);
