@@ -35,6 +35,12 @@ constexpr int kPodId = 16;
 std::string Home() { return ::testing::TempDir() + "/podrun-agent-fault-test-home"; }
 std::string Podrun() { return "env PODRUN_HOME=" + Home() + " " + std::string(PODRUN_BINARY); }
 
+// A tmpfs size for ~/.podrun that holds the agent (12 MB; a sanitized build's is larger) with
+// 4 MiB to spare, as "<KiB>k".
+std::string TmpfsSizeForAgent() {
+  return std::to_string(std::filesystem::file_size(PODRUN_AGENT) / 1024 + 4096) + "k";
+}
+
 std::string WriteSpec(const std::string& name, const std::string& text) {
   std::string path = ::testing::TempDir() + "/" + name + ".yaml";
   std::ofstream(path) << text;
@@ -164,12 +170,13 @@ TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
 }
 
 TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
-  // w1's ~/.podrun is a 16 MB tmpfs: the agent (about 12.2 MB) fits, then the job's log fills it.
+  // w1's ~/.podrun is a tmpfs with 4 MiB beside the agent: the job's log fills it.
   // (The workers share one PID namespace: only w1's own agent is ended.)
   if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
   ASSERT_EQ(0, pod_->Exec(1,
                           "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
-                          "mount -t tmpfs -o size=16m,mode=0700 tmpfs /root/.podrun")
+                          "mount -t tmpfs -o size=" +
+                              TmpfsSizeForAgent() + ",mode=0700 tmpfs /root/.podrun")
                    .exit_code);
   constexpr int kLines = 1500000;  // about 20 MB on w1; the others print little
   const std::string spec = WriteSpec(
@@ -201,12 +208,13 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
 }
 
 TEST_F(AgentFaultTest, ADiskFullBeforeTheStartRefusesTheJobAtOnceAndLeavesNothing) {
-  // w1's ~/.podrun is a 16 MB tmpfs: a first launch installs the agent there, then a file fills
-  // what is left, so the next job's directory cannot be written.
+  // w1's ~/.podrun is a tmpfs with 4 MiB beside the agent: a first launch installs it there, then a
+  // file fills what is left, so the next job's directory cannot be written.
   if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
   ASSERT_EQ(0, pod_->Exec(1,
                           "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
-                          "mount -t tmpfs -o size=16m,mode=0700 tmpfs /root/.podrun")
+                          "mount -t tmpfs -o size=" +
+                              TmpfsSizeForAgent() + ",mode=0700 tmpfs /root/.podrun")
                    .exit_code);
   const std::string marker = "podrun-full-before-marker-" + std::to_string(::getpid());
   const std::string warm = WriteSpec("warm", "name: warm\nrun: echo warm\n");
