@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/agent_link/agent_bootstrap.h"
+#include "launcher/agent_link/agent_announcement.h"
 #include "launcher/base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -10,36 +10,6 @@
 #include "proto/shell_quote.h"
 
 namespace podrun {
-namespace {
-
-constexpr std::string_view kMissing = "PODRUN-AGENT MISSING";
-
-}  // namespace
-
-std::optional<AgentAnnouncement> ParseAnnouncement(std::string_view output, std::string* other) {
-  std::istringstream in{std::string(output)};
-  std::optional<AgentAnnouncement> found;
-  std::string ready = std::string(kReadyPrefix) + " ";
-  std::string error = std::string(kErrorPrefix);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(ready, 0) == 0) {
-      std::istringstream fields(line.substr(ready.size()));
-      AgentAnnouncement a;
-      if (!(fields >> a.protocol_version >> a.agent_version >> a.socket_path)) {
-        throw Error(ExitCode::kUnreachable, fmt::format("malformed agent announcement '{}'", line));
-      }
-      found = a;
-    } else if (line.rfind(error, 0) == 0) {
-      std::string reason = line.substr(error.size());
-      if (!reason.empty() && reason[0] == ' ') reason.erase(0, 1);
-      throw Error(ExitCode::kUnreachable, fmt::format("agent failed to start: {}", reason));
-    } else if (other != nullptr && line != kMissing) {
-      *other += line + "\n";
-    }
-  }
-  return found;
-}
-
 asio::awaitable<RemoteResult> RunRemote(SshSession& session, const std::string& command,
                                         std::string_view input) {
   auto channel = co_await SshChannel::Exec(session, command);
@@ -119,7 +89,7 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(const std::shared_ptr<SshSession>
   std::string start =
       "sh -c " + ShellQuote(fmt::format("a=\"{}\"; if [ -x \"$a\" ]; then exec \"$a\" serve; "
                                         "else echo '{}'; fi",
-                                        path, kMissing));
+                                        path, kAgentMissing));
   for (int round = 0; round < 2; ++round) {
     RemoteResult r = co_await RunRemote(session, start);
     std::string other;
@@ -142,7 +112,7 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(const std::shared_ptr<SshSession>
       }
       co_return *announcement;
     }
-    if (r.out.find(kMissing) == std::string::npos || round == 1) {
+    if (r.out.find(kAgentMissing) == std::string::npos || round == 1) {
       throw Error(ExitCode::kUnreachable,
                   fmt::format("start agent: no announcement from {} ({}){}{}", path,
                               r.status.ToString(), other.empty() ? "" : "; stdout: " + other,

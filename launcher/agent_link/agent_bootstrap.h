@@ -9,24 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "launcher/agent_link/agent_announcement.h"
 #include "launcher/agent_link/agent_binary.h"
 #include "launcher/agent_link/agent_relay.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
-
-// "PODRUN-AGENT READY <protocol> <version> <socket>", parsed.
-struct AgentAnnouncement {
-  uint32_t protocol_version = 0;
-  std::string agent_version;
-  std::string socket_path;
-};
-
-// Finds the announcement in the agent's stdout. Returns nullopt when there is none; throws
-// Error(kUnreachable) with the agent's reason for a "PODRUN-AGENT ERROR <reason>" line.
-// Lines that are neither are appended to *other (for the user to see).
-std::optional<AgentAnnouncement> ParseAnnouncement(std::string_view output, std::string* other);
 
 // What a remote command printed, and how it ended.
 struct RemoteResult {

@@ -7,7 +7,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
-#include <ranges>
 #include <set>
 #include <string>
 #include <string_view>
@@ -97,9 +96,14 @@ const KeyReader<Target>* FindKey(const KeyReader<Target> (&table)[N], std::strin
 }
 
 // The names in `table`, in its order (the order in which UnknownKey prefers equally close ones).
+// (A vector, not a view: clang 14, which builds the fuzz targets, cannot take libstdc++ 12's
+// views over these tables.)
 template <typename Target, size_t N>
-auto KeyNames(const KeyReader<Target> (&table)[N]) {
-  return table | std::views::transform(&KeyReader<Target>::name);
+std::vector<std::string_view> KeyNames(const KeyReader<Target> (&table)[N]) {
+  std::vector<std::string_view> names;
+  names.reserve(N);
+  for (const KeyReader<Target>& entry : table) names.push_back(entry.name);
+  return names;
 }
 
 // The struct a pointer to member belongs to: MemberOwner<&PodSettings::port> is PodSettings.
