@@ -97,6 +97,20 @@ class AgentFaultTest : public ::testing::Test {
                "tr '\\n' ' '")
         .output;
   }
+  // Ends w1's agent and puts w1's ~/.podrun on a tmpfs with 4 MiB beside the agent (the
+  // workers share one PID namespace: only w1's own agent is ended). Returns the exit code.
+  static int PutWorker1HomeOnASmallTmpfs() {
+    if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
+    return pod_
+        ->Exec(1, "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && mount -t tmpfs -o size=" +
+                      TmpfsSizeForAgent() + ",mode=0700 tmpfs /root/.podrun")
+        .exit_code;
+  }
+  // Undoes PutWorker1HomeOnASmallTmpfs (its agent ended first).
+  static void RestoreWorker1Home() {
+    if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
+    pod_->Exec(1, "umount -l /root/.podrun");
+  }
   static int WaitForExit(pid_t pid, std::chrono::seconds limit) {
     int status = -1;
     WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, limit);
@@ -171,13 +185,7 @@ TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {
 
 TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   // w1's ~/.podrun is a tmpfs with 4 MiB beside the agent: the job's log fills it.
-  // (The workers share one PID namespace: only w1's own agent is ended.)
-  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
-  ASSERT_EQ(0, pod_->Exec(1,
-                          "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
-                          "mount -t tmpfs -o size=" +
-                              TmpfsSizeForAgent() + ",mode=0700 tmpfs /root/.podrun")
-                   .exit_code);
+  ASSERT_EQ(0, PutWorker1HomeOnASmallTmpfs());
   constexpr int kLines = 1500000;  // about 20 MB on w1; the others print little
   const std::string spec = WriteSpec(
       "full-disk", "name: full-disk\nrun: |\n  if [ $PODRUN_WORKER_ID = 1 ]; then seq 1 " +
@@ -203,19 +211,13 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   CommandResult logs = RunCommand(Podrun() + " logs full-disk -w 1");
   EXPECT_NE(std::string::npos, logs.output.find("w1 (")) << logs.output.substr(0, 2000);
   EXPECT_NE(std::string::npos, logs.output.find("log gap")) << logs.output.substr(0, 2000);
-  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
-  pod_->Exec(1, "umount -l /root/.podrun");
+  RestoreWorker1Home();
 }
 
 TEST_F(AgentFaultTest, ADiskFullBeforeTheStartRefusesTheJobAtOnceAndLeavesNothing) {
   // w1's ~/.podrun is a tmpfs with 4 MiB beside the agent: a first launch installs it there, then a
   // file fills what is left, so the next job's directory cannot be written.
-  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
-  ASSERT_EQ(0, pod_->Exec(1,
-                          "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && "
-                          "mount -t tmpfs -o size=" +
-                              TmpfsSizeForAgent() + ",mode=0700 tmpfs /root/.podrun")
-                   .exit_code);
+  ASSERT_EQ(0, PutWorker1HomeOnASmallTmpfs());
   const std::string marker = "podrun-full-before-marker-" + std::to_string(::getpid());
   const std::string warm = WriteSpec("warm", "name: warm\nrun: echo warm\n");
   ASSERT_EQ(0, WaitForExit(StartLaunch(warm, ::testing::TempDir() + "/warm.out",
@@ -244,8 +246,7 @@ TEST_F(AgentFaultTest, ADiskFullBeforeTheStartRefusesTheJobAtOnceAndLeavesNothin
   EXPECT_NE(0, pod_->Exec(1, "test -e /root/.podrun/jobs/full-before").exit_code);
   CommandResult st = RunCommand(Podrun() + " status full-before");
   EXPECT_NE(std::string::npos, st.output.find("No space left on device")) << st.output;
-  if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
-  pod_->Exec(1, "umount -l /root/.podrun");
+  RestoreWorker1Home();
 }
 
 TEST_F(AgentFaultTest, AJobSilentForStallSecondsIsHungAndStopped) {
