@@ -15,6 +15,7 @@ namespace podrun {
 struct AttemptPlan {
   JobRecord job;  // as created in the store
   int attempt = 1;
+  std::string resumed_from;  // why this attempt runs again: failure, hang, preemption; "" first
   JobSpec spec;
   Pod pod;
   std::filesystem::path home;                    // $PODRUN_HOME

@@ -26,6 +26,15 @@ void AttemptRecorder::SetAttempt(AttemptState state, std::optional<int> exit_cod
   }
 }
 
+void AttemptRecorder::SetCause(const std::string& cause) {
+  std::lock_guard lock(mutex_);
+  try {
+    store_.SetAttemptCause(plan_.job.id, plan_.attempt, cause);
+  } catch (const Error& e) {
+    Say(fmt::format("warning: job store: {}", e.what()));
+  }
+}
+
 void AttemptRecorder::SetJobHosts(const std::vector<JobHost>& hosts) {
   std::lock_guard lock(mutex_);
   try {

@@ -170,7 +170,51 @@ ExitCode RunWith(const AttemptPlan& plan, AttemptRecorder& recorder, AgentConnec
   return gang.Report();
 }
 
+ExitCode FollowWith(const AttemptPlan& plan, AttemptRecorder& recorder,
+                    AgentConnections& connections, AttemptInterrupts& interrupts,
+                    int64_t started_ns) {
+  AttemptWorkers workers(connections);
+  GangDriver gang(plan, recorder, workers);
+  interrupts.HandTo(&gang);
+  struct Unhand {
+    AttemptInterrupts& interrupts;
+    ~Unhand() { interrupts.HandTo(nullptr); }
+  } unhand{interrupts};
+  gang.OpenLog();
+  Say(fmt::format("following attempt {} of job {} on {} workers ({})", plan.attempt, plan.job.id,
+                  workers.size(), plan.pod.description));
+  workers.ForEach([](AttemptWorker& w) {
+    try {
+      w.connection.Connect(AgentConnection::Greeting::kHello);
+    } catch (const std::exception& e) {
+      w.error = e.what();
+    }
+  });
+  std::vector<AttemptWorker*> following = gang.Resume(started_ns);
+  gang.FollowAll(following);
+  interrupts.Stop();
+  gang.JoinStoppers();
+  return gang.Report();
+}
+
 }  // namespace
+
+ExitCode FollowAttempt(JobStore& store, const AttemptPlan& plan) {
+  AttemptInterrupts interrupts;
+  AttemptRecorder recorder(store, plan);
+  int64_t started_ns = store.GetAttempt(plan.job.id, plan.attempt).started_ns;
+  for (const WorkerRecord& w : store.Workers(plan.job.id, plan.attempt)) {
+    if (w.start_ns) started_ns = std::max(started_ns, *w.start_ns);
+  }
+  std::optional<AgentConnections> connections;
+  try {
+    connections.emplace(plan.pod, plan.home / "local", plan.pod.selected, /*relay_agent=*/false);
+  } catch (const Error& e) {
+    Say(e.what());
+    return ExitCode::kUnreachable;
+  }
+  return FollowWith(plan, recorder, *connections, interrupts, started_ns);
+}
 
 ExitCode RunAttempt(JobStore& store, const AttemptPlan& plan) {
   AttemptInterrupts interrupts;

@@ -17,4 +17,10 @@ namespace podrun {
 // is the caller's (EnsureOpenFiles).
 ExitCode RunAttempt(JobStore& store, const AttemptPlan& plan);
 
+// Follows attempt plan.attempt, already started (by a detached launch, or before a keeper was
+// restarted), as RunAttempt follows the attempt it started: every worker's log, the gang stopped
+// on the first failure or loss, the report and its record. A worker whose agent cannot be
+// reached is lost.
+ExitCode FollowAttempt(JobStore& store, const AttemptPlan& plan);
+
 }  // namespace podrun

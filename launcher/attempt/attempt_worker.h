@@ -90,6 +90,8 @@ class AttemptRecorder {
   void SetAttempt(AttemptState state, std::optional<int> exit_code = std::nullopt,
                   bool ended = false);
   void SetJobHosts(const std::vector<JobHost>& hosts);
+  // The root cause that ended the attempt, as the report says it.
+  void SetCause(const std::string& cause);
 
  private:
   JobStore& store_;

@@ -66,6 +66,27 @@ void GangDriver::RecordStarts() {
   }
 }
 
+std::vector<AttemptWorker*> GangDriver::Resume(int64_t started_ns) {
+  std::vector<AttemptWorker*> following;
+  std::vector<AttemptWorker*> unreachable;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& w : workers_.all()) gang_.Prepared(w->index);
+    gang_.Go();
+    for (auto& w : workers_.all()) {
+      gang_.Started(w->index);
+      (w->error.empty() ? following : unreachable).push_back(w.get());
+    }
+    const auto ago = std::chrono::nanoseconds(std::max<int64_t>(0, NowUnixNs() - started_ns));
+    started_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(ago);
+  }
+  for (AttemptWorker* w : unreachable) {
+    OnLost(*w, "agent unreachable: " + w->error);
+    w->error.clear();  // lost, as a worker lost while followed
+  }
+  return following;
+}
+
 bool GangDriver::HasRootCause() {
   std::lock_guard lock(mutex_);
   return gang_.root_cause().has_value();
@@ -226,6 +247,7 @@ ExitCode GangDriver::Report() {
   } else if (const auto& cause = gang_.root_cause();
              cause && cause->worker == RootCause::kWholeGang) {
     Say(fmt::format("job {} failed: {}", id, cause->reason));
+    recorder_.SetCause(cause->reason);
     const auto now = Clock::now().time_since_epoch().count();
     for (auto& w : workers_.all()) {  // each worker's last line, and how long it has been silent
       const auto lines = output_->LastLines(w->index);
@@ -238,6 +260,7 @@ ExitCode GangDriver::Report() {
   } else if (cause) {
     const AttemptWorker* w = &workers_.at(cause->worker);
     Say(fmt::format("job {} failed: {}: {}", id, w->description(), cause->reason));
+    recorder_.SetCause(fmt::format("w{}: {}", cause->worker, cause->reason));
     auto lines = output_->LastLines(cause->worker);
     if (!lines.empty()) {
       Say(fmt::format("last lines of w{}:", cause->worker));

@@ -42,6 +42,10 @@ class GangDriver {
   void MarkStarted() { started_ = std::chrono::steady_clock::now(); }
   // After StartAll: records each worker started or failed; a failed start stops the gang.
   void RecordStarts();
+  // For an attempt started before this driver (FollowAttempt): every worker counts as started
+  // at `started_ns` (wall clock); those whose connection failed (their `error`) are lost at once.
+  // Returns the workers to follow.
+  std::vector<AttemptWorker*> Resume(int64_t started_ns);
   // Follows `workers`' logs until every one has ended or is lost (no thread per worker).
   void FollowAll(const std::vector<AttemptWorker*>& workers);
   // Ctrl-C: stops the job on every worker (once).

@@ -3,7 +3,9 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
+#include <cerrno>
 #include <chrono>
 
 namespace podrun {
@@ -40,6 +42,30 @@ InterruptWatcher::~InterruptWatcher() { Stop(); }
 void InterruptWatcher::Stop() {
   done_ = true;
   if (thread_.joinable()) thread_.join();
+}
+
+bool SleepUnlessInterrupted(std::chrono::seconds wait) {
+  sigset_t interrupt;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  sigset_t old;
+  ::pthread_sigmask(SIG_BLOCK, &interrupt, &old);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  bool interrupted = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
+    timespec ts{static_cast<time_t>(secs.count()),
+                static_cast<long>(std::chrono::nanoseconds(left - secs).count())};
+    const int sig = ::sigtimedwait(&interrupt, nullptr, &ts);
+    if (sig == SIGINT) {
+      interrupted = true;
+      break;
+    }
+    if (sig < 0 && errno != EINTR && errno != EAGAIN) break;
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return !interrupted;
 }
 
 }  // namespace podrun

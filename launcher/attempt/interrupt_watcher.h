@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <thread>
 
@@ -29,5 +30,9 @@ class InterruptWatcher {
   std::atomic<bool> done_{false};
   std::thread thread_;
 };
+
+// Sleeps for `wait`; false when Ctrl-C came first. For a thread in which SIGINT is blocked (as
+// in an attempt's threads): it takes SIGINT with sigtimedwait.
+bool SleepUnlessInterrupted(std::chrono::seconds wait);
 
 }  // namespace podrun

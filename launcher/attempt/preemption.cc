@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "launcher/base/error.h"
+#include "launcher/connect/tpu_provisioner.h"
 #include "launcher/output/say.h"
 #include "proto/write_all.h"
 
@@ -36,13 +37,7 @@ std::optional<std::string> NodeStateOfLostWorker(const Pod& pod, int index,
   return fmt::format("TPU node {} is {}, not READY (gcloud)", query.name, state);
 }
 
-std::chrono::seconds ReadyPollInterval() {
-  if (const char* env = std::getenv("PODRUN_TPU_POLL_SECONDS")) {
-    const int seconds = std::atoi(env);
-    if (seconds > 0) return std::chrono::seconds(seconds);
-  }
-  return std::chrono::seconds(30);
-}
+std::chrono::seconds ReadyPollInterval() { return TpuPollInterval(std::chrono::seconds(30)); }
 
 namespace {
 
@@ -55,8 +50,9 @@ std::vector<TpuNode> DescribeNodes(const Pod& pod, const std::filesystem::path& 
   return nodes;
 }
 
-// Points the workers of `pod` at the endpoints of `nodes`; returns those whose address changed.
-std::vector<int> UpdateAddresses(Pod& pod, const std::vector<TpuNode>& nodes) {
+}  // namespace
+
+std::vector<int> PointPodAtNodes(Pod& pod, const std::vector<TpuNode>& nodes) {
   std::vector<int> changed;
   for (size_t slice = 0; slice < nodes.size(); ++slice) {
     const TpuNode& node = nodes[slice];
@@ -82,8 +78,6 @@ std::vector<int> UpdateAddresses(Pod& pod, const std::vector<TpuNode>& nodes) {
   return changed;
 }
 
-}  // namespace
-
 std::optional<std::vector<int>> WaitForReadyNodes(
     Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
     const std::function<bool(std::chrono::seconds)>& wait) {
@@ -99,7 +93,7 @@ std::optional<std::vector<int>> WaitForReadyNodes(
                                nodes[i].state.empty() ? "in no state" : nodes[i].state);
     }
     if (not_ready.empty()) {
-      std::vector<int> changed = UpdateAddresses(pod, nodes);
+      std::vector<int> changed = PointPodAtNodes(pod, nodes);
       if (!waiting_for.empty()) {
         Say(fmt::format("TPU {} READY again{}", pod.tpu_nodes.size() == 1 ? "node" : "nodes",
                         changed.empty() ? "" : ", at new addresses"));
@@ -109,8 +103,15 @@ std::optional<std::vector<int>> WaitForReadyNodes(
     if (not_ready != waiting_for) {
       Say(
           fmt::format("waiting for the pod to be READY again: TPU node {} (gcloud, "
-                      "asked every {} s; Ctrl-C to give up)",
-                      not_ready, poll.count()));
+                      "asked every {} s; Ctrl-C to give up){}",
+                      not_ready, poll.count(),
+                      pod.tpu_nodes.size() == 1 &&
+                              (not_ready.find("PREEMPTED") != std::string::npos ||
+                               not_ready.find("TERMINATED") != std::string::npos)
+                          ? "; a preempted node comes back only when created again: add "
+                            "pod.create (accelerator_type, version, spot) to the spec and podrun "
+                            "recreates it"
+                          : ""));
       waiting_for = not_ready;
     }
     if (!wait(poll)) return std::nullopt;

@@ -22,6 +22,11 @@ namespace podrun {
 std::optional<std::string> NodeStateOfLostWorker(const Pod& pod, int index,
                                                  const std::filesystem::path& cache_dir);
 
+// Points the workers of `pod` at the endpoints of `nodes` (one per slice, in order); returns
+// the indexes of those whose address changed. Throws Error(kUnreachable) when a node has
+// another number of workers than its slice.
+std::vector<int> PointPodAtNodes(Pod& pod, const std::vector<TpuNode>& nodes);
+
 // How often WaitForReadyNodes asks gcloud: 30 s, or $PODRUN_TPU_POLL_SECONDS (for tests).
 std::chrono::seconds ReadyPollInterval();
 

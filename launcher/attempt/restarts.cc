@@ -2,16 +2,14 @@
 #include "launcher/attempt/restarts.h"
 
 #include <fmt/format.h>
-#include <signal.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 
-#include "launcher/attempt/preemption.h"
+#include "launcher/attempt/interrupt_watcher.h"
+#include "launcher/attempt/recovery.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
+#include "launcher/output/time_format.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -20,30 +18,20 @@ namespace {
 constexpr auto kFirstBackoff = std::chrono::seconds(5);
 constexpr auto kMaxBackoff = std::chrono::minutes(5);
 
-// Waits `wait`; false if Ctrl-C came first. SIGINT is blocked in this thread during an attempt
-// (attempt_runner.h), so it is taken here with sigtimedwait.
-bool WaitUnlessInterrupted(std::chrono::seconds wait) {
-  sigset_t interrupt;
-  sigemptyset(&interrupt);
-  sigaddset(&interrupt, SIGINT);
-  sigset_t old;
-  ::pthread_sigmask(SIG_BLOCK, &interrupt, &old);
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  bool interrupted = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const auto left = deadline - std::chrono::steady_clock::now();
-    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
-    timespec ts{static_cast<time_t>(secs.count()),
-                static_cast<long>(std::chrono::nanoseconds(left - secs).count())};
-    const int sig = ::sigtimedwait(&interrupt, nullptr, &ts);
-    if (sig == SIGINT) {
-      interrupted = true;
-      break;
-    }
-    if (sig < 0 && errno != EINTR && errno != EAGAIN) break;
+// "2 preemptions: 3m05s lost in all (the node took 1m10s, 1m02s to come back)", or "".
+std::string PreemptionSummary(JobStore& store, const std::string& job_id) {
+  const std::vector<PreemptionRecord> preemptions = store.Preemptions(job_id);
+  if (preemptions.empty()) return "";
+  int64_t lost = 0;
+  std::string back;
+  for (const PreemptionRecord& p : preemptions) {
+    lost += TimeLostToPreemption(store, job_id, p).value_or(0);
+    back += (back.empty() ? "" : ", ") +
+            (p.back_ns ? FormatDuration(*p.back_ns - p.seen_ns) : std::string("not back"));
   }
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return !interrupted;
+  return fmt::format("{} preemption{}: {} lost in all (the node took {} to come back)",
+                     preemptions.size(), preemptions.size() == 1 ? "" : "s",
+                     FormatDuration(lost), back);
 }
 
 }  // namespace
@@ -54,37 +42,44 @@ std::chrono::seconds RestartBackoff(int restart) {
   return std::min<std::chrono::seconds>(wait, kMaxBackoff);
 }
 
-ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan) {
-  ExitCode code = RunAttempt(store, plan);
-  for (int restart = 1; restart <= plan.spec.restarts && !plan.detach; ++restart) {
+std::optional<int64_t> TimeLostToPreemption(JobStore& store, const std::string& job_id,
+                                            const PreemptionRecord& p) {
+  // From the preemption seen to the next attempt's start on its workers.
+  std::optional<int64_t> started;
+  try {
+    for (const WorkerRecord& w : store.Workers(job_id, p.attempt + 1)) {
+      if (w.start_ns) started = std::min(started.value_or(*w.start_ns), *w.start_ns);
+    }
+  } catch (const Error&) {
+  }
+  if (!started) return std::nullopt;
+  return *started - p.seen_ns;
+}
+
+ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const RestartOptions& options) {
+  ExitCode code = options.follow_running ? FollowAttempt(store, plan) : RunAttempt(store, plan);
+  const TpuWait wait = options.wait ? options.wait : TpuWait(SleepUnlessInterrupted);
+  for (int restart = options.restarts_used + 1; restart <= plan.spec.restarts && !plan.detach;
+       ++restart) {
     const auto attempt = store.LatestAttempt(plan.job.id);
-    if (code != ExitCode::kFailed || !attempt || attempt->state != AttemptState::kFailed) break;
-    const auto wait = RestartBackoff(restart);
-    Say(
-        fmt::format("restarting the whole gang in {} s (restart {} of {}; Ctrl-C "
-                    "to give up)",
-                    wait.count(), restart, plan.spec.restarts));
-    if (!WaitUnlessInterrupted(wait)) {
-      Say("interrupted: no restart");
-      return ExitCode::kInterrupted;
+    const bool failed = code == ExitCode::kFailed && attempt &&
+                        attempt->state == AttemptState::kFailed;
+    if (!failed && !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(plan))) break;
+    auto next = PrepareRestart(store, plan, restart, wait);
+    if (const ExitCode* give_up = std::get_if<ExitCode>(&next)) {
+      if (*give_up == ExitCode::kInterrupted) Say("interrupted: no restart");
+      code = *give_up;
+      break;
     }
-    // A preempted node is waited for, and the gang restarts at its new addresses.
-    std::optional<std::vector<int>> moved;
-    try {
-      moved = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(),
-                                WaitUnlessInterrupted);
-    } catch (const Error& e) {
-      Say(e.what());
-      return e.code();
-    }
-    if (!moved) {
-      Say("interrupted: no restart");
-      return ExitCode::kInterrupted;
-    }
-    if (!moved->empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
+    plan.resumed_from = std::get<std::string>(next);
     plan.attempt = store.AddAttempt(plan.job.id, plan.pod.selected);
-    Say(fmt::format("attempt {} of job {}", plan.attempt, plan.job.id));
+    store.SetAttemptResumedFrom(plan.job.id, plan.attempt, plan.resumed_from);
+    Say(fmt::format("attempt {} of job {} (restart {} of {}, resumed from {})", plan.attempt,
+                    plan.job.id, restart, plan.spec.restarts, plan.resumed_from));
     code = RunAttempt(store, plan);
+  }
+  if (std::string summary = PreemptionSummary(store, plan.job.id); !summary.empty()) {
+    Say(fmt::format("job {}: {}", plan.job.id, summary));
   }
   return code;
 }

@@ -10,6 +10,7 @@ AgentPrepareRequest MakeRunRequest(const AttemptPlan& plan, int index,
   JobEnvParams params;
   params.job_id = plan.job.id;
   params.attempt = plan.attempt;
+  params.resumed_from = plan.resumed_from;
   params.worker_index = index;
   params.worker_addresses = addresses;
   params.coordinator_port = plan.spec.coordinator_port;

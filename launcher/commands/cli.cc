@@ -22,6 +22,8 @@
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
 #include "launcher/commands/top_command.h"
+#include "launcher/commands/up_command.h"
+#include "launcher/commands/watch_command.h"
 #include "launcher/commands/version.h"
 #include "launcher/connect/pod_options.h"
 #include "launcher/output/labelled_output.h"
@@ -234,6 +236,77 @@ ExitCode RerunMain(int argc, char** argv) {
   return RunRerun(request);
 }
 
+ExitCode UpMain(int argc, char** argv) {
+  CLI::App app(
+      "Make a Cloud TPU node exist and be READY, through your gcloud: the node of\n"
+      "SPEC.yaml's pod: {tpu, zone, create: ...}, or the one the options describe.\n"
+      "An existing READY node is used as it is (one of another type or version is an\n"
+      "error); a missing one is created (a queued resource with --queued) and waited\n"
+      "for, the API's states on the way; a preempted one is created again.\n"
+      "Exit: 0 READY, 2 bad usage or a different node, 3 gcloud failed (its words shown).",
+      "podrun up");
+  UpRequest request;
+  app.add_option("spec", request.spec_path, "A job spec whose pod: has tpu, zone and create:");
+  app.add_option_function<std::string>(
+      "--tpu", [&request](const std::string& v) { request.pod.tpu = v; }, "TPU node name");
+  app.add_option_function<std::string>(
+      "--zone", [&request](const std::string& v) { request.pod.zone = v; }, "Its zone");
+  app.add_option_function<std::string>(
+      "--project", [&request](const std::string& v) { request.pod.project = v; },
+      "Its project (default: gcloud's)");
+  app.add_option("--accelerator-type", request.create.accelerator_type, "e.g. v4-32");
+  app.add_option("--version", request.create.version, "TPU software version");
+  app.add_flag("--spot", request.create.spot, "A spot node");
+  app.add_flag("--preemptible", request.create.preemptible, "A preemptible node");
+  app.add_flag("--queued", request.create.queued, "Through a queued resource named as the node");
+  app.add_flag("-y,--yes", request.yes, "Do not ask before creating");
+  app.footer("Example: podrun up examples/checkpointing/podrun.yaml");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunUp(request);
+}
+
+ExitCode DownMain(int argc, char** argv) {
+  CLI::App app(
+      "Delete a Cloud TPU node and its queued resource, through your gcloud: the node\n"
+      "of SPEC.yaml's pod: section, or --tpu NAME --zone Z. Asks on a terminal unless\n"
+      "-y; elsewhere -y is required. Exit: 0 deleted (or nothing to delete), 3 gcloud\n"
+      "failed.",
+      "podrun down");
+  DownRequest request;
+  app.add_option("spec", request.spec_path, "A job spec whose pod: names tpu and zone");
+  app.add_option_function<std::string>(
+      "--tpu", [&request](const std::string& v) { request.pod.tpu = v; }, "TPU node name");
+  app.add_option_function<std::string>(
+      "--zone", [&request](const std::string& v) { request.pod.zone = v; }, "Its zone");
+  app.add_option_function<std::string>(
+      "--project", [&request](const std::string& v) { request.pod.project = v; },
+      "Its project (default: gcloud's)");
+  app.add_flag("-y,--yes", request.yes, "Do not ask");
+  app.footer("Example: podrun down --tpu node-1 --zone us-central2-b -y");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunDown(request);
+}
+
+ExitCode WatchMain(int argc, char** argv) {
+  CLI::App app(
+      "Start the keeper of a detached job again (after its machine or keeper died): a\n"
+      "process on this machine, detached from the terminal, that follows the job as an\n"
+      "attached launch would: stops the gang on a failure, restarts it as restarts:\n"
+      "says, recreates a preempted node (pod.create), records it all. One keeper per\n"
+      "job at most; 'podrun status JOB' shows it. Run it on an always-on machine.",
+      "podrun watch");
+  WatchRequest request;
+  app.add_option("job", request.job, "Job id, unique id prefix, or name (default: the latest)");
+  app.add_flag("--foreground", request.foreground,
+               "Be the keeper in this terminal (as an attached launch: Ctrl-C stops the job)");
+  app.footer("Example: podrun watch bert-base");
+  ExitCode help_exit;
+  if (!Parse(app, argc, argv, &help_exit)) return help_exit;
+  return RunWatch(request);
+}
+
 ExitCode DoctorMain(int argc, char** argv) {
   CLI::App app(
       "Per worker: reachable and authenticated, agent version, clock offset, accelerator\n"
@@ -271,6 +344,9 @@ const std::vector<Command>& Commands() {
       {"ls", "list jobs, newest first", LsMain},
       {"top", "live per-worker view of a job: CPU, memory, output, silence", TopMain},
       {"rerun", "run a job again (--failed: only the workers that failed)", RerunMain},
+      {"up", "create a TPU node (spec's pod.create) and wait until it is READY", UpMain},
+      {"down", "delete a TPU node and its queued resource", DownMain},
+      {"watch", "start the keeper of a detached job again", WatchMain},
       {"doctor", "check every worker: reachability, accelerators, lockfile, disk", DoctorMain},
       {"help", "show help for podrun or a command", HelpMain},
   };

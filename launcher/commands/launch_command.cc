@@ -8,6 +8,9 @@
 #include "launcher/attempt/restarts.h"
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/commands/open_files.h"
+#include "launcher/commands/up_command.h"
+#include "launcher/commands/watch_command.h"
+#include "launcher/output/say.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/connect/pod_options.h"
 #include "launcher/output/labelled_output.h"
@@ -26,7 +29,11 @@ ExitCode RunLaunch(const LaunchRequest& request) {
     }
     spec.name = request.name;
   }
-  Pod pod = ResolvePod(MergePodSettings(request.pod, spec.pod));
+  const PodSettings settings = MergePodSettings(request.pod, spec.pod);
+  // pod.create: the node is made to exist and be READY first (nothing is recorded before).
+  const std::optional<TpuNodeReady> provisioned = ProvisionSpecNode(settings);
+  Pod pod = ResolvePod(settings);
+  if (provisioned && provisioned->action != TpuNodeAction::kExisted) ForgetPodHostKeys(pod);
   EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
   // Before anything is recorded: an unreadable setup input is a bad spec (exit 2).
@@ -50,7 +57,16 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   const AttemptPlan plan =
       MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs), overrides,
                       {.detach = request.detach, .force_setup = request.force_setup});
-  return RunAttemptsWithRestarts(store, plan);
+  const ExitCode code = RunAttemptsWithRestarts(store, plan);
+  if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
+  // Nobody watches a detached job: its keeper does (watch_command.h).
+  const int keeper = SpawnKeeper(home, job.id);
+  Say(fmt::format("keeper of job {}: pid {} on this machine; it restarts the job up to {} times{} "
+                  "(podrun status {} shows it; its log: {})",
+                  job.id, keeper, spec.restarts,
+                  spec.pod.create ? " and recreates a preempted node" : "", job.id,
+                  (JobDir(home, job.id) / "keeper.log").string()));
+  return code;
 }
 
 }  // namespace podrun

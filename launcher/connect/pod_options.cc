@@ -117,6 +117,7 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
     out.local = cli.local;
     out.zone = cli.zone;
     out.project = cli.project;
+    out.create.reset();  // the spec's create: is for the spec's node
   }
   auto pick = [](auto& into, const auto& from) {
     if (from) into = from;

@@ -32,8 +32,8 @@ struct Pod {
   bool cloud_tpu = false;    // discovered with --tpu: the TPU runtime sets TPU_WORKER_* itself
   int slices = 1;            // --tpu A,B,...: the number of nodes (multislice when > 1)
   bool internal_ip = false;  // --tpu with --internal-ip: workers reached at their internal IPs
-  // --tpu: the node of each slice, to ask again when a worker is lost (a preemption). Empty
-  // for a pod rebuilt from a job record (rerun): its workers are the recorded hosts.
+  // --tpu: the node of each slice, to ask again when a worker is lost (a preemption); kept in
+  // the job record (a rerun or a keeper asks gcloud about the same nodes).
   std::vector<TpuQuery> tpu_nodes;
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "launcher/base/error.h"
+#include "launcher/pod/tpu_gcloud.h"
 #include "proto/run_program.h"
 
 namespace podrun {
@@ -28,8 +29,7 @@ std::string Describe(const TpuQuery& q) {
 }  // namespace
 
 std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
-  const char* gcloud = std::getenv("PODRUN_GCLOUD");
-  std::vector<std::string> argv = {gcloud && *gcloud ? gcloud : "gcloud",
+  std::vector<std::string> argv = {GcloudProgram(),
                                    "compute",
                                    "tpus",
                                    "tpu-vm",

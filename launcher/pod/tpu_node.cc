@@ -44,6 +44,9 @@ TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
   out.name = full.substr(full.rfind('/') + 1);
   out.state = text(node, "state");
   out.accelerator_type = text(node, "acceleratorType");
+  out.runtime_version = text(node, "runtimeVersion");
+  const std::string queued = text(node, "queuedResource");
+  out.queued_resource = queued.substr(queued.rfind('/') + 1);
   const auto endpoints = node.find("networkEndpoints");
   if (endpoints == node.end() || !endpoints->is_array() || endpoints->empty()) {
     if (out.state != "READY") return out;  // being created, stopped, ...: the caller says so
@@ -62,6 +65,32 @@ TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
     }
     out.endpoints.push_back(std::move(endpoint));
   }
+  return out;
+}
+
+QueuedResource ParseQueuedResource(std::string_view json, const std::string& what) {
+  auto fail = [&](const std::string& why) {
+    return Error(ExitCode::kUnreachable, fmt::format("{}: gcloud's answer {}", what, why));
+  };
+  nlohmann::json qr;
+  try {
+    qr = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw fail(fmt::format("is not JSON ({})", e.what()));
+  }
+  if (!qr.is_object()) throw fail("is not a queued resource");
+  QueuedResource out;
+  if (auto name = qr.find("name"); name != qr.end() && name->is_string()) {
+    const std::string full = name->get<std::string>();
+    out.name = full.substr(full.rfind('/') + 1);
+  }
+  // {"state": {"state": "ACTIVE", ...}}
+  if (auto state = qr.find("state"); state != qr.end() && state->is_object()) {
+    if (auto inner = state->find("state"); inner != state->end() && inner->is_string()) {
+      out.state = inner->get<std::string>();
+    }
+  }
+  if (out.state.empty()) throw fail("has no state");
   return out;
 }
 

@@ -18,6 +18,8 @@ struct TpuNode {
   std::string name;                    // the last part of "projects/P/locations/Z/nodes/NAME"
   std::string state;                   // READY, CREATING, PREEMPTED, ...
   std::string accelerator_type;        // e.g. v4-64
+  std::string runtime_version;         // runtimeVersion, e.g. tpu-ubuntu2204-base
+  std::string queued_resource;         // the last part of queuedResource, if one made it
   std::vector<TpuEndpoint> endpoints;  // worker i is endpoint i
 };
 
@@ -25,5 +27,14 @@ struct TpuNode {
 // Error(kUnreachable) naming `what` (e.g. "tpu node-1") when it is not a Node: not JSON, a READY
 // node without networkEndpoints, an endpoint without an ipAddress.
 TpuNode ParseTpuNode(std::string_view json, const std::string& what);
+
+// A queued resource as `gcloud compute tpus queued-resources describe --format=json` prints it.
+struct QueuedResource {
+  std::string name;   // the last part of "projects/P/locations/Z/queuedResources/NAME"
+  std::string state;  // state.state: WAITING_FOR_RESOURCES, PROVISIONING, ACTIVE, FAILED, ...
+};
+
+// Reads the QueuedResource JSON; throws as ParseTpuNode.
+QueuedResource ParseQueuedResource(std::string_view json, const std::string& what);
 
 }  // namespace podrun

@@ -92,6 +92,7 @@ JobEnv BuildJobEnv(const JobEnvParams& p) {
   }
   v["PODRUN_JOB_ID"] = p.job_id;
   v["PODRUN_ATTEMPT"] = std::to_string(p.attempt);
+  if (!p.resumed_from.empty()) v["PODRUN_RESUMED_FROM"] = p.resumed_from;
   v["PODRUN_WORKER_ID"] = rank;
   v["PODRUN_NUM_WORKERS"] = size;
   v["PODRUN_WORKER_HOSTS"] = Join(p.worker_addresses, ",");

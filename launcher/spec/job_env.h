@@ -16,6 +16,7 @@ namespace podrun {
 struct JobEnvParams {
   std::string job_id;
   int attempt = 1;       // 1, 2, ...
+  std::string resumed_from;  // failure, hang or preemption on later attempts; "" on the first
   int worker_index = 0;  // pod-wide index of this worker
   // Every worker of the pod (not only the selected ones), in rank order, as the workers reach
   // each other (on a Cloud TPU: the internal IPs).

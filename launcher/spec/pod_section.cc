@@ -106,6 +106,32 @@ void ReadJump(const YamlReader& yaml, const Node& k, const Node& v, PodSettings*
   pod->jump = jump;
 }
 
+// `create:` (tpu_create.h): every key of it, then the whole checked.
+constexpr KeyReader<TpuCreate> kCreateKeys[] = {
+    {"accelerator_type", ReadNonEmptyStringField<&TpuCreate::accelerator_type>},
+    {"version", ReadNonEmptyStringField<&TpuCreate::version>},
+    {"spot", ReadBoolField<&TpuCreate::spot>},
+    {"preemptible", ReadBoolField<&TpuCreate::preemptible>},
+    {"queued", ReadBoolField<&TpuCreate::queued>},
+    {"valid_until", ReadNonEmptyStringField<&TpuCreate::valid_until>},
+};
+
+void ReadCreate(const YamlReader& yaml, const Node& key, const Node& value, PodSettings* pod) {
+  if (!value.IsMap()) yaml.WrongType(key, value, "a mapping (accelerator_type, version, ...)");
+  TpuCreate create;
+  std::set<std::string> seen;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    const std::string name = yaml.KeyName(it->first, &seen);
+    const KeyReader<TpuCreate>* reader = FindKey(kCreateKeys, name);
+    if (reader == nullptr) yaml.UnknownKey(it->first, name, KeyNames(kCreateKeys));
+    reader->read(yaml, it->first, it->second, &create);
+  }
+  if (std::string problem = TpuCreateProblem(create); !problem.empty()) {
+    yaml.Fail(YamlReader::At(key, value), "create: " + problem);
+  }
+  pod->create = create;
+}
+
 // Every key of `pod:`, in the order in which "did you mean" prefers equally close ones.
 constexpr KeyReader<PodSettings> kPodKeys[] = {
     {"hosts", ReadHosts},
@@ -124,6 +150,7 @@ constexpr KeyReader<PodSettings> kPodKeys[] = {
     {"strict_host_keys", ReadBoolField<&PodSettings::strict_host_keys>},
     {"fanout", ReadIntField<&PodSettings::fanout, 1, 1000000>},
     {"connect_timeout", ReadIntField<&PodSettings::connect_timeout, 1, 1000000>},
+    {"create", ReadCreate},
 };
 
 }  // namespace
@@ -147,6 +174,15 @@ void ReadPodSection(const YamlReader& yaml, const Node& key, const Node& value, 
     const KeyReader<PodSettings>* reader = FindKey(kPodKeys, name);
     if (reader == nullptr) yaml.UnknownKey(k, name, KeyNames(kPodKeys));
     reader->read(yaml, k, v, pod);
+  }
+  if (pod->create) {
+    const YAML::Mark at = YamlReader::FindKeyMark(value, "create");
+    if (!pod->tpu || !pod->zone) {
+      yaml.Fail(at, "'create' needs the node's 'tpu' and 'zone' in this 'pod' section");
+    }
+    if (pod->tpu->find(',') != std::string::npos) {
+      yaml.Fail(at, "'create' makes one node: 'tpu' names several (" + *pod->tpu + ")");
+    }
   }
 }
 

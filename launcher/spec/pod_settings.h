@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/pod/tpu_create.h"
+
 namespace podrun {
 
 // The spec's `pod:` section: any POD OPTION by its long name. Every field is optional so that
@@ -30,6 +32,9 @@ struct PodSettings {
   std::optional<bool> strict_host_keys;
   std::optional<int> fanout;           // >= 1
   std::optional<int> connect_timeout;  // seconds, >= 1
+  // `create:` (spec only): podrun creates the `tpu` node when it is missing, and again after a
+  // preemption (docs/reference.md, "Provisioning and recovery").
+  std::optional<TpuCreate> create;
 };
 
 }  // namespace podrun

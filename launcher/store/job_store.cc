@@ -78,7 +78,8 @@ JobRecord ReadJob(Statement& s) {
 }
 
 constexpr const char* kAttemptColumns =
-    "job_id, number, started_ns, ended_ns, state, workers_json, exit_code";
+    "job_id, number, started_ns, ended_ns, state, workers_json, exit_code, "
+    "COALESCE(resumed_from, ''), COALESCE(cause, '')";
 
 AttemptRecord ReadAttempt(Statement& s, const std::filesystem::path& path) {
   AttemptRecord a;
@@ -93,6 +94,8 @@ AttemptRecord ReadAttempt(Statement& s, const std::filesystem::path& path) {
   a.state = *parsed;
   a.workers = json::parse(s.Text(5)).get<std::vector<int>>();
   a.exit_code = s.OptionalInt32(6);
+  a.resumed_from = s.Text(7);
+  a.cause = s.Text(8);
   return a;
 }
 

@@ -55,6 +55,30 @@ CREATE TABLE workers (
     R"sql(
 ALTER TABLE workers ADD COLUMN stop_pending_grace INTEGER;  -- seconds; NULL: no stop pending
 )sql",
+    // 3: recovery (docs/reference.md, "Provisioning and recovery"): why an attempt ran again and
+    // what ended it, each preemption of the job's TPU node, and the job's keeper.
+    R"sql(
+ALTER TABLE attempts ADD COLUMN resumed_from TEXT;  -- failure | hang | preemption; NULL: first
+ALTER TABLE attempts ADD COLUMN cause TEXT;         -- the root cause of its end, as reported
+CREATE TABLE preemptions (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,          -- the attempt it ended
+  node TEXT NOT NULL,
+  state TEXT NOT NULL,               -- PREEMPTED, TERMINATED, SUSPENDED, ...
+  seen_ns INTEGER NOT NULL,
+  back_ns INTEGER,                   -- the node READY again; NULL: not (yet)
+  recreated INTEGER NOT NULL         -- 1: podrun deleted and created it
+);
+CREATE TABLE keepers (
+  job_id TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  pid INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  started_ns INTEGER NOT NULL,
+  heartbeat_ns INTEGER NOT NULL,
+  ended_ns INTEGER,
+  end_note TEXT NOT NULL DEFAULT ''
+);
+)sql",
 };
 
 }  // namespace

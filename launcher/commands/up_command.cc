@@ -1,0 +1,104 @@
+// `podrun up`, `podrun down` (see up_command.h).
+#include "launcher/commands/up_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "launcher/attempt/interrupt_watcher.h"
+#include "launcher/output/say.h"
+#include "launcher/spec/spec.h"
+
+namespace podrun {
+namespace {
+
+constexpr auto kCreatePoll = std::chrono::seconds(10);
+
+// The node named by a spec's pod: section, or by --tpu/--zone/--project (those win).
+TpuQuery NodeOf(const std::string& spec_path, const PodSettings& cli, PodSettings* merged) {
+  PodSettings settings = cli;
+  if (!spec_path.empty()) settings = MergePodSettings(cli, ParseSpecFile(spec_path).pod);
+  if (!settings.tpu || !settings.zone) {
+    throw UsageError("name the node: a spec with pod: {tpu, zone}, or --tpu NAME --zone ZONE");
+  }
+  if (settings.tpu->find(',') != std::string::npos) {
+    throw UsageError("one node at a time: --tpu " + *settings.tpu + " names several");
+  }
+  if (merged != nullptr) *merged = settings;
+  return TpuQuery{*settings.tpu, *settings.zone, settings.project};
+}
+
+// Asks `question` on the terminal; true for y or yes.
+bool Confirm(const std::string& question) {
+  std::cerr << "podrun: " << question << " [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+}  // namespace
+
+std::optional<TpuNodeReady> ProvisionSpecNode(const PodSettings& settings) {
+  if (!settings.create || !settings.tpu || !settings.zone) return std::nullopt;
+  TpuProvisioner provisioner({*settings.tpu, *settings.zone, settings.project}, *settings.create,
+                             TpuPollInterval(kCreatePoll), SleepUnlessInterrupted);
+  return provisioner.Ensure();
+}
+
+ExitCode RunUp(const UpRequest& request) {
+  PodSettings settings;
+  const TpuQuery node = NodeOf(request.spec_path, request.pod, &settings);
+  TpuCreate create = request.create;
+  if (!request.spec_path.empty() && request.create.accelerator_type.empty()) {
+    if (!settings.create) {
+      throw UsageError(request.spec_path + ": its pod: section has no create: (accelerator_type, "
+                       "version, ...) to make the node from");
+    }
+    create = *settings.create;
+  }
+  if (std::string problem = TpuCreateProblem(create); !problem.empty()) {
+    throw UsageError("cannot create " + node.name + ": " + problem);
+  }
+  if (!request.yes && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO) && !FindTpuNode(node) &&
+      !Confirm(fmt::format("create {}: {}?", DescribeTpuQuery(node), DescribeTpuCreate(create)))) {
+    Say("nothing created");
+    return ExitCode::kOk;
+  }
+  TpuProvisioner provisioner(node, create, TpuPollInterval(kCreatePoll), SleepUnlessInterrupted);
+  const TpuNodeReady ready = provisioner.Ensure();
+  std::string workers;
+  for (size_t i = 0; i < ready.node.endpoints.size(); ++i) {
+    const TpuEndpoint& e = ready.node.endpoints[i];
+    workers += fmt::format("{}w{} {}", i ? ", " : "", i, e.external_ip.value_or(e.internal_ip));
+  }
+  Say(fmt::format("{} is READY{}: {} workers ({})", DescribeTpuQuery(node),
+                  ready.action == TpuNodeAction::kExisted ? " (it existed: used as it is)" : "",
+                  ready.node.endpoints.size(), workers));
+  return ExitCode::kOk;
+}
+
+ExitCode RunDown(const DownRequest& request) {
+  const TpuQuery node = NodeOf(request.spec_path, request.pod, nullptr);
+  if (!request.yes) {
+    if (!::isatty(STDIN_FILENO)) {
+      throw UsageError(fmt::format("podrun down deletes {}: not on a terminal, add -y to confirm",
+                                   DescribeTpuQuery(node)));
+    }
+    if (!Confirm(fmt::format("delete {} and its queued resource, if any?",
+                             DescribeTpuQuery(node)))) {
+      Say("nothing deleted");
+      return ExitCode::kOk;
+    }
+  }
+  TpuProvisioner provisioner(node, TpuCreate{}, TpuPollInterval(kCreatePoll),
+                             SleepUnlessInterrupted);
+  if (!provisioner.Delete()) {
+    Say(fmt::format("{} does not exist: nothing to delete", DescribeTpuQuery(node)));
+  } else {
+    Say(fmt::format("{} deleted", DescribeTpuQuery(node)));
+  }
+  return ExitCode::kOk;
+}
+
+}  // namespace podrun

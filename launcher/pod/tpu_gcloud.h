@@ -1,0 +1,47 @@
+// The gcloud command lines podrun runs to provision Cloud TPU nodes (docs/reference.md,
+// "Provisioning and recovery"), and running them: the user's own gcloud ($PODRUN_GCLOUD, else
+// `gcloud` on PATH), so that no second set of credentials exists (docs/design.md decision 16).
+// Every command's failure carries gcloud's own words.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/pod/tpu_create.h"
+#include "launcher/pod/tpu_discovery.h"
+#include "launcher/pod/tpu_node.h"
+
+namespace podrun {
+
+// $PODRUN_GCLOUD, else "gcloud".
+std::string GcloudProgram();
+
+// `gcloud compute tpus tpu-vm create NAME --zone Z [--project P] --accelerator-type T --version V
+// [--spot|--preemptible] --async --quiet`; returns at once (the caller polls describe).
+std::vector<std::string> GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create);
+// `gcloud compute tpus queued-resources create NAME --node-id NAME --zone Z [--project P]
+// --accelerator-type T --runtime-version V [--spot] [--valid-until-duration D] --async --quiet`:
+// the queued resource takes the node's name.
+std::vector<std::string> GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create);
+// `gcloud compute tpus tpu-vm delete NAME --zone Z [--project P] --quiet`: waits until deleted.
+std::vector<std::string> GcloudDeleteNodeCommand(const TpuQuery& node);
+// `gcloud compute tpus queued-resources delete NAME --zone Z [--project P] --force --quiet`:
+// deletes the queued resource and its node; waits until deleted.
+std::vector<std::string> GcloudDeleteQueuedCommand(const TpuQuery& node);
+// `gcloud compute tpus queued-resources describe NAME --zone Z [--project P] --format=json`.
+std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node);
+
+// Runs gcloud with `argv`; returns its stdout. Throws Error(kUnreachable) "WHAT: gcloud ...
+// failed (exit N): <gcloud's stderr>" when it fails or cannot be run.
+std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what);
+
+// The node, or nullopt when gcloud says NOT_FOUND; other failures throw as RunGcloud.
+std::optional<TpuNode> FindTpuNode(const TpuQuery& node);
+// The node's queued resource (named after the node), or nullopt when there is none.
+std::optional<QueuedResource> FindQueuedResource(const TpuQuery& node);
+
+// "tpu NAME (zone Z[, project P])", for messages.
+std::string DescribeTpuQuery(const TpuQuery& node);
+
+}  // namespace podrun
