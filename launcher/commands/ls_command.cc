@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/attempt/restarts.h"
+#include "launcher/commands/recovery_report.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
@@ -27,14 +29,15 @@ std::optional<int64_t> DurationNs(const JobSummary& job) {
   return job.ended_ns.value_or(NowUnixNs()) - *job.started_ns;
 }
 
-void PrintTable(const std::vector<JobSummary>& jobs) {
+void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION"}};
+      {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION", "PREEMPTED"}};
   for (const JobSummary& job : jobs) {
     std::optional<int64_t> duration = DurationNs(job);
     rows.push_back({job.id, job.name, job.pod, StateText(job), std::to_string(job.attempts),
                     FormatLocalTime(job.started_ns.value_or(job.created_ns)),
-                    duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-"});
+                    duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-",
+                    PreemptionsCell(store, job.id)});
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -51,10 +54,15 @@ void PrintTable(const std::vector<JobSummary>& jobs) {
   WriteAll(STDOUT_FILENO, out);
 }
 
-void PrintJson(const std::vector<JobSummary>& jobs) {
+void PrintJson(JobStore& store, const std::vector<JobSummary>& jobs) {
   nlohmann::json out = nlohmann::json::array();
   for (const JobSummary& job : jobs) {
     std::optional<int64_t> duration = DurationNs(job);
+    const std::vector<PreemptionRecord> preemptions = store.Preemptions(job.id);
+    double lost = 0;
+    for (const PreemptionRecord& p : preemptions) {
+      lost += static_cast<double>(TimeLostToPreemption(store, job.id, p).value_or(0)) / 1e9;
+    }
     out.push_back({
         {"id", job.id},
         {"name", job.name},
@@ -67,6 +75,8 @@ void PrintJson(const std::vector<JobSummary>& jobs) {
         {"ended", job.ended_ns ? nlohmann::json(FormatRfc3339(*job.ended_ns)) : nlohmann::json()},
         {"duration_seconds",
          duration ? nlohmann::json(static_cast<double>(*duration) / 1e9) : nlohmann::json()},
+        {"preemptions", preemptions.size()},
+        {"time_lost_seconds", lost},
     });
   }
   WriteAll(STDOUT_FILENO, out.dump() + "\n");
@@ -78,11 +88,11 @@ ExitCode RunLs(const LsRequest& request) {
   JobStore store(PodrunHome() / "podrun.db");
   std::vector<JobSummary> jobs = store.ListJobs(request.limit);
   if (request.json) {
-    PrintJson(jobs);
+    PrintJson(store, jobs);
   } else if (jobs.empty()) {
     Say("no jobs yet");
   } else {
-    PrintTable(jobs);
+    PrintTable(store, jobs);
   }
   return ExitCode::kOk;
 }

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "launcher/base/exit_status.h"
+#include "launcher/commands/recovery_report.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
@@ -124,7 +125,8 @@ nlohmann::json OrNull(const std::optional<T>& v) {
 }
 
 void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt,
-               const std::vector<WorkerRecord>& workers, const Notes& notes) {
+               const std::vector<WorkerRecord>& workers, const Notes& notes,
+               const nlohmann::json& recovery) {
   nlohmann::json out;
   out["job"] = {{"id", job.id},
                 {"name", job.name},
@@ -139,7 +141,12 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
                       {"started", FormatRfc3339(attempt->started_ns)},
                       {"started_ns", attempt->started_ns},
                       {"ended", OptionalTime(attempt->ended_ns)},
-                      {"ended_ns", OrNull(attempt->ended_ns)}};
+                      {"ended_ns", OrNull(attempt->ended_ns)},
+                      {"resumed_from", attempt->resumed_from.empty()
+                                           ? nlohmann::json()
+                                           : nlohmann::json(attempt->resumed_from)},
+                      {"cause", attempt->cause.empty() ? nlohmann::json()
+                                                       : nlohmann::json(attempt->cause)}};
   } else {
     out["attempt"] = nullptr;
   }
@@ -157,6 +164,9 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
                               {"end_ns", OrNull(w.end_ns)},
                               {"note", note.empty() ? nlohmann::json() : nlohmann::json(note)}});
   }
+  out["preemptions"] = recovery["preemptions"];
+  out["time_lost_seconds"] = recovery["time_lost_seconds"];
+  out["keeper"] = recovery["keeper"];
   WriteAll(STDOUT_FILENO, out.dump() + "\n");
 }
 
@@ -169,6 +179,7 @@ void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attemp
   }
   out += fmt::format("  attempt {}: {}  started {}", attempt->number,
                      AttemptStateName(attempt->state), FormatLocalTime(attempt->started_ns));
+  if (!attempt->resumed_from.empty()) out += "  resumed from " + attempt->resumed_from;
   if (attempt->ended_ns) {
     out += fmt::format("  took {}", FormatDuration(*attempt->ended_ns - attempt->started_ns));
   }
@@ -209,9 +220,12 @@ ExitCode RunStatus(const StatusRequest& request) {
     workers = store.Workers(job.id, attempt->number);
   }
   if (request.json) {
-    PrintJson(job, attempt, workers, notes);
+    PrintJson(job, attempt, workers, notes, RecoveryJson(store, PodrunHome(), job));
   } else {
     PrintTable(job, attempt, workers, notes);
+    std::string recovery;
+    for (const std::string& line : RecoveryLines(store, PodrunHome(), job)) recovery += line + "\n";
+    WriteAll(STDOUT_FILENO, recovery);
   }
   return ExitCode::kOk;
 }

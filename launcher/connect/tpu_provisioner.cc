@@ -10,6 +10,7 @@
 #include "launcher/output/live_progress.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/store/podrun_home.h"
 #include "proto/run_program.h"
 
 namespace podrun {
@@ -98,11 +99,13 @@ bool TpuProvisioner::Delete() {
     RunGcloud(GcloudDeleteNodeCommand(node_), what);
     deleted = true;
   }
+  ForgetCachedTpuNode(node_, PodrunHome() / "cache");
   return deleted;
 }
 
 void TpuProvisioner::Create() {
   const std::string what = DescribeTpuQuery(node_);
+  ForgetCachedTpuNode(node_, PodrunHome() / "cache");  // the new node's addresses differ
   Say(fmt::format("creating {}: {}{} (gcloud)", what, DescribeTpuCreate(create_),
                   create_.queued ? fmt::format(" through queued resource {}", node_.name) : ""));
   RunGcloud(create_.queued ? GcloudCreateQueuedCommand(node_, create_)

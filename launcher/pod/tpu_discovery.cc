@@ -45,6 +45,11 @@ std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
   return argv;
 }
 
+void ForgetCachedTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir) {
+  std::error_code ec;
+  std::filesystem::remove(CacheFile(cache_dir, query), ec);
+}
+
 TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir, bool refresh,
                         bool* from_cache) {
   if (from_cache != nullptr) *from_cache = false;

@@ -32,4 +32,7 @@ std::vector<std::string> GcloudDescribeCommand(const TpuQuery& query);
 TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir, bool refresh,
                         bool* from_cache = nullptr);
 
+// Drops the cached answer for `query` (a node podrun deleted or created: its addresses change).
+void ForgetCachedTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir);
+
 }  // namespace podrun

@@ -1,0 +1,124 @@
+// See recovery_report.h.
+#include "launcher/commands/recovery_report.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "launcher/attempt/restarts.h"
+#include "launcher/output/time_format.h"
+#include "launcher/store/keeper_lock.h"
+
+namespace podrun {
+namespace {
+
+// A keeper on another machine is taken as gone after this long without a heartbeat.
+constexpr int64_t kHeartbeatStaleNs = 60'000'000'000;
+
+std::string ThisHost() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+nlohmann::json TimeOrNull(const std::optional<int64_t>& ns) {
+  return ns ? nlohmann::json(FormatRfc3339(*ns)) : nlohmann::json();
+}
+
+}  // namespace
+
+KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const JobRecord& job) {
+  KeeperView view;
+  const std::optional<KeeperRecord> k = store.GetKeeper(job.id);
+  if (!k) return view;
+  const int64_t now = NowUnixNs();
+  const std::string ago = FormatDuration(now - k->heartbeat_ns) + " ago";
+  bool alive = false;
+  if (k->host == ThisHost()) {
+    alive = KeeperHolder(home, job.id).has_value();
+  } else {
+    alive = !k->ended_ns && now - k->heartbeat_ns < kHeartbeatStaleNs;
+  }
+  if (k->ended_ns && !alive) {
+    view.state = "ended";
+    view.text = fmt::format("keeper: ended {} ({})", FormatLocalTime(*k->ended_ns), k->end_note);
+  } else if (alive) {
+    view.state = "running";
+    view.text = fmt::format("keeper: pid {} on {}, last heartbeat {}", k->pid, k->host, ago);
+  } else {
+    view.state = "gone";
+    view.text = fmt::format(
+        "keeper: gone (pid {} on {}, last heartbeat {}): nothing restarts the job now; start "
+        "watching again with: podrun watch {}",
+        k->pid, k->host, ago, job.id);
+  }
+  view.json = {{"state", view.state},
+               {"pid", k->pid},
+               {"host", k->host},
+               {"started", FormatRfc3339(k->started_ns)},
+               {"heartbeat", FormatRfc3339(k->heartbeat_ns)},
+               {"ended", TimeOrNull(k->ended_ns)},
+               {"note", k->end_note}};
+  return view;
+}
+
+std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::path& home,
+                                       const JobRecord& job) {
+  std::vector<std::string> lines;
+  const std::vector<PreemptionRecord> preemptions = store.Preemptions(job.id);
+  int64_t lost = 0;
+  for (const PreemptionRecord& p : preemptions) {
+    const std::optional<int64_t> cost = TimeLostToPreemption(store, job.id, p);
+    lost += cost.value_or(0);
+    lines.push_back(fmt::format(
+        "preempted: attempt {}: node {} {} at {}; {}; time lost {}", p.attempt, p.node, p.state,
+        FormatLocalTime(p.seen_ns),
+        p.back_ns ? fmt::format("READY again after {}{}", FormatDuration(*p.back_ns - p.seen_ns),
+                                p.recreated ? " (recreated by podrun)" : "")
+                  : std::string("not READY again yet"),
+        cost ? FormatDuration(*cost) : std::string("(the gang has not started again yet)")));
+  }
+  if (preemptions.size() > 1) {
+    lines.push_back(fmt::format("{} preemptions: {} lost in all", preemptions.size(),
+                                FormatDuration(lost)));
+  }
+  if (KeeperView keeper = ViewKeeper(store, home, job); !keeper.state.empty()) {
+    lines.push_back(keeper.text);
+  }
+  return lines;
+}
+
+nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
+                            const JobRecord& job) {
+  nlohmann::json out;
+  out["preemptions"] = nlohmann::json::array();
+  double lost = 0;
+  for (const PreemptionRecord& p : store.Preemptions(job.id)) {
+    const std::optional<int64_t> cost = TimeLostToPreemption(store, job.id, p);
+    lost += static_cast<double>(cost.value_or(0)) / 1e9;
+    out["preemptions"].push_back(
+        {{"attempt", p.attempt},
+         {"node", p.node},
+         {"state", p.state},
+         {"seen", FormatRfc3339(p.seen_ns)},
+         {"back", TimeOrNull(p.back_ns)},
+         {"recreated", p.recreated},
+         {"lost_seconds",
+          cost ? nlohmann::json(static_cast<double>(*cost) / 1e9) : nlohmann::json()}});
+  }
+  out["time_lost_seconds"] = lost;
+  KeeperView keeper = ViewKeeper(store, home, job);
+  out["keeper"] = keeper.state.empty() ? nlohmann::json() : keeper.json;
+  return out;
+}
+
+std::string PreemptionsCell(JobStore& store, const std::string& job_id) {
+  const std::vector<PreemptionRecord> preemptions = store.Preemptions(job_id);
+  if (preemptions.empty()) return "-";
+  int64_t lost = 0;
+  for (const PreemptionRecord& p : preemptions) {
+    lost += TimeLostToPreemption(store, job_id, p).value_or(0);
+  }
+  return fmt::format("{} ({} lost)", preemptions.size(), FormatDuration(lost));
+}
+
+}  // namespace podrun

@@ -1,0 +1,33 @@
+// What `status` and `ls` say about a job's recovery (docs/reference.md, "Provisioning and
+// recovery"): its preemptions (seen at, back at, time lost) and its keeper (running with its
+// last heartbeat, gone with how to watch again, or ended and why).
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "launcher/store/job_store.h"
+
+namespace podrun {
+
+// The keeper of a job as status shows it.
+struct KeeperView {
+  std::string state;  // "running", "gone" or "ended"; "" when the job never had one
+  std::string text;   // one line for the table
+  nlohmann::json json;
+};
+KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const JobRecord& job);
+
+// The lines under status's table: preemptions, one each, with the sum; the keeper.
+std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::path& home,
+                                       const JobRecord& job);
+// {"preemptions": [...], "time_lost_seconds": S, "keeper": {...} | null} for status --json.
+nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
+                            const JobRecord& job);
+
+// "2 (1m03s lost)" for ls, or "-".
+std::string PreemptionsCell(JobStore& store, const std::string& job_id);
+
+}  // namespace podrun
