@@ -56,6 +56,17 @@ TEST(JobEnv, CoordinatorPortAndWorkerZero) {
   EXPECT_EQ("9000", env.vars["MASTER_PORT"]);
   EXPECT_EQ("0", env.vars["RANK"]);
   EXPECT_EQ("1", env.vars["PODRUN_ATTEMPT"]);
+  EXPECT_EQ(0u, env.vars.count("PODRUN_RESUMED_FROM"));  // a first attempt resumes nothing
+}
+
+TEST(JobEnv, ALaterAttemptSaysWhyItRuns) {
+  JobEnvParams p = FourWorkers(0);
+  p.attempt = 3;
+  p.resumed_from = "preemption";
+  p.overrides = {};
+  JobEnv env = BuildJobEnv(p);
+  EXPECT_EQ("3", env.vars["PODRUN_ATTEMPT"]);
+  EXPECT_EQ("preemption", env.vars["PODRUN_RESUMED_FROM"]);
 }
 
 TEST(JobEnv, Ipv6CoordinatorIsBracketed) {

@@ -328,5 +328,34 @@ TEST(Spec, Names) {
   EXPECT_FALSE(IsValidEnvName(""));
 }
 
+TEST(Spec, PodCreate) {
+  JobSpec spec = ParseSpecText(
+      "run: x\npod:\n  tpu: node-1\n  zone: z\n  create: {accelerator_type: v4-32, "
+      "version: tpu-ubuntu2204-base, spot: true, queued: true, valid_until: 6h}\n",
+      "spec.yaml");
+  ASSERT_TRUE(spec.pod.create);
+  EXPECT_EQ("v4-32", spec.pod.create->accelerator_type);
+  EXPECT_EQ("tpu-ubuntu2204-base", spec.pod.create->version);
+  EXPECT_TRUE(spec.pod.create->spot);
+  EXPECT_TRUE(spec.pod.create->queued);
+  EXPECT_EQ("6h", spec.pod.create->valid_until);
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\npod:\n  tpu: n\n  zone: z\n  create: {version: v}\n")
+                .find("spec.yaml:5:11: create: accelerator_type is missing"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\npod:\n  tpu: n\n  zone: z\n  create:\n    accelerator_type: a\n"
+                       "    version: v\n    spot: true\n    preemptible: true\n")
+                .find("spot and preemptible exclude each other"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\npod:\n  tpu: n\n  zone: z\n  create: {acelerator_type: a}\n")
+                .find("did you mean 'accelerator_type'?"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\npod:\n  local: 2\n  create: {accelerator_type: a, version: v}\n")
+                .find("spec.yaml:4:3: 'create' needs the node's 'tpu' and 'zone'"));
+  EXPECT_NE(std::string::npos, ParseError("run: x\npod:\n  tpu: a,b\n  zone: z\n  create: "
+                                          "{accelerator_type: a, version: v}\n")
+                                   .find("'create' makes one node"));
+}
+
 }  // namespace
 }  // namespace podrun

@@ -250,7 +250,7 @@ TEST_F(JobStoreTest, SchemaVersionAndWal) {
   sqlite3_stmt* st = nullptr;
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
-  EXPECT_EQ(2, sqlite3_column_int(st, 0));
+  EXPECT_EQ(3, sqlite3_column_int(st, 0));
   sqlite3_finalize(st);
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
@@ -307,6 +307,46 @@ TEST_F(JobStoreTest, OpenDefaultUsesPodrunHome) {
       });
   EXPECT_EQ(dir_ / "home" / "podrun.db", store.path());
   EXPECT_TRUE(std::filesystem::exists(dir_ / "home" / "podrun.db"));
+}
+
+TEST_F(JobStoreTest, RecoveryRecords) {
+  JobStore store(db_);
+  JobRecord job = store.CreateJob(SampleJob("spot"));
+  store.AddAttempt(job.id, {0, 1});
+  store.SetAttemptCause(job.id, 1, "w1: lost: preempted");
+  const int64_t id = store.AddPreemption(
+      job.id, {.id = 0, .attempt = 1, .node = "node-1", .state = "PREEMPTED", .seen_ns = 1000,
+               .back_ns = std::nullopt, .recreated = true});
+  const int second = store.AddAttempt(job.id, {0, 1});
+  store.SetAttemptResumedFrom(job.id, second, "preemption");
+  store.SetPreemptionBack(id, 5000);
+  EXPECT_EQ("w1: lost: preempted", store.GetAttempt(job.id, 1).cause);
+  EXPECT_EQ("", store.GetAttempt(job.id, 1).resumed_from);
+  EXPECT_EQ("preemption", store.GetAttempt(job.id, second).resumed_from);
+  const auto preemptions = store.Preemptions(job.id);
+  ASSERT_EQ(1u, preemptions.size());
+  EXPECT_EQ(1, preemptions[0].attempt);
+  EXPECT_EQ("node-1", preemptions[0].node);
+  EXPECT_EQ("PREEMPTED", preemptions[0].state);
+  EXPECT_EQ(1000, preemptions[0].seen_ns);
+  EXPECT_EQ(5000, preemptions[0].back_ns);
+  EXPECT_TRUE(preemptions[0].recreated);
+
+  EXPECT_FALSE(store.GetKeeper(job.id));
+  store.SetKeeper(job.id, 4242, "laptop");
+  auto keeper = store.GetKeeper(job.id);
+  ASSERT_TRUE(keeper);
+  EXPECT_EQ(4242, keeper->pid);
+  EXPECT_EQ("laptop", keeper->host);
+  EXPECT_FALSE(keeper->ended_ns);
+  store.EndKeeper(job.id, "the job ended: succeeded");
+  keeper = store.GetKeeper(job.id);
+  ASSERT_TRUE(keeper && keeper->ended_ns);
+  EXPECT_EQ("the job ended: succeeded", keeper->end_note);
+  store.SetKeeper(job.id, 4343, "vm");  // `podrun watch` later: a new keeper replaces the record
+  keeper = store.GetKeeper(job.id);
+  EXPECT_EQ(4343, keeper->pid);
+  EXPECT_FALSE(keeper->ended_ns);
 }
 
 }  // namespace
