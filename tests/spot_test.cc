@@ -1,0 +1,180 @@
+// Integration tests of spot TPUs that heal themselves (docs/reference.md, "Provisioning and
+// recovery") on a real 4-worker testpod, through tests/fake-gcloud: a stand-in for the gcloud CLI
+// whose nodes take workers from the pod (a v4-16 node: 2 of the 4, so that a recreated node comes
+// back at other addresses). A preemption here is real on the workers: the node reads PREEMPTED,
+// every process on its workers is killed (TestPod::Reboot) and their homes are wiped (all but
+// ~/.ssh, which a real TPU VM gets again from its metadata).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/run_command.h"
+#include "tests/testpod.h"
+
+namespace podrun::testing {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kPodId = 29;
+
+std::string Dir() { return ::testing::TempDir() + "/podrun-spot-test"; }
+std::string Home() { return Dir() + "/home"; }
+std::string State() { return Dir() + "/gcloud"; }
+// Shared by every worker (each has its own /tmp and home, not /var/tmp): the checkpoints.
+std::string Shared() { return "/var/tmp/podrun-spot-test-" + std::to_string(::getpid()); }
+
+class SpotTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RunCommand("rm -rf " + Dir() + " " + Shared());
+    std::filesystem::create_directories(State());
+    std::filesystem::create_directories(Shared());
+    pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
+  }
+  static void TearDownTestSuite() {
+    KillKeepers();
+    pod_.reset();
+    RunCommand("rm -rf " + Shared());
+  }
+  void SetUp() override { WriteConfig(""); }
+
+  // The stand-in's settings: the pod's workers as its pool, 1 s to create a node.
+  static void WriteConfig(const std::string& create_error) {
+    nlohmann::json config = {{"project", "fake-project"},
+                             {"create_seconds", 1},
+                             {"queue_seconds", 2},
+                             {"delete_seconds", 0.2}};
+    for (int i = 0; i < kWorkers; ++i) config["pool"].push_back(pod_->address(i));
+    if (!create_error.empty()) config["create_error"] = create_error;
+    std::ofstream(State() + "/config.json") << config.dump();
+  }
+  static std::string Env() {
+    return "env PODRUN_HOME=" + Home() + " FAKE_GCLOUD_STATE=" + State() + " PODRUN_GCLOUD=" +
+           std::string(PODRUN_SOURCE_DIR) + "/tests/fake-gcloud PODRUN_TPU_POLL_SECONDS=1 ";
+  }
+  static std::string Podrun() { return Env() + PODRUN_BINARY; }
+  static std::string Gcloud(const std::string& args) {
+    return RunCommand(Env() + PODRUN_SOURCE_DIR + "/tests/fake-gcloud " + args).output;
+  }
+  // A spec on TPU node `node`, created by podrun (`create` is the create: mapping's inside).
+  static std::string WriteSpec(const std::string& name, const std::string& node,
+                               const std::string& create, const std::string& rest) {
+    const std::string path = Dir() + "/" + name + ".yaml";
+    std::ofstream(path) << "name: " << name << "\npod:\n  tpu: " << node
+                        << "\n  zone: zone-a\n  user: root\n  identity: " << pod_->identity()
+                        << "\n  known_hosts: " << pod_->known_hosts() << "\n  create: {" << create
+                        << "}\n"
+                        << rest;
+    return path;
+  }
+  // What a preemption does: the node reads PREEMPTED, its workers lose every process and the
+  // contents of their homes.
+  static void Preempt(const std::string& node) {
+    std::istringstream addresses(Gcloud("--admin preempt " + node + " --zone zone-a"));
+    for (std::string address; std::getline(addresses, address);) {
+      for (int i = 0; i < kWorkers; ++i) {
+        if (pod_->address(i) != address) continue;
+        pod_->Reboot(i);
+        pod_->Exec(i, "find ~ -mindepth 1 -maxdepth 1 ! -name .ssh -exec rm -rf {} +");
+      }
+    }
+  }
+  static nlohmann::json Status(const std::string& job) {
+    CommandResult r = RunCommand(Podrun() + " status " + job + " --json", false);
+    try {
+      return nlohmann::json::parse(r.output);
+    } catch (const nlohmann::json::exception&) {
+      return {};
+    }
+  }
+  static std::string JobId(const std::string& output) {
+    std::smatch m;
+    return std::regex_search(output, m, std::regex("job: (\\S+)")) ? m[1].str() : "";
+  }
+  // How many create commands a calls.log holds.
+  static int Creates(const std::string& calls) {
+    int n = 0;
+    for (size_t at = calls.find("\"create\""); at != std::string::npos;
+         at = calls.find("\"create\"", at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+  static void KillKeepers() { RunCommand("pkill -f 'podrun watch .* --foreground' || true"); }
+
+  static std::unique_ptr<TestPod> pod_;
+};
+
+std::unique_ptr<TestPod> SpotTest::pod_;
+
+TEST_F(SpotTest, UpCreatesThroughTheQueueDownDeletesItAndUpAgainChangesNothing) {
+  const std::string up = Podrun() +
+                         " up --tpu node-up --zone zone-a --accelerator-type v4-16 --version base "
+                         "--spot --queued -y";
+  CommandResult r = RunCommand(up);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("node-up (zone zone-a): WAITING_FOR_RESOURCES"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("is READY: 2 workers")) << r.output;
+  const std::string calls = ReadTextFile(State() + "/calls.log");
+  EXPECT_NE(std::string::npos,
+            calls.find(R"(["compute", "tpus", "queued-resources", "create", "node-up", )"
+                       R"("--node-id", "node-up", "--zone", "zone-a", "--accelerator-type", )"
+                       R"("v4-16", "--runtime-version", "base", "--spot", "--async", "--quiet"])"))
+      << calls;
+  // Up again: the READY node is used as it is; nothing is created.
+  r = RunCommand(up);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("it existed: used as it is")) << r.output;
+  EXPECT_EQ(Creates(calls), Creates(ReadTextFile(State() + "/calls.log")));
+  // Another type for the same name is named, never replaced.
+  r = RunCommand(Podrun() + " up --tpu node-up --zone zone-a --accelerator-type v4-32 --version "
+                            "base --spot --queued -y");
+  EXPECT_EQ(2, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("exists as v4-16, base")) << r.output;
+  // Down: without a terminal, -y is needed; with it, the queued resource and node go.
+  r = RunCommand(Podrun() + " down --tpu node-up --zone zone-a < /dev/null");
+  EXPECT_EQ(2, r.exit_code) << r.output;
+  r = RunCommand(Podrun() + " down --tpu node-up --zone zone-a -y");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json")
+                      .substr(0, 2));
+  EXPECT_EQ("[]", Gcloud("compute tpus queued-resources list --zone zone-a --format=json")
+                      .substr(0, 2));
+}
+
+TEST_F(SpotTest, GcloudErrorsReachTheUserAsGcloudSaidThemAndLeaveNothing) {
+  const std::string spec =
+      WriteSpec("bad-type", "node-bad", "accelerator_type: v9-8, version: base", "run: true\n");
+  CommandResult r = RunCommand(Podrun() + " launch " + spec);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("INVALID_ARGUMENT: Invalid value for field 'accelerator_type': 'v9-8'"))
+      << r.output;
+  const std::string quota =
+      "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: Quota "
+      "'TPUV4sPreemptiblePodPerProjectPerZoneForTPUAPI' exhausted. Limit 32 in zone zone-a";
+  WriteConfig(quota);
+  const std::string spot =
+      WriteSpec("no-quota", "node-q", "accelerator_type: v4-16, version: base, spot: true",
+                "run: true\n");
+  r = RunCommand(Podrun() + " launch " + spot);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find(quota)) << r.output;
+  // Nothing left: no node, no job recorded, no agent on any worker.
+  EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").substr(0, 2));
+  EXPECT_EQ(std::string::npos, RunCommand(Podrun() + " ls --json").output.find("no-quota"));
+  EXPECT_EQ(0, pod_->CountProcesses("podrun-agent"));
+}
+
+}  // namespace
+}  // namespace podrun::testing
