@@ -5,6 +5,7 @@
 // every process on its workers is killed (TestPod::Reboot) and their homes are wiped (all but
 // ~/.ssh, which a real TPU VM gets again from its metadata).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -174,6 +175,46 @@ TEST_F(SpotTest, GcloudErrorsReachTheUserAsGcloudSaidThemAndLeaveNothing) {
   EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").substr(0, 2));
   EXPECT_EQ(std::string::npos, RunCommand(Podrun() + " ls --json").output.find("no-quota"));
   EXPECT_EQ(0, pod_->CountProcesses("podrun-agent"));
+}
+
+TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
+  const std::string spec =
+      WriteSpec("kept", "node-k", "accelerator_type: v4-16, version: base, spot: true",
+                "restarts: 2\nrun: |\n  echo started\n  sleep 60\n");
+  CommandResult r = RunCommand(Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  ASSERT_FALSE(job.empty()) << r.output;
+  nlohmann::json status = Status(job);
+  ASSERT_EQ("running", status["keeper"]["state"]) << status.dump();
+  const int keeper = status["keeper"]["pid"].get<int>();
+  ASSERT_EQ(0, ::kill(keeper, SIGKILL));
+  ASSERT_TRUE(WaitUntil([&] { return Status(job)["keeper"]["state"] == "gone"; },
+                        std::chrono::seconds(5)));
+  // The job runs on; status says that nothing watches it and how to watch again.
+  r = RunCommand(Podrun() + " status " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("attempt 1: running")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("keeper: gone (pid " + std::to_string(keeper)))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("start watching again with: podrun watch " + job))
+      << r.output;
+  // Watching again starts one keeper; a second is not started.
+  r = RunCommand(Podrun() + " watch " + job);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  r = RunCommand(Podrun() + " watch " + job);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("already has a keeper")) << r.output;
+  status = Status(job);
+  EXPECT_EQ("running", status["keeper"]["state"]) << status.dump();
+  EXPECT_NE(keeper, status["keeper"]["pid"].get<int>());
+  EXPECT_EQ(1, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  // stop ends the job and its keeper.
+  r = RunCommand(Podrun() + " stop " + job + " --grace 1");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  status = Status(job);
+  EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
+  EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
+  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
 }
 
 }  // namespace
