@@ -21,6 +21,8 @@ constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 // A stop that cannot be delivered is retried (reconnecting) for this long, then recorded as
 // pending in the job store for the next command that reaches the worker.
 constexpr auto kStopRetryFor = std::chrono::seconds(20);
+// While a worker cannot be reached, its TPU node is asked about at most this often.
+constexpr auto kNodeAskEvery = std::chrono::seconds(3);
 
 bool EndFailed(const ProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
 
@@ -130,6 +132,13 @@ void GangDriver::StopWorker(AttemptWorker& w) {
         client->Stop(plan_.job.id, static_cast<uint32_t>(plan_.attempt), grace);
         return;
       }
+    } catch (const AgentRefusal& e) {
+      // The agent answered: asking again cannot help. When it has no such job (its VM was
+      // preempted and wiped), nothing runs there to stop.
+      if (std::string(e.what()).find("NOT_FOUND") == std::string::npos) {
+        Say(fmt::format("{}: stop refused: {}", w.description(), e.what()));
+      }
+      return;
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -190,7 +199,18 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
     job.params.description = w->description();
     job.params.lost_after = kLostAfter;
     job.params.reconnect_pause = kReconnectPause;
-    job.hooks = {[w] { return w->client(); }, [w] { return w->Reconnect(); }, Say, {}};
+    job.hooks = {[w] { return w->client(); },
+                 [this, w] {
+                   try {
+                     return w->Reconnect();
+                   } catch (const std::exception&) {
+                     // Out of reach: if its TPU node is gone, the worker is lost now.
+                     if (auto gone = GoneNode(w->index)) throw GiveUpWorker(*gone);
+                     throw;
+                   }
+                 },
+                 Say,
+                 {}};
     // Bulk output over a channel of its own where the link has one (SSH).
     job.hooks.open_stream = [this, w](uint64_t from_seq, AgentClient::OnBatch on_batch,
                                       AgentClient::OnStreamDone on_done) {
@@ -225,6 +245,23 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
     }
   });
   stall_.reset();  // joins its thread: no stall is reported after the logs are done
+}
+
+std::optional<std::string> GangDriver::GoneNode(int index) {
+  if (!plan_.pod.cloud_tpu || plan_.pod.tpu_nodes.empty()) return std::nullopt;
+  const auto slice = static_cast<size_t>(plan_.pod.workers.at(static_cast<size_t>(index)).slice);
+  {
+    std::lock_guard lock(node_mutex_);
+    auto it = node_states_.find(slice);
+    if (it != node_states_.end() && Clock::now() - it->second.first < kNodeAskEvery) {
+      return it->second.second;
+    }
+  }
+  // One gcloud describe per node per kNodeAskEvery, whatever the number of its workers.
+  std::optional<std::string> state = NodeStateOfLostWorker(plan_.pod, index, plan_.home / "cache");
+  std::lock_guard lock(node_mutex_);
+  node_states_[slice] = {Clock::now(), state};
+  return state;
 }
 
 void GangDriver::OnStall(std::chrono::seconds silent) {

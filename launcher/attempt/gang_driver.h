@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,6 +64,9 @@ class GangDriver {
   void OnLost(AttemptWorker& w, const std::string& reason);
   void StopRunning();                 // caller holds mutex_
   void StopWorker(AttemptWorker& w);  // on a stopper thread: retried, else recorded as pending
+  // Why worker `index` is gone when its TPU node is not READY (gcloud, asked at most every few
+  // seconds per node); nullopt otherwise. From the followers' reconnect threads.
+  std::optional<std::string> GoneNode(int index);
 
   const AttemptPlan& plan_;
   AttemptRecorder& recorder_;
@@ -72,6 +76,10 @@ class GangDriver {
   std::vector<std::thread> stoppers_;  // guarded by mutex_
   std::unique_ptr<AttemptOutput> output_;
   std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
+  std::mutex node_mutex_;
+  // slice -> when its node was last asked about, and what GoneNode said then
+  std::map<size_t, std::pair<std::chrono::steady_clock::time_point, std::optional<std::string>>>
+      node_states_;  // guarded by node_mutex_
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 

@@ -117,6 +117,9 @@ class FollowPolicy {
       try {
         hooks.reconnect();
         return true;
+      } catch (const GiveUpWorker& e) {
+        *lost = e.what();
+        return false;
       } catch (const std::exception& e) {
         last_error = e.what();  // keep trying until give_up_at
       }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ struct LogFollowResult {
   bool cancelled = false;          // on_batch asked to stop
   std::string lost;                // set when given up: why ("no answer from its agent ...")
   std::optional<AgentLogGap> gap;  // with `end`: output the worker could not keep on disk
+};
+
+// Thrown by a reconnect hook to give the worker up at once, without waiting for lost_after
+// (e.g. its TPU node reads PREEMPTED): the message is why.
+struct GiveUpWorker : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // The seams FollowLog works through; each may be called only from the calling thread.
