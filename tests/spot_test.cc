@@ -110,7 +110,15 @@ class SpotTest : public ::testing::Test {
     }
     return n;
   }
-  static void KillKeepers() { RunCommand("pkill -f 'podrun watch .* --foreground' || true"); }
+  // Ends the keepers of this test's jobs (and only those).
+  static void KillKeepers() {
+    nlohmann::json jobs = nlohmann::json::parse(
+        RunCommand(Podrun() + " ls --json", false).output, nullptr, /*allow_exceptions=*/false);
+    if (!jobs.is_array()) return;
+    for (const auto& job : jobs) {
+      RunCommand("pkill -f '^podrun watch " + job["id"].get<std::string>() + "' || true");
+    }
+  }
 
   static std::unique_ptr<TestPod> pod_;
 };
@@ -215,6 +223,104 @@ TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
   EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
   EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+}
+
+// The checkpointing example's run line: 40 steps of 0.2 s, a checkpoint every 4.
+std::string TrainRun() {
+  return "run: exec /usr/bin/python3 -u train.py --steps 40 --checkpoint-every 4 "
+         "--step-seconds 0.2\n";
+}
+std::string Example() { return std::string(PODRUN_SOURCE_DIR) + "/examples/checkpointing"; }
+std::string FinalHash(const std::string& output) {
+  std::smatch m;
+  return std::regex_search(output, m, std::regex("final weights sha256: ([0-9a-f]{64})"))
+             ? m[1].str()
+             : "";
+}
+// The step of the checkpoint `latest` points at in `dir` (0: none yet).
+int LatestCheckpoint(const std::string& dir) {
+  std::smatch m;
+  const std::string latest = ReadTextFile(dir + "/latest");
+  return std::regex_search(latest, m, std::regex("ckpt-(\\d+)[.]pt")) ? std::stoi(m[1]) : 0;
+}
+
+TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSameWeights) {
+  // The reference: the same training, uninterrupted, on 2 local workers.
+  std::filesystem::create_directories(Shared() + "/reference");
+  const std::string reference = Dir() + "/reference.yaml";
+  std::ofstream(reference) << "pod: {local: 2}\nsync: " << Example()
+                           << "\nenv: {CHECKPOINT_DIR: " << Shared() << "/reference}\n"
+                           << TrainRun();
+  CommandResult r = RunCommand(Podrun() + " launch " + reference);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  KillLocalAgents(Home());
+  const std::string want = FinalHash(r.output);
+  ASSERT_FALSE(want.empty()) << r.output;
+
+  // The same on a spot node, detached: the keeper alone sees it through two preemptions. The
+  // checkpoints live on a bind mount of a directory all workers share; setup leaves a line per
+  // run in it.
+  const std::string ckpt = Shared() + "/ckpt";
+  std::filesystem::create_directories(ckpt);
+  const std::string spec = WriteSpec(
+      "ckpt", "node-ckpt", "accelerator_type: v4-16, version: base, spot: true",
+      "restarts: 4\nworkdir: ~/ckpt-example\nsync: " + Example() +
+          "\nmounts:\n  - {type: bind, source: " + ckpt +
+          ", path: /mnt/ckpt}\nenv: {CHECKPOINT_DIR: /mnt/ckpt, DIST_TIMEOUT: '20'}\n"
+          "setup: echo \"setup on $(hostname)\" >> /mnt/ckpt/setup.log\n" +
+          TrainRun());
+  r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  for (int preemption = 1; preemption <= 2; ++preemption) {
+    // Mid-run: once this attempt has written a checkpoint of its own.
+    const int past = LatestCheckpoint(ckpt);
+    ASSERT_TRUE(WaitUntil([&] { return LatestCheckpoint(ckpt) > past; }, std::chrono::seconds(60)))
+        << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+    Preempt("node-ckpt");
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          nlohmann::json s = Status(job);
+          return s["attempt"]["number"] == preemption + 1 && s["attempt"]["state"] == "running";
+        },
+        std::chrono::seconds(60)))
+        << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  }
+  // The job's end is the keeper's too.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        nlohmann::json s = Status(job);
+        return s["attempt"]["state"] == "succeeded" && s["keeper"]["state"] == "ended";
+      },
+      std::chrono::seconds(90)))
+      << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  const std::string keeper_log = ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  nlohmann::json status = Status(job);
+  EXPECT_EQ(3, status["attempt"]["number"]) << status.dump();
+  EXPECT_EQ("preemption", status["attempt"]["resumed_from"]) << status.dump();
+  ASSERT_EQ(2u, status["preemptions"].size()) << status.dump();
+  for (const auto& p : status["preemptions"]) {
+    EXPECT_EQ("PREEMPTED", p["state"]) << status.dump();
+    EXPECT_TRUE(p["recreated"].get<bool>()) << status.dump();
+    EXPECT_TRUE(p["lost_seconds"].is_number()) << status.dump();
+    // The figure of the note: from the preemption seen to the gang running again.
+    std::printf("preemption of attempt %d: lost %.1f s (node back after %.1f s)\n",
+                p["attempt"].get<int>(), p["lost_seconds"].get<double>(),
+                (p["back_ns"].get<int64_t>() - p["seen_ns"].get<int64_t>()) / 1e9);
+  }
+  EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
+  // Setup ran for real on the fresh VMs of each attempt (their stamps went with their homes).
+  std::istringstream setups(ReadTextFile(ckpt + "/setup.log"));
+  int setup_lines = 0;
+  for (std::string line; std::getline(setups, line);) setup_lines += line.empty() ? 0 : 1;
+  EXPECT_EQ(6, setup_lines) << ReadTextFile(ckpt + "/setup.log");
+  // Resumed from its checkpoint, and the same weights as the uninterrupted run.
+  r = RunCommand(Podrun() + " logs " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("attempt 3 (resumed from: preemption)")) << r.output;
+  EXPECT_EQ(want, FinalHash(r.output)) << r.output << keeper_log;
+  r = RunCommand(Podrun() + " status " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("2 preemptions:")) << r.output;
+  RunCommand(Podrun() + " down --tpu node-ckpt --zone zone-a -y");
 }
 
 }  // namespace

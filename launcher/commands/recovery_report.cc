@@ -38,7 +38,7 @@ KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const 
   } else {
     alive = !k->ended_ns && now - k->heartbeat_ns < kHeartbeatStaleNs;
   }
-  if (k->ended_ns && !alive) {
+  if (k->ended_ns) {  // said so itself (it may still be exiting, its lock not yet released)
     view.state = "ended";
     view.text = fmt::format("keeper: ended {} ({})", FormatLocalTime(*k->ended_ns), k->end_note);
   } else if (alive) {

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "launcher/attempt/attempt_runner.h"
@@ -51,7 +52,9 @@ class Heartbeat {
  private:
   void Beat(const std::filesystem::path& db, const std::string& job_id, std::stop_token stop) {
     std::unique_lock lock(mutex_);
-    while (!cv_.wait_for(lock, stop, kHeartbeat, [] { return false; })) {
+    for (;;) {
+      (void)cv_.wait_for(lock, stop, kHeartbeat, [] { return false; });
+      if (stop.stop_requested()) return;
       try {
         JobStore store(db);
         store.KeeperHeartbeat(job_id);
@@ -91,7 +94,7 @@ ExitCode Keep(const std::filesystem::path& home, JobStore& store, const JobRecor
   }
   store.SetKeeper(job.id, static_cast<int>(::getpid()), HostName());
   Say(fmt::format("keeper of job {}: pid {} on {}", job.id, ::getpid(), HostName()));
-  Heartbeat heartbeat(store.path(), job.id);
+  std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
 
   JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
   std::filesystem::path local_root;
@@ -108,9 +111,11 @@ ExitCode Keep(const std::filesystem::path& home, JobStore& store, const JobRecor
         store, plan,
         {.follow_running = true, .restarts_used = RestartsUsed(attempts), .wait = {}});
   } catch (const Error& e) {
+    heartbeat.reset();
     store.EndKeeper(job.id, e.what());
     throw;
   }
+  heartbeat.reset();
   const auto latest = store.LatestAttempt(job.id);
   store.EndKeeper(job.id, fmt::format("the job ended: {}",
                                       latest ? AttemptStateName(latest->state) : "no attempt"));
