@@ -1,6 +1,6 @@
 # bash completion for podrun: commands, each command's options (read from its --help, so they
 # never drift from the binary), job ids and names (from `podrun ls --json`) where a JOB goes,
-# spec files for launch, and files after @ or -i/-F/--known-hosts.
+# spec files for launch, up and down, and files after @ or -i/-F/--known-hosts.
 # Installed as share/bash-completion/completions/podrun; or: source scripts/podrun-completion.bash
 
 _podrun_commands() {
@@ -41,10 +41,10 @@ _podrun() {
     return
   fi
   case $command in
-    logs | status | stop | rerun | top)
+    logs | status | stop | rerun | top | watch)
       mapfile -t COMPREPLY < <(compgen -W "$(_podrun_jobs "$podrun")" -- "$cur")
       ;;
-    launch)
+    launch | up | down)
       mapfile -t COMPREPLY < <(compgen -f -X '!*.@(yaml|yml)' -- "$cur"; compgen -d -- "$cur")
       ;;
     help)

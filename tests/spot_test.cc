@@ -59,8 +59,9 @@ class SpotTest : public ::testing::Test {
     std::ofstream(State() + "/config.json") << config.dump();
   }
   static std::string Env() {
-    return "env PODRUN_HOME=" + Home() + " FAKE_GCLOUD_STATE=" + State() + " PODRUN_GCLOUD=" +
-           std::string(PODRUN_SOURCE_DIR) + "/tests/fake-gcloud PODRUN_TPU_POLL_SECONDS=1 ";
+    return "env PODRUN_HOME=" + Home() + " FAKE_GCLOUD_STATE=" + State() +
+           " PODRUN_GCLOUD=" + std::string(PODRUN_SOURCE_DIR) +
+           "/tests/fake-gcloud PODRUN_TPU_POLL_SECONDS=1 ";
   }
   static std::string Podrun() { return Env() + PODRUN_BINARY; }
   static std::string Gcloud(const std::string& args) {
@@ -112,8 +113,8 @@ class SpotTest : public ::testing::Test {
   }
   // Ends the keepers of this test's jobs (and only those).
   static void KillKeepers() {
-    nlohmann::json jobs = nlohmann::json::parse(
-        RunCommand(Podrun() + " ls --json", false).output, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json jobs = nlohmann::json::parse(RunCommand(Podrun() + " ls --json", false).output,
+                                                nullptr, /*allow_exceptions=*/false);
     if (!jobs.is_array()) return;
     for (const auto& job : jobs) {
       RunCommand("pkill -f '^podrun watch " + job["id"].get<std::string>() + "' || true");
@@ -146,8 +147,9 @@ TEST_F(SpotTest, UpCreatesThroughTheQueueDownDeletesItAndUpAgainChangesNothing) 
   EXPECT_NE(std::string::npos, r.output.find("it existed: used as it is")) << r.output;
   EXPECT_EQ(Creates(calls), Creates(ReadTextFile(State() + "/calls.log")));
   // Another type for the same name is named, never replaced.
-  r = RunCommand(Podrun() + " up --tpu node-up --zone zone-a --accelerator-type v4-32 --version "
-                            "base --spot --queued -y");
+  r = RunCommand(Podrun() +
+                 " up --tpu node-up --zone zone-a --accelerator-type v4-32 --version "
+                 "base --spot --queued -y");
   EXPECT_EQ(2, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("exists as v4-16, base")) << r.output;
   // Down: without a terminal, -y is needed; with it, the queued resource and node go.
@@ -155,10 +157,9 @@ TEST_F(SpotTest, UpCreatesThroughTheQueueDownDeletesItAndUpAgainChangesNothing) 
   EXPECT_EQ(2, r.exit_code) << r.output;
   r = RunCommand(Podrun() + " down --tpu node-up --zone zone-a -y");
   ASSERT_EQ(0, r.exit_code) << r.output;
-  EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json")
-                      .substr(0, 2));
-  EXPECT_EQ("[]", Gcloud("compute tpus queued-resources list --zone zone-a --format=json")
-                      .substr(0, 2));
+  EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").substr(0, 2));
+  EXPECT_EQ("[]",
+            Gcloud("compute tpus queued-resources list --zone zone-a --format=json").substr(0, 2));
 }
 
 TEST_F(SpotTest, GcloudErrorsReachTheUserAsGcloudSaidThemAndLeaveNothing) {
@@ -173,9 +174,8 @@ TEST_F(SpotTest, GcloudErrorsReachTheUserAsGcloudSaidThemAndLeaveNothing) {
       "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: Quota "
       "'TPUV4sPreemptiblePodPerProjectPerZoneForTPUAPI' exhausted. Limit 32 in zone zone-a";
   WriteConfig(quota);
-  const std::string spot =
-      WriteSpec("no-quota", "node-q", "accelerator_type: v4-16, version: base, spot: true",
-                "run: true\n");
+  const std::string spot = WriteSpec(
+      "no-quota", "node-q", "accelerator_type: v4-16, version: base, spot: true", "run: true\n");
   r = RunCommand(Podrun() + " launch " + spot);
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find(quota)) << r.output;
@@ -197,8 +197,8 @@ TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
   ASSERT_EQ("running", status["keeper"]["state"]) << status.dump();
   const int keeper = status["keeper"]["pid"].get<int>();
   ASSERT_EQ(0, ::kill(keeper, SIGKILL));
-  ASSERT_TRUE(WaitUntil([&] { return Status(job)["keeper"]["state"] == "gone"; },
-                        std::chrono::seconds(5)));
+  ASSERT_TRUE(
+      WaitUntil([&] { return Status(job)["keeper"]["state"] == "gone"; }, std::chrono::seconds(5)));
   // The job runs on; status says that nothing watches it and how to watch again.
   r = RunCommand(Podrun() + " status " + job, false);
   EXPECT_NE(std::string::npos, r.output.find("attempt 1: running")) << r.output;
@@ -262,13 +262,13 @@ TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSam
   // run in it.
   const std::string ckpt = Shared() + "/ckpt";
   std::filesystem::create_directories(ckpt);
-  const std::string spec = WriteSpec(
-      "ckpt", "node-ckpt", "accelerator_type: v4-16, version: base, spot: true",
-      "restarts: 4\nworkdir: ~/ckpt-example\nsync: " + Example() +
-          "\nmounts:\n  - {type: bind, source: " + ckpt +
-          ", path: /mnt/ckpt}\nenv: {CHECKPOINT_DIR: /mnt/ckpt, DIST_TIMEOUT: '20'}\n"
-          "setup: echo \"setup on $(hostname)\" >> /mnt/ckpt/setup.log\n" +
-          TrainRun());
+  const std::string spec =
+      WriteSpec("ckpt", "node-ckpt", "accelerator_type: v4-16, version: base, spot: true",
+                "restarts: 4\nworkdir: ~/ckpt-example\nsync: " + Example() +
+                    "\nmounts:\n  - {type: bind, source: " + ckpt +
+                    ", path: /mnt/ckpt}\nenv: {CHECKPOINT_DIR: /mnt/ckpt, DIST_TIMEOUT: '20'}\n"
+                    "setup: echo \"setup on $(hostname)\" >> /mnt/ckpt/setup.log\n" +
+                    TrainRun());
   r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
   ASSERT_EQ(0, r.exit_code) << r.output;
   const std::string job = JobId(r.output);

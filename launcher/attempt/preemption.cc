@@ -101,17 +101,16 @@ std::optional<std::vector<int>> WaitForReadyNodes(
       return changed;
     }
     if (not_ready != waiting_for) {
-      Say(
-          fmt::format("waiting for the pod to be READY again: TPU node {} (gcloud, "
-                      "asked every {} s; Ctrl-C to give up){}",
-                      not_ready, poll.count(),
-                      pod.tpu_nodes.size() == 1 &&
-                              (not_ready.find("PREEMPTED") != std::string::npos ||
-                               not_ready.find("TERMINATED") != std::string::npos)
-                          ? "; a preempted node comes back only when created again: add "
-                            "pod.create (accelerator_type, version, spot) to the spec and podrun "
-                            "recreates it"
-                          : ""));
+      Say(fmt::format(
+          "waiting for the pod to be READY again: TPU node {} (gcloud, "
+          "asked every {} s; Ctrl-C to give up){}",
+          not_ready, poll.count(),
+          pod.tpu_nodes.size() == 1 && (not_ready.find("PREEMPTED") != std::string::npos ||
+                                        not_ready.find("TERMINATED") != std::string::npos)
+              ? "; a preempted node comes back only when created again: add "
+                "pod.create (accelerator_type, version, spot) to the spec and podrun "
+                "recreates it"
+              : ""));
       waiting_for = not_ready;
     }
     if (!wait(poll)) return std::nullopt;

@@ -67,7 +67,8 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
       return false;
     }
     if (!said) {
-      Say(fmt::format("w{} lost while its TPU node still reads READY: asking gcloud every {} s "
+      Say(
+          fmt::format("w{} lost while its TPU node still reads READY: asking gcloud every {} s "
                       "until it says what happened",
                       lost.front(), poll.count()));
       said = true;
@@ -86,14 +87,13 @@ std::variant<std::string, ExitCode> RecoverGoneNodes(JobStore& store, AttemptPla
     if (!n.gone()) continue;
     Say(fmt::format("TPU node {} is {}{}", n.query.name, n.state(),
                     create ? ": deleting it and creating it again (pod.create)" : ""));
-    records.push_back(store.AddPreemption(
-        plan.job.id, {.id = 0,
-                      .attempt = plan.attempt,
-                      .node = n.query.name,
-                      .state = n.state(),
-                      .seen_ns = NowUnixNs(),
-                      .back_ns = std::nullopt,
-                      .recreated = create.has_value()}));
+    records.push_back(store.AddPreemption(plan.job.id, {.id = 0,
+                                                        .attempt = plan.attempt,
+                                                        .node = n.query.name,
+                                                        .state = n.state(),
+                                                        .seen_ns = NowUnixNs(),
+                                                        .back_ns = std::nullopt,
+                                                        .recreated = create.has_value()}));
   }
   std::vector<TpuNode> nodes;
   if (create) {

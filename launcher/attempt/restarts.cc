@@ -30,8 +30,8 @@ std::string PreemptionSummary(JobStore& store, const std::string& job_id) {
             (p.back_ns ? FormatDuration(*p.back_ns - p.seen_ns) : std::string("not back"));
   }
   return fmt::format("{} preemption{}: {} lost in all (the node took {} to come back)",
-                     preemptions.size(), preemptions.size() == 1 ? "" : "s",
-                     FormatDuration(lost), back);
+                     preemptions.size(), preemptions.size() == 1 ? "" : "s", FormatDuration(lost),
+                     back);
 }
 
 }  // namespace
@@ -62,8 +62,8 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
   for (int restart = options.restarts_used + 1; restart <= plan.spec.restarts && !plan.detach;
        ++restart) {
     const auto attempt = store.LatestAttempt(plan.job.id);
-    const bool failed = code == ExitCode::kFailed && attempt &&
-                        attempt->state == AttemptState::kFailed;
+    const bool failed =
+        code == ExitCode::kFailed && attempt && attempt->state == AttemptState::kFailed;
     if (!failed && !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(plan))) break;
     auto next = PrepareRestart(store, plan, restart, wait);
     if (const ExitCode* give_up = std::get_if<ExitCode>(&next)) {

@@ -10,10 +10,10 @@
 #include "launcher/commands/open_files.h"
 #include "launcher/commands/up_command.h"
 #include "launcher/commands/watch_command.h"
-#include "launcher/output/say.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/connect/pod_options.h"
 #include "launcher/output/labelled_output.h"
+#include "launcher/output/say.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
@@ -61,11 +61,11 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
   // Nobody watches a detached job: its keeper does (watch_command.h).
   const int keeper = SpawnKeeper(home, job.id);
-  Say(fmt::format("keeper of job {}: pid {} on this machine; it restarts the job up to {} times{} "
-                  "(podrun status {} shows it; its log: {})",
-                  job.id, keeper, spec.restarts,
-                  spec.pod.create ? " and recreates a preempted node" : "", job.id,
-                  (JobDir(home, job.id) / "keeper.log").string()));
+  Say(fmt::format(
+      "keeper of job {}: pid {} on this machine; it restarts the job up to {} times{} "
+      "(podrun status {} shows it; its log: {})",
+      job.id, keeper, spec.restarts, spec.pod.create ? " and recreates a preempted node" : "",
+      job.id, (JobDir(home, job.id) / "keeper.log").string()));
   return code;
 }
 

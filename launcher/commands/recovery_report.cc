@@ -78,8 +78,8 @@ std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::p
         cost ? FormatDuration(*cost) : std::string("(the gang has not started again yet)")));
   }
   if (preemptions.size() > 1) {
-    lines.push_back(fmt::format("{} preemptions: {} lost in all", preemptions.size(),
-                                FormatDuration(lost)));
+    lines.push_back(
+        fmt::format("{} preemptions: {} lost in all", preemptions.size(), FormatDuration(lost)));
   }
   if (KeeperView keeper = ViewKeeper(store, home, job); !keeper.state.empty()) {
     lines.push_back(keeper.text);

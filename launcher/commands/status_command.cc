@@ -134,19 +134,18 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
                 {"created", FormatRfc3339(job.created_ns)},
                 {"created_ns", job.created_ns}};
   if (attempt) {
-    out["attempt"] = {{"number", attempt->number},
-                      {"state", AttemptStateName(attempt->state)},
-                      {"workers", attempt->workers},
-                      {"exit_code", OrNull(attempt->exit_code)},
-                      {"started", FormatRfc3339(attempt->started_ns)},
-                      {"started_ns", attempt->started_ns},
-                      {"ended", OptionalTime(attempt->ended_ns)},
-                      {"ended_ns", OrNull(attempt->ended_ns)},
-                      {"resumed_from", attempt->resumed_from.empty()
-                                           ? nlohmann::json()
-                                           : nlohmann::json(attempt->resumed_from)},
-                      {"cause", attempt->cause.empty() ? nlohmann::json()
-                                                       : nlohmann::json(attempt->cause)}};
+    out["attempt"] = {
+        {"number", attempt->number},
+        {"state", AttemptStateName(attempt->state)},
+        {"workers", attempt->workers},
+        {"exit_code", OrNull(attempt->exit_code)},
+        {"started", FormatRfc3339(attempt->started_ns)},
+        {"started_ns", attempt->started_ns},
+        {"ended", OptionalTime(attempt->ended_ns)},
+        {"ended_ns", OrNull(attempt->ended_ns)},
+        {"resumed_from",
+         attempt->resumed_from.empty() ? nlohmann::json() : nlohmann::json(attempt->resumed_from)},
+        {"cause", attempt->cause.empty() ? nlohmann::json() : nlohmann::json(attempt->cause)}};
   } else {
     out["attempt"] = nullptr;
   }

@@ -52,7 +52,8 @@ ExitCode RunUp(const UpRequest& request) {
   TpuCreate create = request.create;
   if (!request.spec_path.empty() && request.create.accelerator_type.empty()) {
     if (!settings.create) {
-      throw UsageError(request.spec_path + ": its pod: section has no create: (accelerator_type, "
+      throw UsageError(request.spec_path +
+                       ": its pod: section has no create: (accelerator_type, "
                        "version, ...) to make the node from");
     }
     create = *settings.create;
@@ -85,8 +86,8 @@ ExitCode RunDown(const DownRequest& request) {
       throw UsageError(fmt::format("podrun down deletes {}: not on a terminal, add -y to confirm",
                                    DescribeTpuQuery(node)));
     }
-    if (!Confirm(fmt::format("delete {} and its queued resource, if any?",
-                             DescribeTpuQuery(node)))) {
+    if (!Confirm(
+            fmt::format("delete {} and its queued resource, if any?", DescribeTpuQuery(node)))) {
       Say("nothing deleted");
       return ExitCode::kOk;
     }

@@ -108,8 +108,7 @@ ExitCode Keep(const std::filesystem::path& home, JobStore& store, const JobRecor
   ExitCode code = ExitCode::kFailed;
   try {
     code = RunAttemptsWithRestarts(
-        store, plan,
-        {.follow_running = true, .restarts_used = RestartsUsed(attempts), .wait = {}});
+        store, plan, {.follow_running = true, .restarts_used = RestartsUsed(attempts), .wait = {}});
   } catch (const Error& e) {
     heartbeat.reset();
     store.EndKeeper(job.id, e.what());
@@ -127,8 +126,8 @@ ExitCode Keep(const std::filesystem::path& home, JobStore& store, const JobRecor
 int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
   const std::filesystem::path log = JobDir(home, job_id) / "keeper.log";
   // Everything the child needs is ready before fork: it only calls async-signal-safe functions.
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
-                            0600);
+  const int log_fd =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     throw Error(ExitCode::kFailed, fmt::format("{}: {}", log.string(), std::strerror(errno)));
   }
@@ -156,8 +155,8 @@ int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
   ::close(log_fd);
   if (null_fd >= 0) ::close(null_fd);
   if (pid < 0) {
-    throw Error(ExitCode::kFailed, fmt::format("cannot start the keeper: fork: {}",
-                                               std::strerror(fork_errno)));
+    throw Error(ExitCode::kFailed,
+                fmt::format("cannot start the keeper: fork: {}", std::strerror(fork_errno)));
   }
   const auto deadline = std::chrono::steady_clock::now() + kSpawnWait;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -58,8 +58,7 @@ TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
     if (!recreate_preempted) {
       throw Error(ExitCode::kUnreachable, fmt::format("{} is {}", DescribeTpuQuery(node_), state));
     }
-    Say(fmt::format("{} is {}: deleting it and creating it again", DescribeTpuQuery(node_),
-                    state));
+    Say(fmt::format("{} is {}: deleting it and creating it again", DescribeTpuQuery(node_), state));
     return Recreate();
   }
   if (node && node->state == "READY") {

@@ -65,7 +65,8 @@ std::chrono::seconds TpuPollInterval(std::chrono::seconds fallback);
 // Removes the keys of `hosts` (at `port`) from the known_hosts file `known_hosts`
 // (`ssh-keygen -R`): the VMs of a node podrun has just created have new host keys, recorded
 // again at the first connection. A failure is said, not thrown.
-void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::string>& hosts, int port);
+void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::string>& hosts,
+                    int port);
 
 // ForgetHostKeys for every worker of `pod` (a pod on a node podrun has just created).
 void ForgetPodHostKeys(const Pod& pod);

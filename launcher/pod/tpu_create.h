@@ -9,10 +9,10 @@ namespace podrun {
 
 struct TpuCreate {
   std::string accelerator_type = {};  // e.g. v4-32 (gcloud --accelerator-type)
-  std::string version = {};      // the TPU software version (--version / --runtime-version)
-  bool spot = false;             // --spot
-  bool preemptible = false;      // --preemptible (tpu-vm create only)
-  bool queued = false;           // through a queued resource named after the node
+  std::string version = {};           // the TPU software version (--version / --runtime-version)
+  bool spot = false;                  // --spot
+  bool preemptible = false;           // --preemptible (tpu-vm create only)
+  bool queued = false;                // through a queued resource named after the node
   std::optional<std::string> valid_until = {};  // queued: --valid-until-duration, e.g. "6h"
 
   bool operator==(const TpuCreate&) const = default;

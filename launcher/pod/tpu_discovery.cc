@@ -29,14 +29,8 @@ std::string Describe(const TpuQuery& q) {
 }  // namespace
 
 std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
-  std::vector<std::string> argv = {GcloudProgram(),
-                                   "compute",
-                                   "tpus",
-                                   "tpu-vm",
-                                   "describe",
-                                   q.name,
-                                   "--zone",
-                                   q.zone};
+  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",   "tpu-vm",
+                                   "describe",      q.name,    "--zone", q.zone};
   if (q.project) {
     argv.push_back("--project");
     argv.push_back(*q.project);

@@ -57,8 +57,8 @@ std::string DescribeTpuQuery(const TpuQuery& q) {
 }
 
 std::vector<std::string> GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create) {
-  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus", "tpu-vm", "create",
-                                   node.name};
+  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",
+                                   "tpu-vm",        "create",  node.name};
   AddLocation(argv, node);
   argv.insert(argv.end(),
               {"--accelerator-type", create.accelerator_type, "--version", create.version});
@@ -69,11 +69,11 @@ std::vector<std::string> GcloudCreateNodeCommand(const TpuQuery& node, const Tpu
 }
 
 std::vector<std::string> GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create) {
-  std::vector<std::string> argv = {GcloudProgram(), "compute",   "tpus",   "queued-resources",
+  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",      "queued-resources",
                                    "create",        node.name, "--node-id", node.name};
   AddLocation(argv, node);
-  argv.insert(argv.end(), {"--accelerator-type", create.accelerator_type, "--runtime-version",
-                           create.version});
+  argv.insert(argv.end(),
+              {"--accelerator-type", create.accelerator_type, "--runtime-version", create.version});
   if (create.spot) argv.push_back("--spot");
   if (create.valid_until) argv.insert(argv.end(), {"--valid-until-duration", *create.valid_until});
   argv.insert(argv.end(), {"--async", "--quiet"});
@@ -81,24 +81,24 @@ std::vector<std::string> GcloudCreateQueuedCommand(const TpuQuery& node, const T
 }
 
 std::vector<std::string> GcloudDeleteNodeCommand(const TpuQuery& node) {
-  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus", "tpu-vm", "delete",
-                                   node.name};
+  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",
+                                   "tpu-vm",        "delete",  node.name};
   AddLocation(argv, node);
   argv.push_back("--quiet");
   return argv;
 }
 
 std::vector<std::string> GcloudDeleteQueuedCommand(const TpuQuery& node) {
-  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus", "queued-resources",
-                                   "delete",        node.name};
+  std::vector<std::string> argv = {GcloudProgram(),    "compute", "tpus",
+                                   "queued-resources", "delete",  node.name};
   AddLocation(argv, node);
   argv.insert(argv.end(), {"--force", "--quiet"});
   return argv;
 }
 
 std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node) {
-  std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus", "queued-resources",
-                                   "describe",      node.name};
+  std::vector<std::string> argv = {GcloudProgram(),    "compute",  "tpus",
+                                   "queued-resources", "describe", node.name};
   AddLocation(argv, node);
   argv.push_back("--format=json");
   return argv;

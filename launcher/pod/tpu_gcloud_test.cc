@@ -70,9 +70,8 @@ TEST_F(TpuGcloudTest, CreateProblems) {
   EXPECT_NE("", problem([](TpuCreate& c) { c.accelerator_type = ""; }));
   EXPECT_NE("", problem([](TpuCreate& c) { c.accelerator_type = "v4-32 --project x"; }));
   EXPECT_NE("", problem([](TpuCreate& c) { c.version = "-rf"; }));
-  EXPECT_EQ("spot and preemptible exclude each other: choose one", problem([](TpuCreate& c) {
-              c.spot = c.preemptible = true;
-            }));
+  EXPECT_EQ("spot and preemptible exclude each other: choose one",
+            problem([](TpuCreate& c) { c.spot = c.preemptible = true; }));
   EXPECT_NE("", problem([](TpuCreate& c) { c.queued = c.preemptible = true; }));
   EXPECT_NE("", problem([](TpuCreate& c) { c.valid_until = "6h"; }));
   EXPECT_NE("", problem([](TpuCreate& c) {

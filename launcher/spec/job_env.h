@@ -1,5 +1,5 @@
-// The environment of a job's `run` (and `setup`) process on one worker (docs/reference.md, "What the
-// `run` process gets"), and the parsing of `-e KEY=VALUE`.
+// The environment of a job's `run` (and `setup`) process on one worker (docs/reference.md, "What
+// the `run` process gets"), and the parsing of `-e KEY=VALUE`.
 #pragma once
 
 #include <functional>
@@ -15,9 +15,9 @@ namespace podrun {
 // Everything the environment of one worker's process is made from.
 struct JobEnvParams {
   std::string job_id;
-  int attempt = 1;       // 1, 2, ...
+  int attempt = 1;           // 1, 2, ...
   std::string resumed_from;  // failure, hang or preemption on later attempts; "" on the first
-  int worker_index = 0;  // pod-wide index of this worker
+  int worker_index = 0;      // pod-wide index of this worker
   // Every worker of the pod (not only the selected ones), in rank order, as the workers reach
   // each other (on a Cloud TPU: the internal IPs).
   std::vector<std::string> worker_addresses;

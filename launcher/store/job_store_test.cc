@@ -151,9 +151,9 @@ TEST_F(JobStoreTest, AttemptsAndWorkers) {
 }
 
 TEST_F(JobStoreTest, StateNames) {
-  for (auto s :
-       {WorkerState::kPending, WorkerState::kConnecting, WorkerState::kPrepared, WorkerState::kRunning,
-        WorkerState::kExited, WorkerState::kFailed, WorkerState::kLost, WorkerState::kStopped}) {
+  for (auto s : {WorkerState::kPending, WorkerState::kConnecting, WorkerState::kPrepared,
+                 WorkerState::kRunning, WorkerState::kExited, WorkerState::kFailed,
+                 WorkerState::kLost, WorkerState::kStopped}) {
     EXPECT_EQ(s, ParseWorkerState(WorkerStateName(s)));
   }
   EXPECT_STREQ("connecting", WorkerStateName(WorkerState::kConnecting));
@@ -314,9 +314,13 @@ TEST_F(JobStoreTest, RecoveryRecords) {
   JobRecord job = store.CreateJob(SampleJob("spot"));
   store.AddAttempt(job.id, {0, 1});
   store.SetAttemptCause(job.id, 1, "w1: lost: preempted");
-  const int64_t id = store.AddPreemption(
-      job.id, {.id = 0, .attempt = 1, .node = "node-1", .state = "PREEMPTED", .seen_ns = 1000,
-               .back_ns = std::nullopt, .recreated = true});
+  const int64_t id = store.AddPreemption(job.id, {.id = 0,
+                                                  .attempt = 1,
+                                                  .node = "node-1",
+                                                  .state = "PREEMPTED",
+                                                  .seen_ns = 1000,
+                                                  .back_ns = std::nullopt,
+                                                  .recreated = true});
   const int second = store.AddAttempt(job.id, {0, 1});
   store.SetAttemptResumedFrom(job.id, second, "preemption");
   store.SetPreemptionBack(id, 5000);

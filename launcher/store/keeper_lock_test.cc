@@ -44,7 +44,7 @@ TEST_F(KeeperLockTest, OneHolderAtATimeAndTheLockGoesWithItsProcess) {
   ASSERT_EQ('y', c);
   EXPECT_EQ(child, KeeperHolder(home_, "job-1"));
   EXPECT_FALSE(KeeperLock::TryAcquire(home_, "job-1"));  // a second keeper never runs
-  EXPECT_FALSE(KeeperHolder(home_, "job-2"));           // per job
+  EXPECT_FALSE(KeeperHolder(home_, "job-2"));            // per job
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   EXPECT_FALSE(KeeperHolder(home_, "job-1"));
