@@ -148,7 +148,9 @@ TEST_F(AgentFaultTest, AnAgentKilledMidRunLosesNothingAndTheLaunchSucceeds) {
   EXPECT_EQ(3, std::distance(std::sregex_iterator(st.output.begin(), st.output.end(), exited),
                              std::sregex_iterator()))
       << st.output;
-  EXPECT_EQ(std::string::npos, st.output.find("lost")) << st.output;
+  // No worker lost, nor a note that says so.
+  EXPECT_EQ(std::string::npos, st.output.find("\"lost\"")) << st.output;
+  EXPECT_EQ(std::string::npos, st.output.find("lost:")) << st.output;
 }
 
 TEST_F(AgentFaultTest, AgentAndSupervisorKilledTheWorkerIsLostAndTheGangStops) {

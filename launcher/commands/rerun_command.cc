@@ -8,6 +8,7 @@
 #include "launcher/attempt/restarts.h"
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/commands/open_files.h"
+#include "launcher/commands/watch_command.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
@@ -55,7 +56,12 @@ ExitCode RunRerun(const RerunRequest& request) {
   Say(fmt::format("attempt {} of job {} on w{}", attempt, job.id, FormatWorkerRange(pod.selected)));
   const AttemptPlan plan = MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs),
                                            job.env_overrides, {.detach = request.detach});
-  return RunAttemptsWithRestarts(store, plan);
+  const ExitCode code = RunAttemptsWithRestarts(store, plan);
+  if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
+  const int keeper = SpawnKeeper(home, job.id);  // as for launch -d: nobody else watches it
+  Say(fmt::format("keeper of job {}: pid {} on this machine (its log: {})", job.id, keeper,
+                  (JobDir(home, job.id) / "keeper.log").string()));
+  return code;
 }
 
 }  // namespace podrun
