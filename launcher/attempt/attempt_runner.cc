@@ -77,17 +77,27 @@ class AttemptInterrupts {
   InterruptWatcher watcher_;    // last: stopped before the rest goes
 };
 
+// Ctrl-C goes to `gang` while this lives.
+class GangInterrupts {
+ public:
+  GangInterrupts(AttemptInterrupts& interrupts, GangDriver& gang) : interrupts_(interrupts) {
+    interrupts_.HandTo(&gang);
+  }
+  ~GangInterrupts() { interrupts_.HandTo(nullptr); }
+  GangInterrupts(const GangInterrupts&) = delete;
+  GangInterrupts& operator=(const GangInterrupts&) = delete;
+
+ private:
+  AttemptInterrupts& interrupts_;
+};
+
 ExitCode RunWith(const AttemptPlan& plan, AttemptRecorder& recorder, AgentConnections& connections,
                  AttemptInterrupts& interrupts) {
   AttemptWorkers workers(connections);
   PhaseFanOut phases(plan, recorder, workers);
   GangDriver gang(plan, recorder, workers);
   // Once the watcher has stopped, only the followers' ends (joined before) could add stoppers.
-  interrupts.HandTo(&gang);
-  struct Unhand {
-    AttemptInterrupts& interrupts;
-    ~Unhand() { interrupts.HandTo(nullptr); }
-  } unhand{interrupts};
+  GangInterrupts handed(interrupts, gang);
 
   if (!phases.BuildSyncManifest()) {
     recorder.SetAttempt(AttemptState::kStartFailed, static_cast<int>(ExitCode::kUsage), true);
@@ -175,11 +185,7 @@ ExitCode FollowWith(const AttemptPlan& plan, AttemptRecorder& recorder,
                     int64_t started_ns) {
   AttemptWorkers workers(connections);
   GangDriver gang(plan, recorder, workers);
-  interrupts.HandTo(&gang);
-  struct Unhand {
-    AttemptInterrupts& interrupts;
-    ~Unhand() { interrupts.HandTo(nullptr); }
-  } unhand{interrupts};
+  GangInterrupts handed(interrupts, gang);
   gang.OpenLog();
   Say(fmt::format("following attempt {} of job {} on {} workers ({})", plan.attempt, plan.job.id,
                   workers.size(), plan.pod.description));

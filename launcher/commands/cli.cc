@@ -236,6 +236,17 @@ ExitCode RerunMain(int argc, char** argv) {
   return RunRerun(request);
 }
 
+// --tpu, --zone, --project: one TPU node (up, down).
+void AddNodeOptions(CLI::App& app, PodSettings& pod) {
+  app.add_option_function<std::string>(
+      "--tpu", [&pod](const std::string& v) { pod.tpu = v; }, "TPU node name");
+  app.add_option_function<std::string>(
+      "--zone", [&pod](const std::string& v) { pod.zone = v; }, "Its zone");
+  app.add_option_function<std::string>(
+      "--project", [&pod](const std::string& v) { pod.project = v; },
+      "Its project (default: gcloud's)");
+}
+
 ExitCode UpMain(int argc, char** argv) {
   CLI::App app(
       "Make a Cloud TPU node exist and be READY, through your gcloud: the node of\n"
@@ -247,13 +258,7 @@ ExitCode UpMain(int argc, char** argv) {
       "podrun up");
   UpRequest request;
   app.add_option("spec", request.spec_path, "A job spec whose pod: has tpu, zone and create:");
-  app.add_option_function<std::string>(
-      "--tpu", [&request](const std::string& v) { request.pod.tpu = v; }, "TPU node name");
-  app.add_option_function<std::string>(
-      "--zone", [&request](const std::string& v) { request.pod.zone = v; }, "Its zone");
-  app.add_option_function<std::string>(
-      "--project", [&request](const std::string& v) { request.pod.project = v; },
-      "Its project (default: gcloud's)");
+  AddNodeOptions(app, request.pod);
   app.add_option("--accelerator-type", request.create.accelerator_type, "e.g. v4-32");
   app.add_option("--version", request.create.version, "TPU software version");
   app.add_flag("--spot", request.create.spot, "A spot node");
@@ -275,13 +280,7 @@ ExitCode DownMain(int argc, char** argv) {
       "podrun down");
   DownRequest request;
   app.add_option("spec", request.spec_path, "A job spec whose pod: names tpu and zone");
-  app.add_option_function<std::string>(
-      "--tpu", [&request](const std::string& v) { request.pod.tpu = v; }, "TPU node name");
-  app.add_option_function<std::string>(
-      "--zone", [&request](const std::string& v) { request.pod.zone = v; }, "Its zone");
-  app.add_option_function<std::string>(
-      "--project", [&request](const std::string& v) { request.pod.project = v; },
-      "Its project (default: gcloud's)");
+  AddNodeOptions(app, request.pod);
   app.add_flag("-y,--yes", request.yes, "Do not ask");
   app.footer("Example: podrun down --tpu node-1 --zone us-central2-b -y");
   ExitCode help_exit;

@@ -41,7 +41,7 @@ std::string HostName() {
 class Heartbeat {
  public:
   Heartbeat(const std::filesystem::path& db, std::string job_id)
-      : thread_([this, db, job_id = std::move(job_id)](std::stop_token stop) {
+      : thread_([this, db, job_id = std::move(job_id)](const std::stop_token& stop) {
           Beat(db, job_id, stop);
         }) {}
   ~Heartbeat() {
@@ -50,7 +50,8 @@ class Heartbeat {
   }
 
  private:
-  void Beat(const std::filesystem::path& db, const std::string& job_id, std::stop_token stop) {
+  void Beat(const std::filesystem::path& db, const std::string& job_id,
+            const std::stop_token& stop) {
     std::unique_lock lock(mutex_);
     for (;;) {
       (void)cv_.wait_for(lock, stop, kHeartbeat, [] { return false; });

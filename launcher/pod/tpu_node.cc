@@ -10,17 +10,30 @@
 
 namespace podrun {
 
-TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
-  auto fail = [&](const std::string& why) {
-    return Error(ExitCode::kUnreachable, fmt::format("{}: gcloud's answer {}", what, why));
-  };
-  nlohmann::json node;
+namespace {
+
+// "WHAT: gcloud's answer WHY", as Error(kUnreachable).
+Error AnswerError(const std::string& what, const std::string& why) {
+  return Error(ExitCode::kUnreachable, fmt::format("{}: gcloud's answer {}", what, why));
+}
+
+// gcloud's answer as a JSON object, else AnswerError ("is not JSON", "is not a KIND").
+nlohmann::json ParseObject(std::string_view json, const std::string& what, const char* kind) {
+  nlohmann::json object;
   try {
-    node = nlohmann::json::parse(json);
+    object = nlohmann::json::parse(json);
   } catch (const nlohmann::json::exception& e) {
-    throw fail(fmt::format("is not JSON ({})", e.what()));
+    throw AnswerError(what, fmt::format("is not JSON ({})", e.what()));
   }
-  if (!node.is_object()) throw fail("is not a TPU node");
+  if (!object.is_object()) throw AnswerError(what, fmt::format("is not a {}", kind));
+  return object;
+}
+
+}  // namespace
+
+TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
+  auto fail = [&](const std::string& why) { return AnswerError(what, why); };
+  const nlohmann::json node = ParseObject(json, what, "TPU node");
   // A field that is there must be a string; one that is missing reads as "".
   auto text = [&](const nlohmann::json& object, const char* key) -> std::string {
     auto it = object.find(key);
@@ -69,16 +82,7 @@ TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
 }
 
 QueuedResource ParseQueuedResource(std::string_view json, const std::string& what) {
-  auto fail = [&](const std::string& why) {
-    return Error(ExitCode::kUnreachable, fmt::format("{}: gcloud's answer {}", what, why));
-  };
-  nlohmann::json qr;
-  try {
-    qr = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::exception& e) {
-    throw fail(fmt::format("is not JSON ({})", e.what()));
-  }
-  if (!qr.is_object()) throw fail("is not a queued resource");
+  const nlohmann::json qr = ParseObject(json, what, "queued resource");
   QueuedResource out;
   if (auto name = qr.find("name"); name != qr.end() && name->is_string()) {
     const std::string full = name->get<std::string>();
@@ -90,7 +94,7 @@ QueuedResource ParseQueuedResource(std::string_view json, const std::string& wha
       out.state = inner->get<std::string>();
     }
   }
-  if (out.state.empty()) throw fail("has no state");
+  if (out.state.empty()) throw AnswerError(what, "has no state");
   return out;
 }
 
