@@ -72,8 +72,9 @@ std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::p
     lines.push_back(fmt::format(
         "preempted: attempt {}: node {} {} at {}; {}; time lost {}", p.attempt, p.node, p.state,
         FormatLocalTime(p.seen_ns),
-        p.back_ns ? fmt::format("READY again after {}{}", FormatDuration(*p.back_ns - p.seen_ns),
-                                p.recreated ? " (recreated by podrun)" : "")
+        p.back_ns ? fmt::format("READY again at {} (after {}{})", FormatLocalTime(*p.back_ns),
+                                FormatDuration(*p.back_ns - p.seen_ns),
+                                p.recreated ? ", recreated by podrun" : "")
                   : std::string("not READY again yet"),
         cost ? FormatDuration(*cost) : std::string("(the gang has not started again yet)")));
   }
