@@ -179,6 +179,17 @@ TEST_F(SpotTest, GcloudErrorsReachTheUserAsGcloudSaidThemAndLeaveNothing) {
   r = RunCommand(Podrun() + " launch " + spot);
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find(quota)) << r.output;
+  // A queued request that expires in the queue is named with its state (up SPEC.yaml).
+  WriteConfig("");
+  const std::string expiring =
+      WriteSpec("expiring", "node-exp",
+                "accelerator_type: v4-16, version: base, spot: true, queued: true, "
+                "valid_until: 1s",
+                "run: true\n");
+  r = RunCommand(Podrun() + " up " + expiring + " -y");
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("queued resource node-exp is FAILED")) << r.output;
+  RunCommand(Podrun() + " down --tpu node-exp --zone zone-a -y");
   // Nothing left: no node, no job recorded, no agent on any worker.
   EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").substr(0, 2));
   EXPECT_EQ(std::string::npos, RunCommand(Podrun() + " ls --json").output.find("no-quota"));
