@@ -1,4 +1,5 @@
-// Fuzzes the reader of gcloud's TPU node JSON (launcher/pod/tpu_node.h): ParseTpuNode.
+// Fuzzes the readers of gcloud's TPU JSON (launcher/pod/tpu_node.h): ParseTpuNode and
+// ParseQueuedResource, on the same input.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -12,6 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)podrun::ParseTpuNode(json, "tpu fuzz");
   } catch (const podrun::Error&) {
     // Not a Node: the documented error path (Error(kUnreachable)).
+  }
+  try {
+    (void)podrun::ParseQueuedResource(json, "queued resource fuzz");
+  } catch (const podrun::Error&) {
   }
   return 0;
 }
