@@ -79,13 +79,16 @@ class SpotTest : public ::testing::Test {
     return path;
   }
   // What a preemption does: the node reads PREEMPTED, its workers lose every process and the
-  // contents of their homes.
+  // contents of their homes, and come back as new VMs: with new host keys.
   static void Preempt(const std::string& node) {
     std::istringstream addresses(Gcloud("--admin preempt " + node + " --zone zone-a"));
     for (std::string address; std::getline(addresses, address);) {
       for (int i = 0; i < kWorkers; ++i) {
         if (pod_->address(i) != address) continue;
-        pod_->Reboot(i);
+        const std::string key = pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key";
+        RunCommand("rm -f " + key + " " + key + ".pub && ssh-keygen -q -t ed25519 -N '' -f " + key +
+                   " < /dev/null");
+        pod_->Reboot(i);  // its sshd starts again with the new key
         pod_->Exec(i, "find ~ -mindepth 1 -maxdepth 1 ! -name .ssh -exec rm -rf {} +");
       }
     }
@@ -320,6 +323,13 @@ TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSam
                 (p["back_ns"].get<int64_t>() - p["seen_ns"].get<int64_t>()) / 1e9);
   }
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
+  // Attempt 3 ran on the VMs of attempt 1, whose host keys changed: podrun forgot the old keys of
+  // the node it recreated and recorded the new ones.
+  const std::string new_key =
+      RunCommand("cut -d' ' -f1,2 " + pod_->dir() + "/w0/ssh_host_ed25519_key.pub", false).output;
+  EXPECT_NE(std::string::npos,
+            ReadTextFile(pod_->known_hosts()).find(new_key.substr(0, new_key.size() - 1)))
+      << new_key;
   // Setup ran for real on the fresh VMs of each attempt (their stamps went with their homes).
   std::istringstream setups(ReadTextFile(ckpt + "/setup.log"));
   int setup_lines = 0;
