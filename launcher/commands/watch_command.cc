@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,7 @@
 #include "launcher/commands/open_files.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
+#include "launcher/output/time_format.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/keeper_lock.h"
 #include "launcher/store/podrun_home.h"
@@ -29,6 +31,15 @@ namespace {
 
 constexpr auto kHeartbeat = std::chrono::seconds(10);
 constexpr auto kSpawnWait = std::chrono::seconds(10);
+
+// How long this machine has slept since it booted: CLOCK_BOOTTIME counts suspended time,
+// CLOCK_MONOTONIC (which every timer of podrun's uses) does not.
+int64_t SleptNs() {
+  timespec boot{}, mono{};
+  ::clock_gettime(CLOCK_BOOTTIME, &boot);
+  ::clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (boot.tv_sec - mono.tv_sec) * 1'000'000'000LL + (boot.tv_nsec - mono.tv_nsec);
+}
 
 std::string HostName() {
   char name[256] = {};
@@ -53,9 +64,20 @@ class Heartbeat {
   void Beat(const std::filesystem::path& db, const std::string& job_id,
             const std::stop_token& stop) {
     std::unique_lock lock(mutex_);
+    int64_t slept = SleptNs();
     for (;;) {
       (void)cv_.wait_for(lock, stop, kHeartbeat, [] { return false; });
       if (stop.stop_requested()) return;
+      // After a sleep the monotonic timers resume where they were; the connections are found
+      // dead by their keepalives and reconnected, and a worker still out of reach gets its TPU
+      // node asked about afresh. Said, so that the keeper's log explains the gap.
+      if (const int64_t now = SleptNs(); now - slept > 5'000'000'000LL) {
+        Say(fmt::format(
+            "this machine slept for {}: nobody watched the job meanwhile; watching again "
+            "(broken connections are reconnected)",
+            FormatDuration(now - slept)));
+        slept = now;
+      }
       try {
         JobStore store(db);
         store.KeeperHeartbeat(job_id);
