@@ -148,6 +148,11 @@ void GangDriver::StopWorker(AttemptWorker& w) {
       w.Reconnect();
     } catch (const std::exception& e) {
       error = e.what();
+      // Out of reach on a TPU node that is gone (preempted): nothing runs there to stop.
+      if (auto gone = GoneNode(w.index)) {
+        Say(fmt::format("{}: not stopped: {}", w.description(), *gone));
+        return;
+      }
     }
   }
   Say(fmt::format(
