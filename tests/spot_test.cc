@@ -149,6 +149,13 @@ TEST_F(SpotTest, UpCreatesThroughTheQueueDownDeletesItAndUpAgainChangesNothing) 
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("it existed: used as it is")) << r.output;
   EXPECT_EQ(Creates(calls), Creates(ReadTextFile(State() + "/calls.log")));
+  // A preempted node is created again by up (it never comes back by itself).
+  Gcloud("--admin preempt node-up --zone zone-a");
+  r = RunCommand(up);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("is PREEMPTED: deleting it and creating it again"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("is READY: 2 workers")) << r.output;
   // Another type for the same name is named, never replaced.
   r = RunCommand(Podrun() +
                  " up --tpu node-up --zone zone-a --accelerator-type v4-32 --version "
