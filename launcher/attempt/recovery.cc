@@ -77,6 +77,20 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
   }
 }
 
+// WaitForReadyNodes for `plan`'s pod: the workers whose address changed, or the exit code to end
+// with (gcloud failed: said; given up: 130).
+std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(AttemptPlan& plan,
+                                                             const TpuWait& wait) {
+  try {
+    auto moved = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(), wait);
+    if (!moved) return ExitCode::kInterrupted;
+    return *moved;
+  } catch (const Error& e) {
+    Say(e.what());
+    return e.code();
+  }
+}
+
 // Recreates (with pod.create) or waits for the gone nodes; records each as a preemption.
 std::variant<std::string, ExitCode> RecoverGoneNodes(JobStore& store, AttemptPlan& plan,
                                                      std::vector<NodeNow> now,
@@ -116,15 +130,9 @@ std::variant<std::string, ExitCode> RecoverGoneNodes(JobStore& store, AttemptPla
     moved = PointPodAtNodes(plan.pod, nodes);
     ForgetPodHostKeys(plan.pod);
   } else {
-    std::optional<std::vector<int>> changed;
-    try {
-      changed = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(), wait);
-    } catch (const Error& e) {
-      Say(e.what());
-      return e.code();
-    }
-    if (!changed) return ExitCode::kInterrupted;
-    moved = *changed;
+    auto changed = WaitUntilReadyAgain(plan, wait);
+    if (const ExitCode* give_up = std::get_if<ExitCode>(&changed)) return *give_up;
+    moved = std::get<std::vector<int>>(changed);
   }
   for (int64_t id : records) store.SetPreemptionBack(id);
   if (!moved.empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
@@ -175,15 +183,11 @@ std::variant<std::string, ExitCode> PrepareRestart(JobStore& store, AttemptPlan&
   if (!wait(backoff)) return ExitCode::kInterrupted;
   // A node that is not READY for another reason (e.g. CREATING while a queued resource
   // recreates it) is waited for, and the gang restarts at its current addresses.
-  std::optional<std::vector<int>> moved;
-  try {
-    moved = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(), wait);
-  } catch (const Error& e) {
-    Say(e.what());
-    return e.code();
+  auto moved = WaitUntilReadyAgain(plan, wait);
+  if (const ExitCode* give_up = std::get_if<ExitCode>(&moved)) return *give_up;
+  if (!std::get<std::vector<int>>(moved).empty()) {
+    store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
   }
-  if (!moved) return ExitCode::kInterrupted;
-  if (!moved->empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
   const AttemptRecord ended = store.GetAttempt(plan.job.id, plan.attempt);
   return std::string(ended.cause.rfind("hung", 0) == 0 ? "hang" : "failure");
 }

@@ -14,12 +14,6 @@ namespace {
 // A keeper on another machine is taken as gone after this long without a heartbeat.
 constexpr int64_t kHeartbeatStaleNs = 60'000'000'000;
 
-std::string ThisHost() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
-
 nlohmann::json TimeOrNull(const std::optional<int64_t>& ns) {
   return ns ? nlohmann::json(FormatRfc3339(*ns)) : nlohmann::json();
 }
@@ -33,7 +27,7 @@ KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const 
   const int64_t now = NowUnixNs();
   const std::string ago = FormatDuration(now - k->heartbeat_ns) + " ago";
   bool alive = false;
-  if (k->host == ThisHost()) {
+  if (k->host == ThisHostName()) {
     alive = KeeperHolder(home, job.id).has_value();
   } else {
     alive = !k->ended_ns && now - k->heartbeat_ns < kHeartbeatStaleNs;

@@ -41,12 +41,6 @@ int64_t SleptNs() {
   return (boot.tv_sec - mono.tv_sec) * 1'000'000'000LL + (boot.tv_nsec - mono.tv_nsec);
 }
 
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "?";
-  return name;
-}
-
 // Writes the keeper's heartbeat into the store every kHeartbeat (its own connection), until
 // destroyed.
 class Heartbeat {
@@ -115,8 +109,8 @@ ExitCode Keep(const std::filesystem::path& home, JobStore& store, const JobRecor
                     attempts.empty() ? "none" : AttemptStateName(attempts.back().state)));
     return ExitCode::kOk;
   }
-  store.SetKeeper(job.id, static_cast<int>(::getpid()), HostName());
-  Say(fmt::format("keeper of job {}: pid {} on {}", job.id, ::getpid(), HostName()));
+  store.SetKeeper(job.id, static_cast<int>(::getpid()), ThisHostName());
+  Say(fmt::format("keeper of job {}: pid {} on {}", job.id, ::getpid(), ThisHostName()));
   std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
 
   JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
@@ -208,7 +202,7 @@ ExitCode RunWatch(const WatchRequest& request) {
     return ExitCode::kOk;
   }
   const int pid = SpawnKeeper(home, job.id);
-  Say(fmt::format("keeper of job {}: pid {} on {} (its log: {})", job.id, pid, HostName(),
+  Say(fmt::format("keeper of job {}: pid {} on {} (its log: {})", job.id, pid, ThisHostName(),
                   (JobDir(home, job.id) / "keeper.log").string()));
   return ExitCode::kOk;
 }

@@ -49,6 +49,12 @@ KeeperLock::~KeeperLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+std::string ThisHostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
 std::optional<int> KeeperHolder(const std::filesystem::path& home, const std::string& job_id) {
   const int fd = OpenLockFile(home, job_id, /*create=*/false);
   if (fd < 0) return std::nullopt;

@@ -28,6 +28,9 @@ class KeeperLock {
   int fd_;
 };
 
+// This machine's name (gethostname), as a keeper records where it runs; "" if unknown.
+std::string ThisHostName();
+
 // The pid of the process holding the job's keeper lock on this machine, if any.
 std::optional<int> KeeperHolder(const std::filesystem::path& home, const std::string& job_id);
 
