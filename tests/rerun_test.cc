@@ -30,7 +30,7 @@ TEST(RerunTest, FailedWorkersOnlyThenTheWholeGang) {
   // Workers 1 and 3 fail on the first attempt only.
   std::ofstream(spec) << "name: shards\non_failure: continue\nrun: |\n"
                          "  echo \"shard $PODRUN_WORKER_ID/$PODRUN_NUM_WORKERS attempt "
-                         "$PODRUN_ATTEMPT\"\n"
+                         "$PODRUN_ATTEMPT resumed ${PODRUN_RESUMED_FROM:-none}\"\n"
                          "  if [ $PODRUN_ATTEMPT = 1 ] && [ $((PODRUN_WORKER_ID % 2)) = 1 ]; then "
                          "exit 3; fi\n";
   const std::string podrun = "env PODRUN_HOME=" + Dir() + "/home " + std::string(PODRUN_BINARY);
@@ -41,7 +41,10 @@ TEST(RerunTest, FailedWorkersOnlyThenTheWholeGang) {
   CommandResult failed = RunCommand(podrun + " rerun shards --failed");
   ASSERT_EQ(0, failed.exit_code) << failed.output;
   EXPECT_NE(std::string::npos, failed.output.find("attempt 2 of job")) << failed.output;
-  EXPECT_NE(std::string::npos, failed.output.find("[w1] shard 1/4 attempt 2")) << failed.output;
+  EXPECT_NE(std::string::npos, first.output.find("[w0] shard 0/4 attempt 1 resumed none"))
+      << first.output;
+  EXPECT_NE(std::string::npos, failed.output.find("[w1] shard 1/4 attempt 2 resumed failure"))
+      << failed.output;
   EXPECT_NE(std::string::npos, failed.output.find("[w3] shard 3/4 attempt 2")) << failed.output;
   EXPECT_EQ(std::string::npos, failed.output.find("[w0]")) << failed.output;
   EXPECT_EQ(std::string::npos, failed.output.find("[w2]")) << failed.output;

@@ -30,6 +30,17 @@ std::vector<int> FailedWorkers(const std::vector<WorkerRecord>& workers) {
   return failed;
 }
 
+// PODRUN_RESUMED_FROM of a rerun: what ended the latest attempt: "preemption" when its node was
+// preempted, "hang" when it hung, else "failure".
+std::string ResumedFrom(JobStore& store, const std::string& job_id) {
+  const auto latest = store.LatestAttempt(job_id);
+  if (!latest) return "failure";
+  for (const PreemptionRecord& p : store.Preemptions(job_id)) {
+    if (p.attempt == latest->number) return "preemption";
+  }
+  return latest->cause.rfind("hung", 0) == 0 ? "hang" : "failure";
+}
+
 ExitCode RunRerun(const RerunRequest& request) {
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
@@ -51,11 +62,14 @@ ExitCode RunRerun(const RerunRequest& request) {
   }
   EnsureOpenFiles(pod.selected.size());
   AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
+  const std::string resumed_from = ResumedFrom(store, job.id);
   const int attempt = store.AddAttempt(job.id, pod.selected);
+  store.SetAttemptResumedFrom(job.id, attempt, resumed_from);
   WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
   Say(fmt::format("attempt {} of job {} on w{}", attempt, job.id, FormatWorkerRange(pod.selected)));
-  const AttemptPlan plan = MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs),
-                                           job.env_overrides, {.detach = request.detach});
+  AttemptPlan plan = MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs),
+                                     job.env_overrides, {.detach = request.detach});
+  plan.resumed_from = resumed_from;
   const ExitCode code = RunAttemptsWithRestarts(store, plan);
   if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
   const int keeper = SpawnKeeper(home, job.id);  // as for launch -d: nobody else watches it

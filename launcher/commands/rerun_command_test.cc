@@ -2,6 +2,9 @@
 #include "launcher/commands/rerun_command.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 namespace podrun {
 namespace {
@@ -26,6 +29,37 @@ TEST(RerunTest, FailedLostAndNeverStartedWorkersAreRerun) {
   };
   EXPECT_EQ(FailedWorkers(workers), (std::vector<int>{1, 3, 4, 5, 6}));
   EXPECT_TRUE(FailedWorkers({Worker(0, WorkerState::kExited, true)}).empty());
+}
+
+TEST(RerunTest, ARerunSaysWhatEndedTheAttemptBeforeIt) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("podrun-rerun-resumed-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    JobStore store(dir / "podrun.db");
+    JobRecord job;
+    job.name = "j";
+    job.pod = "hosts:1";
+    job.spec_text = "run: x\n";
+    job.spec_path = "j.yaml";
+    job.hosts = {{0, "u", "h", 22, "h"}};
+    job = store.CreateJob(job);
+    store.AddAttempt(job.id, {0});
+    EXPECT_EQ("failure", ResumedFrom(store, job.id));
+    store.SetAttemptCause(job.id, 1, "hung: no output from any worker for 5 s");
+    EXPECT_EQ("hang", ResumedFrom(store, job.id));
+    store.AddAttempt(job.id, {0});
+    store.AddPreemption(job.id, {.id = 0,
+                                 .attempt = 2,
+                                 .node = "n",
+                                 .state = "PREEMPTED",
+                                 .seen_ns = 1,
+                                 .back_ns = std::nullopt,
+                                 .recreated = false});
+    EXPECT_EQ("preemption", ResumedFrom(store, job.id));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
