@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -244,6 +245,197 @@ TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
   EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
   EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+}
+
+// How many lines of `text` contain `needle`.
+int CountLines(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+// The calls.log lines (gcloud argv as JSON arrays) of `verb` ("describe", "create", "delete") on
+// `node`, from line `from` on.
+int Calls(const std::string& calls, const std::string& verb, const std::string& node,
+          size_t from = 0) {
+  std::istringstream in(calls);
+  int n = 0;
+  size_t line_no = 0;
+  for (std::string line; std::getline(in, line); ++line_no) {
+    if (line_no < from) continue;
+    n += line.find("\"" + verb + "\", \"" + node + "\"") != std::string::npos;
+  }
+  return n;
+}
+size_t LineCount(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(SpotTest, TheKeepersBudgetCountsOnlyTheRestartsSinceTheLastRerun) {
+  // A program that always fails, restarts: 1, detached: each launch or rerun gets its own restart.
+  const std::string spec = Dir() + "/budget.yaml";
+  std::ofstream(spec) << "name: budget\npod: {local: 1}\nrestarts: 1\nrun: |\n  sleep 1\n"
+                         "  exit 3\n";
+  CommandResult r = RunCommand(Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  auto ended = [&](int attempts) {
+    return WaitUntil(
+        [&] {
+          nlohmann::json s = Status(job);
+          return s["attempt"]["number"] == attempts && s["attempt"]["state"] == "failed" &&
+                 s["keeper"]["state"] == "ended";
+        },
+        std::chrono::seconds(40));
+  };
+  ASSERT_TRUE(ended(2)) << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job +
+                                                            "/keeper.log");
+  r = RunCommand(Podrun() + " rerun " + job + " -d < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  ASSERT_TRUE(ended(4)) << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job +
+                                                            "/keeper.log");
+  nlohmann::json status = Status(job);
+  EXPECT_EQ("restart-after-failure", status["attempt"]["reason"]) << status.dump();
+  EXPECT_EQ("failure", status["attempt"]["resumed_from"]) << status.dump();
+  // Still 4 a while later: the keeper used one restart, no more.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(4, Status(job)["attempt"]["number"]);
+  KillLocalAgents(Home());
+}
+
+TEST_F(SpotTest, ARerunWhileTheKeeperRunsIsRefusedAndDownEndsTheKeeperFirst) {
+  const std::string spec =
+      WriteSpec("driven", "node-dr", "accelerator_type: v4-16, version: base, spot: true",
+                "restarts: 2\nrun: sleep 60\n");
+  CommandResult r = RunCommand(Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  nlohmann::json status = Status(job);
+  ASSERT_EQ("running", status["keeper"]["state"]) << status.dump();
+  const int keeper = status["keeper"]["pid"].get<int>();
+  // One driver per job: the rerun is refused, naming the keeper.
+  r = RunCommand(Podrun() + " rerun " + job + " < /dev/null");
+  EXPECT_EQ(2, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("keeper (pid " + std::to_string(keeper))) << r.output;
+  EXPECT_EQ(1, Status(job)["attempt"]["number"]);
+  // down ends the keeper before it deletes the node: nothing creates it again.
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  r = RunCommand(Podrun() + " down --tpu node-dr --zone zone-a -y");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("keeper of job " + job)) << r.output;
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-dr", before));
+  EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").substr(0, 2));
+  EXPECT_EQ("ended", Status(job)["keeper"]["state"]);
+}
+
+TEST_F(SpotTest, ANodeDeletedBySomeoneElseIsNotBroughtBack) {
+  const std::string spec =
+      WriteSpec("removed", "node-rm", "accelerator_type: v4-16, version: base, spot: true",
+                "restarts: 2\nrun: sleep 60\n");
+  CommandResult r = RunCommand(Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  const std::string addresses =
+      Gcloud("compute tpus tpu-vm describe node-rm --zone zone-a --format=json");
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  // Someone deletes the node: its VMs go with it.
+  Gcloud("compute tpus tpu-vm delete node-rm --zone zone-a --quiet");
+  for (int i = 0; i < kWorkers; ++i) {
+    if (addresses.find("\"" + pod_->address(i) + "\"") != std::string::npos) pod_->Reboot(i);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return Status(job)["keeper"]["state"] == "ended"; },
+                        std::chrono::seconds(60)))
+      << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  const std::string log = ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  EXPECT_NE(std::string::npos, log.find("no longer exists and podrun did not delete it")) << log;
+  EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-rm", before)) << log;
+  EXPECT_EQ(1, Status(job)["attempt"]["number"]);
+}
+
+TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWatchedAgain) {
+  // Deletes take 3 s here: long enough to kill the keeper in the middle of one.
+  nlohmann::json config = nlohmann::json::parse(ReadTextFile(State() + "/config.json"));
+  config["delete_seconds"] = 3;
+  config["create_seconds"] = 3;
+  std::ofstream(State() + "/config.json") << config.dump();
+  const std::string spec =
+      WriteSpec("midway", "node-mid", "accelerator_type: v4-16, version: base, spot: true",
+                "restarts: 2\nrun: |\n  echo attempt $PODRUN_ATTEMPT\n  sleep 60\n");
+  CommandResult r = RunCommand(Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  const int keeper = Status(job)["keeper"]["pid"].get<int>();
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  Preempt("node-mid");
+  // While it recreates, the job reads as recovering, not failed.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        nlohmann::json s = Status(job);
+        return s["recovering"].is_object() && s["attempt"]["state"] == "recovering";
+      },
+      std::chrono::seconds(30)))
+      << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  EXPECT_NE(std::string::npos, RunCommand(Podrun() + " ls", false).output.find("recovering"));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Calls(ReadTextFile(State() + "/calls.log"), "delete", "node-mid", before) > 0; },
+      std::chrono::seconds(30)));
+  ASSERT_EQ(0, ::kill(keeper, SIGKILL));  // mid-delete: the node goes, nobody creates it
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-mid", before));
+  // The next keeper finds podrun's own recreation half done, and finishes it.
+  r = RunCommand(Podrun() + " watch " + job);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        nlohmann::json s = Status(job);
+        return s["attempt"]["number"] == 2 && s["attempt"]["state"] == "running";
+      },
+      std::chrono::seconds(60)))
+      << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  nlohmann::json status = Status(job);
+  EXPECT_EQ("recovery-after-preemption", status["attempt"]["reason"]) << status.dump();
+  EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
+  EXPECT_EQ(1, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-mid", before));
+  RunCommand(Podrun() + " stop " + job + " --grace 1");
+  RunCommand(Podrun() + " down --tpu node-mid --zone zone-a -y");
+}
+
+TEST_F(SpotTest, FourLostWorkersOfOneNodeCostOneDescribeAndTheirReasonIsSaidOnce) {
+  const std::string spec =
+      WriteSpec("four", "node-four", "accelerator_type: v4-32, version: base, spot: true",
+                "run: sleep 60\n");
+  std::thread preempt([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(8));
+    Preempt("node-four");
+  });
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  CommandResult r = RunCommand(Podrun() + " launch " + spec + " < /dev/null", false);
+  preempt.join();
+  EXPECT_EQ(1, r.exit_code) << r.output;
+  const std::string calls = ReadTextFile(State() + "/calls.log");
+  // The launch itself describes the node a few times before the run; after the preemption, the
+  // four lost workers share each answer (asked at most once per 3 s).
+  const int describes = Calls(calls, "describe", "node-four", before);
+  EXPECT_LE(describes, 4) << calls;
+  EXPECT_EQ(0, CountLines(r.output, "PREEMPTED (gcloud); preempted:")) << r.output;
+  EXPECT_GE(CountLines(r.output, "is PREEMPTED (gcloud)"), 1) << r.output;
+  RunCommand(Podrun() + " down --tpu node-four --zone zone-a -y");
+}
+
+TEST_F(SpotTest, TheSpecsCreateIsNeverAppliedToANodeChosenOnTheCommandLine) {
+  const std::string spec =
+      WriteSpec("other", "node-mine", "accelerator_type: v4-16, version: base, spot: true",
+                "run: true\n");
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  CommandResult r =
+      RunCommand(Podrun() + " launch " + spec + " --tpu node-other --zone zone-a < /dev/null");
+  EXPECT_EQ(3, r.exit_code) << r.output;  // node-other does not exist: nothing creates it
+  EXPECT_NE(std::string::npos, r.output.find("the spec's create: is for tpu node-mine")) << r.output;
+  const std::string calls = ReadTextFile(State() + "/calls.log");
+  EXPECT_EQ(0, Calls(calls, "create", "node-other", before)) << calls;
+  EXPECT_EQ(0, Calls(calls, "create", "node-mine", before)) << calls;
 }
 
 // The checkpointing example's run line: 40 steps of 0.2 s, a checkpoint every 4.

@@ -24,7 +24,7 @@
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
-#include "worker/base/process_identity.h"
+#include "proto/process_identity.h"
 #include "worker/jobdir/job_dir.h"
 
 extern "C" char** environ;

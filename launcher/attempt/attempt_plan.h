@@ -3,14 +3,20 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <map>
 #include <string>
 
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {
+
+// For a lost worker's index: why it is gone (e.g. "preempted: TPU node X is PREEMPTED
+// (gcloud)"), or nullopt when nothing says so. Thread-safe.
+using LostWorkerReason = std::function<std::optional<std::string>(int index)>;
 
 struct AttemptPlan {
   JobRecord job;  // as created in the store
@@ -24,6 +30,9 @@ struct AttemptPlan {
   bool detach = false;
   bool force_setup = false;  // run the spec's setup whatever the workers' stamps say
   std::string setup_stamp;   // SetupStamp(spec, overrides), when the spec has a setup
+  // Why a worker out of reach is gone, when its TPU node says so (recovery's NodeStates):
+  // called from the attempt's threads; unset: nobody asks.
+  LostWorkerReason lost_worker_reason;
 };
 
 // What an attempt reads from the launcher's environment and disk, before anything is recorded

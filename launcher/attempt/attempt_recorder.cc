@@ -26,10 +26,10 @@ void AttemptRecorder::SetAttempt(AttemptState state, std::optional<int> exit_cod
   }
 }
 
-void AttemptRecorder::SetCause(const std::string& cause) {
+void AttemptRecorder::SetCause(AttemptEnd end, const std::string& cause) {
   std::lock_guard lock(mutex_);
   try {
-    store_.SetAttemptCause(plan_.job.id, plan_.attempt, cause);
+    store_.SetAttemptEnd(plan_.job.id, plan_.attempt, end, cause);
   } catch (const Error& e) {
     Say(fmt::format("warning: job store: {}", e.what()));
   }

@@ -91,7 +91,7 @@ class AttemptRecorder {
                   bool ended = false);
   void SetJobHosts(const std::vector<JobHost>& hosts);
   // The root cause that ended the attempt, as the report says it.
-  void SetCause(const std::string& cause);
+  void SetCause(AttemptEnd end, const std::string& cause);
 
  private:
   JobStore& store_;

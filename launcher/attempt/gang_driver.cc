@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "launcher/attempt/log_follower.h"
-#include "launcher/attempt/preemption.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
@@ -22,7 +21,6 @@ constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 // pending in the job store for the next command that reaches the worker.
 constexpr auto kStopRetryFor = std::chrono::seconds(20);
 // While a worker cannot be reached, its TPU node is asked about at most this often.
-constexpr auto kNodeAskEvery = std::chrono::seconds(3);
 
 bool EndFailed(const ProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
 
@@ -181,8 +179,8 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
   output_->Finish(w.index);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
-  if (auto state = NodeStateOfLostWorker(plan_.pod, w.index, plan_.home / "cache")) {
-    reason = *state + "; " + lost;
+  if (auto state = GoneNode(w.index); state && lost.rfind(*state, 0) != 0) {
+    reason = *state + "; " + lost;  // said once: a give-up already starts with it
   }
   std::lock_guard lock(mutex_);
   if (gang_.Lost(w.index, reason)) StopRunning();
@@ -253,20 +251,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
 }
 
 std::optional<std::string> GangDriver::GoneNode(int index) {
-  if (!plan_.pod.cloud_tpu || plan_.pod.tpu_nodes.empty()) return std::nullopt;
-  const auto slice = static_cast<size_t>(plan_.pod.workers.at(static_cast<size_t>(index)).slice);
-  {
-    std::lock_guard lock(node_mutex_);
-    auto it = node_states_.find(slice);
-    if (it != node_states_.end() && Clock::now() - it->second.first < kNodeAskEvery) {
-      return it->second.second;
-    }
-  }
-  // One gcloud describe per node per kNodeAskEvery, whatever the number of its workers.
-  std::optional<std::string> state = NodeStateOfLostWorker(plan_.pod, index, plan_.home / "cache");
-  std::lock_guard lock(node_mutex_);
-  node_states_[slice] = {Clock::now(), state};
-  return state;
+  return plan_.lost_worker_reason ? plan_.lost_worker_reason(index) : std::nullopt;
 }
 
 void GangDriver::OnStall(std::chrono::seconds silent) {
@@ -289,7 +274,7 @@ ExitCode GangDriver::Report() {
   } else if (const auto& cause = gang_.root_cause();
              cause && cause->worker == RootCause::kWholeGang) {
     Say(fmt::format("job {} failed: {}", id, cause->reason));
-    recorder_.SetCause(cause->reason);
+    recorder_.SetCause(AttemptEnd::kHang, cause->reason);
     const auto now = Clock::now().time_since_epoch().count();
     for (auto& w : workers_.all()) {  // each worker's last line, and how long it has been silent
       const auto lines = output_->LastLines(w->index);
@@ -302,7 +287,7 @@ ExitCode GangDriver::Report() {
   } else if (cause) {
     const AttemptWorker* w = &workers_.at(cause->worker);
     Say(fmt::format("job {} failed: {}: {}", id, w->description(), cause->reason));
-    recorder_.SetCause(fmt::format("w{}: {}", cause->worker, cause->reason));
+    recorder_.SetCause(AttemptEnd::kFailure, fmt::format("w{}: {}", cause->worker, cause->reason));
     auto lines = output_->LastLines(cause->worker);
     if (!lines.empty()) {
       Say(fmt::format("last lines of w{}:", cause->worker));

@@ -76,10 +76,6 @@ class GangDriver {
   std::vector<std::thread> stoppers_;  // guarded by mutex_
   std::unique_ptr<AttemptOutput> output_;
   std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
-  std::mutex node_mutex_;
-  // slice -> when its node was last asked about, and what GoneNode said then
-  std::map<size_t, std::pair<std::chrono::steady_clock::time_point, std::optional<std::string>>>
-      node_states_;  // guarded by node_mutex_
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 

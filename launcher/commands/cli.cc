@@ -11,13 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "launcher/commands/pod_options.h"
 #include "launcher/base/error.h"
 #include "launcher/commands/doctor_command.h"
 #include "launcher/commands/exec_command.h"
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
-#include "launcher/commands/open_files.h"
+#include "launcher/base/open_files.h"
 #include "launcher/commands/rerun_command.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
@@ -25,7 +26,7 @@
 #include "launcher/commands/up_command.h"
 #include "launcher/commands/version.h"
 #include "launcher/commands/watch_command.h"
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "proto/edit_distance.h"

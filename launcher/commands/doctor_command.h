@@ -5,7 +5,7 @@
 #pragma once
 
 #include "launcher/base/error.h"
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 
 namespace podrun {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "launcher/commands/outcome.h"
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 
 namespace podrun {
 

@@ -4,14 +4,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "launcher/commands/pod_options.h"
 #include "launcher/attempt/attempt_runner.h"
-#include "launcher/attempt/restarts.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/attempt/setup_phase.h"
-#include "launcher/commands/open_files.h"
+#include "launcher/base/open_files.h"
 #include "launcher/commands/up_command.h"
-#include "launcher/commands/watch_command.h"
+#include "launcher/recovery/keeper.h"
 #include "launcher/connect/job_pod.h"
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "launcher/spec/job_env.h"
@@ -30,6 +31,11 @@ ExitCode RunLaunch(const LaunchRequest& request) {
     spec.name = request.name;
   }
   const PodSettings settings = MergePodSettings(request.pod, spec.pod);
+  if (spec.pod.create && !settings.create) {
+    Say(fmt::format("the spec's create: is for tpu {} (zone {}); the pod chosen on the command line "
+                    "is used as it is: podrun never creates, deletes or recreates it",
+                    spec.pod.tpu.value_or("?"), spec.pod.zone.value_or("?")));
+  }
   // pod.create: the node is made to exist and be READY first (nothing is recorded before).
   const std::optional<TpuNodeReady> provisioned = ProvisionSpecNode(settings);
   Pod pod = ResolvePod(settings);
@@ -51,7 +57,7 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   job.secret_names = spec.secret_env;
   job.options_json = PodOptionsJson(pod, home / "local");
   job = store.CreateJob(job);
-  int attempt = store.AddAttempt(job.id, pod.selected);
+  int attempt = store.AddAttempt(job.id, pod.selected, AttemptReason::kLaunch);
   WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
 
   const AttemptPlan plan =
@@ -59,12 +65,12 @@ ExitCode RunLaunch(const LaunchRequest& request) {
                       {.detach = request.detach, .force_setup = request.force_setup});
   const ExitCode code = RunAttemptsWithRestarts(store, plan);
   if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
-  // Nobody watches a detached job: its keeper does (watch_command.h).
+  // Nobody watches a detached job: its keeper does (recovery/keeper.h).
   const int keeper = SpawnKeeper(home, job.id);
   Say(fmt::format(
       "keeper of job {}: pid {} on this machine; it restarts the job up to {} times{} "
       "(podrun status {} shows it; its log: {})",
-      job.id, keeper, spec.restarts, spec.pod.create ? " and recreates a preempted node" : "",
+      job.id, keeper, spec.restarts, settings.create ? " and recreates a preempted node" : "",
       job.id, (JobDir(home, job.id) / "keeper.log").string()));
   return code;
 }

@@ -8,18 +8,21 @@
 #include <string>
 #include <vector>
 
-#include "launcher/attempt/restarts.h"
-#include "launcher/commands/recovery_report.h"
+#include "launcher/recovery/restarts.h"
+#include "launcher/recovery/recovery_report.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/store/job_store.h"
+#include "launcher/store/recovery_records.h"
 #include "launcher/store/podrun_home.h"
 
 namespace podrun {
 namespace {
 
-std::string StateText(const JobSummary& job) {
+// The latest attempt's state, or "recovering" while podrun heals the job between attempts.
+std::string StateText(JobStore& store, const JobSummary& job) {
+  if (RecoveryRecords(store).Recovering(job.id)) return "recovering";
   return job.state ? AttemptStateName(*job.state) : "-";
 }
 
@@ -34,7 +37,7 @@ void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
       {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION", "PREEMPTED"}};
   for (const JobSummary& job : jobs) {
     std::optional<int64_t> duration = DurationNs(job);
-    rows.push_back({job.id, job.name, job.pod, StateText(job), std::to_string(job.attempts),
+    rows.push_back({job.id, job.name, job.pod, StateText(store, job), std::to_string(job.attempts),
                     FormatLocalTime(job.started_ns.value_or(job.created_ns)),
                     duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-",
                     PreemptionsCell(store, job.id)});
@@ -58,7 +61,7 @@ void PrintJson(JobStore& store, const std::vector<JobSummary>& jobs) {
   nlohmann::json out = nlohmann::json::array();
   for (const JobSummary& job : jobs) {
     std::optional<int64_t> duration = DurationNs(job);
-    const std::vector<PreemptionRecord> preemptions = store.Preemptions(job.id);
+    const std::vector<PreemptionRecord> preemptions = RecoveryRecords(store).Preemptions(job.id);
     double lost = 0;
     for (const PreemptionRecord& p : preemptions) {
       lost += static_cast<double>(TimeLostToPreemption(store, job.id, p).value_or(0)) / 1e9;
@@ -67,7 +70,8 @@ void PrintJson(JobStore& store, const std::vector<JobSummary>& jobs) {
         {"id", job.id},
         {"name", job.name},
         {"pod", job.pod},
-        {"state", job.state ? nlohmann::json(AttemptStateName(*job.state)) : nlohmann::json()},
+        {"state", job.state ? nlohmann::json(StateText(store, job)) : nlohmann::json()},
+        {"recovering", RecoveringJson(store, job.id)},
         {"attempts", job.attempts},
         {"created", FormatRfc3339(job.created_ns)},
         {"started",

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include "launcher/attempt/attempt_runner.h"
-#include "launcher/attempt/restarts.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/attempt/setup_phase.h"
-#include "launcher/commands/open_files.h"
-#include "launcher/commands/watch_command.h"
+#include "launcher/base/open_files.h"
+#include "launcher/recovery/keeper.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
@@ -30,21 +30,16 @@ std::vector<int> FailedWorkers(const std::vector<WorkerRecord>& workers) {
   return failed;
 }
 
-// PODRUN_RESUMED_FROM of a rerun: what ended the latest attempt: "preemption" when its node was
-// preempted, "hang" when it hung, else "failure".
-std::string ResumedFrom(JobStore& store, const std::string& job_id) {
-  const auto latest = store.LatestAttempt(job_id);
-  if (!latest) return "failure";
-  for (const PreemptionRecord& p : store.Preemptions(job_id)) {
-    if (p.attempt == latest->number) return "preemption";
-  }
-  return latest->cause.rfind("hung", 0) == 0 ? "hang" : "failure";
-}
-
 ExitCode RunRerun(const RerunRequest& request) {
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
   const JobRecord job = store.ResolveJob(request.job);
+  // One driver per job: a keeper that watches it would restart or recover it under this rerun.
+  if (const std::optional<RunningKeeper> keeper = FindKeeper(store, home, job.id)) {
+    throw UsageError(fmt::format("job {} is watched by its keeper (pid {} on {}): it restarts the "
+                                 "job itself; podrun stop {} first, then rerun",
+                                 job.id, keeper->pid, keeper->host, job.id));
+  }
   JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
   std::filesystem::path local_root;
   Pod pod = PodOfJob(job, &local_root);
@@ -62,14 +57,12 @@ ExitCode RunRerun(const RerunRequest& request) {
   }
   EnsureOpenFiles(pod.selected.size());
   AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
-  const std::string resumed_from = ResumedFrom(store, job.id);
-  const int attempt = store.AddAttempt(job.id, pod.selected);
-  store.SetAttemptResumedFrom(job.id, attempt, resumed_from);
+  const int attempt = store.AddAttempt(job.id, pod.selected, AttemptReason::kRerun);
   WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
   Say(fmt::format("attempt {} of job {} on w{}", attempt, job.id, FormatWorkerRange(pod.selected)));
   AttemptPlan plan = MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs),
                                      job.env_overrides, {.detach = request.detach});
-  plan.resumed_from = resumed_from;
+  plan.resumed_from = store.GetAttempt(job.id, attempt).resumed_from;
   const ExitCode code = RunAttemptsWithRestarts(store, plan);
   if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
   const int keeper = SpawnKeeper(home, job.id);  // as for launch -d: nobody else watches it

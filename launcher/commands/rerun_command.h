@@ -26,8 +26,4 @@ ExitCode RunRerun(const RerunRequest& request);
 // (no start time), in index order. Workers podrun stopped because another failed are not.
 std::vector<int> FailedWorkers(const std::vector<WorkerRecord>& workers);
 
-// PODRUN_RESUMED_FROM for a rerun of the job: "preemption" when the latest attempt's node was
-// preempted, "hang" when it hung, else "failure".
-std::string ResumedFrom(JobStore& store, const std::string& job_id);
-
 }  // namespace podrun

@@ -45,19 +45,23 @@ TEST(RerunTest, ARerunSaysWhatEndedTheAttemptBeforeIt) {
     job.spec_path = "j.yaml";
     job.hosts = {{0, "u", "h", 22, "h"}};
     job = store.CreateJob(job);
-    store.AddAttempt(job.id, {0});
-    EXPECT_EQ("failure", ResumedFrom(store, job.id));
-    store.SetAttemptCause(job.id, 1, "hung: no output from any worker for 5 s");
-    EXPECT_EQ("hang", ResumedFrom(store, job.id));
-    store.AddAttempt(job.id, {0});
-    store.AddPreemption(job.id, {.id = 0,
-                                 .attempt = 2,
-                                 .node = "n",
-                                 .state = "PREEMPTED",
-                                 .seen_ns = 1,
-                                 .back_ns = std::nullopt,
-                                 .recreated = false});
-    EXPECT_EQ("preemption", ResumedFrom(store, job.id));
+    store.AddAttempt(job.id, {0}, AttemptReason::kLaunch);
+    EXPECT_EQ("", store.GetAttempt(job.id, 1).resumed_from);
+    // A rerun after an attempt that said nothing of its end: "failure".
+    store.AddAttempt(job.id, {0}, AttemptReason::kRerun);
+    EXPECT_EQ("failure", store.GetAttempt(job.id, 2).resumed_from);
+    // The message says "hung" but the typed end says failure: the fact is the field.
+    store.SetAttemptEnd(job.id, 2, AttemptEnd::kFailure, "hung: a message that is only text");
+    store.AddAttempt(job.id, {0}, AttemptReason::kRerun);
+    EXPECT_EQ("failure", store.GetAttempt(job.id, 3).resumed_from);
+    store.SetAttemptEnd(job.id, 3, AttemptEnd::kHang, "no output from any worker for 5 s");
+    store.AddAttempt(job.id, {0}, AttemptReason::kRerun);
+    EXPECT_EQ("hang", store.GetAttempt(job.id, 4).resumed_from);
+    EXPECT_EQ(AttemptReason::kRerun, store.GetAttempt(job.id, 4).reason);
+    store.SetAttemptEnd(job.id, 4, AttemptEnd::kPreemption);
+    store.AddAttempt(job.id, {0}, AttemptReason::kRecoveryAfterPreemption);
+    EXPECT_EQ("preemption", store.GetAttempt(job.id, 5).resumed_from);
+    EXPECT_TRUE(IsAutomatic(store.GetAttempt(job.id, 5).reason));
   }
   std::filesystem::remove_all(dir);
 }

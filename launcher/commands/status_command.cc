@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "launcher/base/exit_status.h"
-#include "launcher/commands/recovery_report.h"
+#include "launcher/recovery/recovery_report.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
@@ -137,6 +137,10 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
     out["attempt"] = {
         {"number", attempt->number},
         {"state", AttemptStateName(attempt->state)},
+        {"reason", AttemptReasonName(attempt->reason)},
+        {"ended_by", attempt->ended_by == AttemptEnd::kNone
+                         ? nlohmann::json()
+                         : nlohmann::json(AttemptEndName(attempt->ended_by))},
         {"workers", attempt->workers},
         {"exit_code", OrNull(attempt->exit_code)},
         {"started", FormatRfc3339(attempt->started_ns)},
@@ -163,6 +167,8 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
                               {"end_ns", OrNull(w.end_ns)},
                               {"note", note.empty() ? nlohmann::json() : nlohmann::json(note)}});
   }
+  out["recovering"] = recovery["recovering"];
+  if (!recovery["recovering"].is_null() && attempt) out["attempt"]["state"] = "recovering";
   out["preemptions"] = recovery["preemptions"];
   out["time_lost_seconds"] = recovery["time_lost_seconds"];
   out["keeper"] = recovery["keeper"];
@@ -170,14 +176,16 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
 }
 
 void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attempt,
-                const std::vector<WorkerRecord>& workers, const Notes& notes) {
+                const std::vector<WorkerRecord>& workers, const Notes& notes,
+                const std::optional<std::string>& recovering) {
   std::string out = fmt::format("job {} ({})  pod {}", job.id, job.name, job.pod);
   if (!attempt) {
     WriteAll(STDOUT_FILENO, out + "  no attempt yet\n");
     return;
   }
   out += fmt::format("  attempt {}: {}  started {}", attempt->number,
-                     AttemptStateName(attempt->state), FormatLocalTime(attempt->started_ns));
+                     recovering ? *recovering : AttemptStateName(attempt->state),
+                     FormatLocalTime(attempt->started_ns));
   if (!attempt->resumed_from.empty()) out += "  resumed from " + attempt->resumed_from;
   if (attempt->ended_ns) {
     out += fmt::format("  took {}", FormatDuration(*attempt->ended_ns - attempt->started_ns));
@@ -219,9 +227,11 @@ ExitCode RunStatus(const StatusRequest& request) {
     workers = store.Workers(job.id, attempt->number);
   }
   if (request.json) {
-    PrintJson(job, attempt, workers, notes, RecoveryJson(store, PodrunHome(), job));
+    nlohmann::json recovery = RecoveryJson(store, PodrunHome(), job);
+    recovery["recovering"] = RecoveringJson(store, job.id);
+    PrintJson(job, attempt, workers, notes, recovery);
   } else {
-    PrintTable(job, attempt, workers, notes);
+    PrintTable(job, attempt, workers, notes, RecoveringText(store, job.id));
     std::string recovery;
     for (const std::string& line : RecoveryLines(store, PodrunHome(), job)) recovery += line + "\n";
     WriteAll(STDOUT_FILENO, recovery);

@@ -16,7 +16,7 @@
 #include "launcher/output/say.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/job_store.h"
-#include "launcher/store/keeper_lock.h"
+#include "launcher/recovery/keeper.h"
 #include "launcher/store/podrun_home.h"
 
 namespace podrun {
@@ -70,24 +70,6 @@ Outcome StopOne(JobAgent& agent, const std::string& job_id, int attempt,
   return out;
 }
 
-// Ends the job's keeper, if one runs on this machine (SIGTERM; it holds no state of its own).
-void StopKeeper(JobStore& store, const std::string& job_id) {
-  const std::filesystem::path home = PodrunHome();
-  const std::optional<int> keeper = KeeperHolder(home, job_id);
-  if (!keeper) return;
-  if (::kill(*keeper, SIGTERM) != 0) {
-    Say(fmt::format("warning: could not end the keeper of job {} (pid {}): {}", job_id, *keeper,
-                    std::strerror(errno)));
-    return;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (KeeperHolder(home, job_id) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  store.EndKeeper(job_id, "ended with the job (podrun stop)");
-  Say(fmt::format("keeper of job {} (pid {}) ended", job_id, *keeper));
-}
-
 }  // namespace
 
 ExitCode RunStop(const StopRequest& request) {
@@ -96,7 +78,8 @@ ExitCode RunStop(const StopRequest& request) {
   }
   JobStore store(PodrunHome() / "podrun.db");
   JobRecord job = store.ResolveJob(request.job);
-  StopKeeper(store, job.id);  // first: it would restart the gang this stop ends
+  // First: the keeper would restart the gang this stop ends.
+  EndKeeper(store, PodrunHome(), job.id, "ended with the job (podrun stop)");
   std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
   if (!attempt) throw UsageError(fmt::format("job {} has no attempt to stop", job.id));
   int number = attempt->number;

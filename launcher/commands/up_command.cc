@@ -6,8 +6,13 @@
 
 #include <iostream>
 
+#include "launcher/commands/pod_options.h"
 #include "launcher/attempt/interrupt_watcher.h"
+#include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
+#include "launcher/recovery/keeper.h"
+#include "launcher/store/podrun_home.h"
+#include "launcher/store/recovery_records.h"
 #include "launcher/spec/spec.h"
 
 namespace podrun {
@@ -79,6 +84,28 @@ ExitCode RunUp(const UpRequest& request) {
   return ExitCode::kOk;
 }
 
+namespace {
+
+// Ends the keepers of this machine's jobs that run on `node`, so that none recreates it.
+void EndKeepersOfNode(const TpuQuery& node) {
+  const std::filesystem::path home = PodrunHome();
+  JobStore store(home / "podrun.db");
+  for (const JobSummary& summary : store.ListJobs()) {
+    if (!RecoveryRecords(store).GetKeeper(summary.id)) continue;
+    const JobRecord job = store.GetJob(summary.id);
+    std::filesystem::path local_root;
+    const Pod pod = PodOfJob(job, &local_root);
+    for (const TpuQuery& q : pod.tpu_nodes) {
+      if (q.name != node.name || q.zone != node.zone) continue;
+      if (node.project && q.project && *node.project != *q.project) continue;
+      EndKeeper(store, home, job.id,
+                fmt::format("ended by podrun down: {} was deleted", DescribeTpuQuery(node)));
+    }
+  }
+}
+
+}  // namespace
+
 ExitCode RunDown(const DownRequest& request) {
   const TpuQuery node = NodeOf(request.spec_path, request.pod, nullptr);
   if (!request.yes) {
@@ -92,6 +119,7 @@ ExitCode RunDown(const DownRequest& request) {
       return ExitCode::kOk;
     }
   }
+  EndKeepersOfNode(node);  // first: a keeper would create again the node torn down here
   TpuProvisioner provisioner(node, TpuCreate{}, TpuPollInterval(kCreatePoll),
                              SleepUnlessInterrupted);
   if (!provisioner.Delete()) {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "launcher/base/error.h"
-#include "launcher/connect/pod_options.h"
-#include "launcher/connect/tpu_provisioner.h"
+#include "launcher/connect/pod.h"
+#include "launcher/recovery/tpu_provisioner.h"
 
 namespace podrun {
 

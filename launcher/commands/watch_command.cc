@@ -1,202 +1,26 @@
-// `podrun watch`, and the keeper's process (see watch_command.h).
+// `podrun watch` (see watch_command.h).
 #include "launcher/commands/watch_command.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <mutex>
-#include <optional>
-#include <thread>
-
-#include "launcher/attempt/attempt_runner.h"
-#include "launcher/attempt/restarts.h"
-#include "launcher/commands/open_files.h"
-#include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
-#include "launcher/output/time_format.h"
-#include "launcher/spec/spec.h"
-#include "launcher/store/keeper_lock.h"
+#include "launcher/recovery/keeper.h"
 #include "launcher/store/podrun_home.h"
 
 namespace podrun {
-namespace {
-
-constexpr auto kHeartbeat = std::chrono::seconds(10);
-constexpr auto kSpawnWait = std::chrono::seconds(10);
-
-// How long this machine has slept since it booted: CLOCK_BOOTTIME counts suspended time,
-// CLOCK_MONOTONIC (which every timer of podrun's uses) does not.
-int64_t SleptNs() {
-  timespec boot{}, mono{};
-  ::clock_gettime(CLOCK_BOOTTIME, &boot);
-  ::clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (boot.tv_sec - mono.tv_sec) * 1'000'000'000LL + (boot.tv_nsec - mono.tv_nsec);
-}
-
-// Writes the keeper's heartbeat into the store every kHeartbeat (its own connection), until
-// destroyed.
-class Heartbeat {
- public:
-  Heartbeat(const std::filesystem::path& db, std::string job_id)
-      : thread_([this, db, job_id = std::move(job_id)](const std::stop_token& stop) {
-          Beat(db, job_id, stop);
-        }) {}
-  ~Heartbeat() {
-    thread_.request_stop();
-    cv_.notify_all();
-  }
-
- private:
-  void Beat(const std::filesystem::path& db, const std::string& job_id,
-            const std::stop_token& stop) {
-    std::unique_lock lock(mutex_);
-    int64_t slept = SleptNs();
-    for (;;) {
-      (void)cv_.wait_for(lock, stop, kHeartbeat, [] { return false; });
-      if (stop.stop_requested()) return;
-      // After a sleep the monotonic timers resume where they were; the connections are found
-      // dead by their keepalives and reconnected, and a worker still out of reach gets its TPU
-      // node asked about afresh. Said, so that the keeper's log explains the gap.
-      if (const int64_t now = SleptNs(); now - slept > 5'000'000'000LL) {
-        Say(fmt::format(
-            "this machine slept for {}: nobody watched the job meanwhile; watching again "
-            "(broken connections are reconnected)",
-            FormatDuration(now - slept)));
-        slept = now;
-      }
-      try {
-        JobStore store(db);
-        store.KeeperHeartbeat(job_id);
-      } catch (const Error& e) {
-        Say(fmt::format("warning: keeper heartbeat: {}", e.what()));
-      }
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable_any cv_;
-  std::jthread thread_;  // last: stopped first
-};
-
-// Automatic restarts made since the last attempt that ran for another reason (launch, rerun).
-int RestartsUsed(const std::vector<AttemptRecord>& attempts) {
-  int used = 0;
-  for (auto it = attempts.rbegin(); it != attempts.rend() && !it->resumed_from.empty(); ++it) {
-    ++used;
-  }
-  return used;
-}
-
-ExitCode Keep(const std::filesystem::path& home, JobStore& store, const JobRecord& job) {
-  std::optional<KeeperLock> lock = KeeperLock::TryAcquire(home, job.id);
-  if (!lock) {
-    Say(fmt::format("job {} already has a keeper: nothing to do", job.id));
-    return ExitCode::kOk;
-  }
-  const std::vector<AttemptRecord> attempts = store.Attempts(job.id);
-  if (attempts.empty() || attempts.back().state == AttemptState::kSucceeded ||
-      attempts.back().state == AttemptState::kStopped ||
-      attempts.back().state == AttemptState::kStartFailed) {
-    Say(fmt::format("job {} has no attempt left to watch ({})", job.id,
-                    attempts.empty() ? "none" : AttemptStateName(attempts.back().state)));
-    return ExitCode::kOk;
-  }
-  store.SetKeeper(job.id, static_cast<int>(::getpid()), ThisHostName());
-  Say(fmt::format("keeper of job {}: pid {} on {}", job.id, ::getpid(), ThisHostName()));
-  std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
-
-  JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
-  std::filesystem::path local_root;
-  Pod pod = PodOfJob(job, &local_root);
-  pod.selected = attempts.back().workers;
-  EnsureOpenFiles(pod.selected.size());
-  AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
-  AttemptPlan plan = MakeAttemptPlan(job, attempts.back().number, spec, pod, home,
-                                     std::move(inputs), job.env_overrides, {});
-  plan.resumed_from = attempts.back().resumed_from;
-  ExitCode code = ExitCode::kFailed;
-  try {
-    code = RunAttemptsWithRestarts(
-        store, plan, {.follow_running = true, .restarts_used = RestartsUsed(attempts), .wait = {}});
-  } catch (const Error& e) {
-    heartbeat.reset();
-    store.EndKeeper(job.id, e.what());
-    throw;
-  }
-  heartbeat.reset();
-  const auto latest = store.LatestAttempt(job.id);
-  store.EndKeeper(job.id, fmt::format("the job ended: {}",
-                                      latest ? AttemptStateName(latest->state) : "no attempt"));
-  return code;
-}
-
-}  // namespace
-
-int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
-  const std::filesystem::path log = JobDir(home, job_id) / "keeper.log";
-  // Everything the child needs is ready before fork: it only calls async-signal-safe functions.
-  const int log_fd =
-      ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (log_fd < 0) {
-    throw Error(ExitCode::kFailed, fmt::format("{}: {}", log.string(), std::strerror(errno)));
-  }
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const std::string self = "/proc/self/exe";
-  std::vector<std::string> args = {"podrun", "watch", job_id, "--foreground"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setsid();
-    ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::signal(SIGINT, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(self.c_str(), argv.data());
-    ::_exit(127);
-  }
-  const int fork_errno = errno;
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
-  if (pid < 0) {
-    throw Error(ExitCode::kFailed,
-                fmt::format("cannot start the keeper: fork: {}", std::strerror(fork_errno)));
-  }
-  const auto deadline = std::chrono::steady_clock::now() + kSpawnWait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (KeeperHolder(home, job_id) == pid) return pid;
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      throw Error(ExitCode::kFailed,
-                  fmt::format("the keeper of job {} ended at once (exit {}): see {}", job_id,
-                              WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-                              log.string()));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  throw Error(ExitCode::kFailed,
-              fmt::format("the keeper of job {} (pid {}) did not take its lock within {} s: see {}",
-                          job_id, pid, kSpawnWait.count(), log.string()));
-}
 
 ExitCode RunWatch(const WatchRequest& request) {
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
   const JobRecord job = store.ResolveJobOrLatest(request.job);
-  if (request.foreground) return Keep(home, store, job);
+  if (request.foreground) {
+    std::optional<Keeper> keeper = Keeper::Acquire(home, job.id);
+    if (!keeper) {
+      Say(fmt::format("job {} already has a keeper: nothing to do", job.id));
+      return ExitCode::kOk;
+    }
+    return keeper->Run(store, job);
+  }
   if (std::optional<int> holder = KeeperHolder(home, job.id)) {
     Say(fmt::format("job {} already has a keeper (pid {}): nothing to do", job.id, *holder));
     return ExitCode::kOk;

@@ -17,7 +17,7 @@
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/agent_link/agent_link.h"
 #include "launcher/agent_link/agent_relay.h"
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
 #include "launcher/ssh/jump_hosts.h"

@@ -12,7 +12,7 @@
 
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/connect/agent_connection.h"
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {

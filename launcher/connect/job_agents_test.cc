@@ -92,7 +92,7 @@ TEST(JobAgents, SettleAttemptIfDoneRecordsTheOutcome) {
     job.hosts.push_back(host);
   }
   job = store.CreateJob(job);
-  int attempt = store.AddAttempt(job.id, {0, 1});
+  int attempt = store.AddAttempt(job.id, {0, 1}, AttemptReason::kLaunch);
   store.SetAttemptState(job.id, attempt, AttemptState::kRunning);
   store.UpdateWorker(job.id, attempt, 0, UpdateFromProcessEnd(Exited(0)));
   EXPECT_FALSE(SettleAttemptIfDone(store, job.id, attempt));

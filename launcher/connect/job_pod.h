@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {

@@ -55,6 +55,7 @@ TpuNode ParseTpuNode(std::string_view json, const std::string& what) {
   TpuNode out;
   const std::string full = text(node, "name");
   out.name = full.substr(full.rfind('/') + 1);
+  if (full.rfind("projects/", 0) == 0) out.project = full.substr(9, full.find('/', 9) - 9);
   out.state = text(node, "state");
   out.accelerator_type = text(node, "acceleratorType");
   out.runtime_version = text(node, "runtimeVersion");

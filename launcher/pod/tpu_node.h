@@ -16,6 +16,7 @@ struct TpuEndpoint {
 
 struct TpuNode {
   std::string name;                    // the last part of "projects/P/locations/Z/nodes/NAME"
+  std::string project;                 // P of that name ("" when the name has no project)
   std::string state;                   // READY, CREATING, PREEMPTED, ...
   std::string accelerator_type;        // e.g. v4-64
   std::string runtime_version;         // runtimeVersion, e.g. tpu-ubuntu2204-base

@@ -79,7 +79,8 @@ JobRecord ReadJob(Statement& s) {
 
 constexpr const char* kAttemptColumns =
     "job_id, number, started_ns, ended_ns, state, workers_json, exit_code, "
-    "COALESCE(resumed_from, ''), COALESCE(cause, '')";
+    "COALESCE(resumed_from, ''), COALESCE(cause, ''), COALESCE(reason, 'launch'), "
+    "COALESCE(ended_by, '')";
 
 AttemptRecord ReadAttempt(Statement& s, const std::filesystem::path& path) {
   AttemptRecord a;
@@ -96,6 +97,8 @@ AttemptRecord ReadAttempt(Statement& s, const std::filesystem::path& path) {
   a.exit_code = s.OptionalInt32(6);
   a.resumed_from = s.Text(7);
   a.cause = s.Text(8);
+  a.reason = ParseAttemptReason(s.Text(9)).value_or(AttemptReason::kLaunch);
+  a.ended_by = ParseAttemptEnd(s.Text(10));
   return a;
 }
 
@@ -190,7 +193,7 @@ void JobStore::SetJobHosts(const std::string& job_id, const std::vector<JobHost>
 }
 
 int JobStore::AddAttempt(const std::string& job_id, const std::vector<int>& workers,
-                         int64_t started_ns) {
+                         AttemptReason reason, int64_t started_ns) {
   Transaction tx(db_.get(), path_);
   JobRecord job = GetJob(job_id);
   std::map<int, std::string> host_of;
@@ -209,14 +212,22 @@ int JobStore::AddAttempt(const std::string& job_id, const std::vector<int>& work
                  "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE job_id = ?1");
   next.Bind(1, job_id).Step();
   int number = static_cast<int>(next.Int(0));
+  Statement previous(db_.get(), path_,
+                     "SELECT COALESCE(ended_by, '') FROM attempts WHERE job_id = ?1 AND number = ?2");
+  previous.Bind(1, job_id).Bind(2, number - 1);
+  const AttemptEnd previous_end =
+      previous.Step() ? ParseAttemptEnd(previous.Text(0)) : AttemptEnd::kNone;
+  const std::string resumed_from = ResumedFrom(reason, previous_end);
   Statement insert(db_.get(), path_,
-                   "INSERT INTO attempts (job_id, number, started_ns, state, workers_json) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5)");
+                   "INSERT INTO attempts (job_id, number, started_ns, state, workers_json, "
+                   "reason, resumed_from) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULLIF(?7, ''))");
   insert.Bind(1, job_id)
       .Bind(2, number)
       .Bind(3, started_ns)
       .Bind(4, std::string(AttemptStateName(AttemptState::kStarting)))
       .Bind(5, json(workers).dump())
+      .Bind(6, std::string(AttemptReasonName(reason)))
+      .Bind(7, resumed_from)
       .Run();
   Statement worker(db_.get(), path_,
                    "INSERT INTO workers (job_id, attempt, idx, host, state) "
@@ -248,6 +259,14 @@ void JobStore::SetAttemptState(const std::string& job_id, int attempt, AttemptSt
   if (sqlite3_changes(db_.get()) == 0) {
     throw UsageError("job " + job_id + " has no attempt " + std::to_string(attempt));
   }
+}
+
+void JobStore::SetAttemptEnd(const std::string& job_id, int attempt, AttemptEnd end,
+                             const std::optional<std::string>& cause) {
+  Statement s(db_.get(), path_,
+              "UPDATE attempts SET ended_by = NULLIF(?3, ''), cause = COALESCE(?4, cause) "
+              "WHERE job_id = ?1 AND number = ?2");
+  s.Bind(1, job_id).Bind(2, attempt).Bind(3, std::string(AttemptEndName(end))).Bind(4, cause).Run();
 }
 
 void JobStore::UpdateWorker(const std::string& job_id, int attempt, int index,

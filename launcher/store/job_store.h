@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/spec/job_env.h"
+#include "launcher/store/attempt_reason.h"
 #include "launcher/store/worker_state.h"
 
 struct sqlite3;
@@ -51,29 +52,10 @@ struct AttemptRecord {
   AttemptState state = AttemptState::kStarting;
   std::vector<int> workers;  // selected worker indexes
   std::optional<int> exit_code;
-  std::string resumed_from;  // failure, hang or preemption: why it ran again; "" for the first
-  std::string cause;         // the root cause of its end, as reported; "" if none
-};
-
-// A preemption of the job's TPU node, seen after (and ending) attempt `attempt`.
-struct PreemptionRecord {
-  int64_t id = 0;
-  int attempt = 0;
-  std::string node;
-  std::string state;  // what gcloud said: PREEMPTED, TERMINATED, SUSPENDED, FAILED
-  int64_t seen_ns = 0;
-  std::optional<int64_t> back_ns;  // READY again
-  bool recreated = false;          // podrun deleted and created the node
-};
-
-// The process that watches a detached job (`launch -d` with restarts:, `podrun watch`).
-struct KeeperRecord {
-  int pid = 0;
-  std::string host;  // the machine it runs on (hostname)
-  int64_t started_ns = 0;
-  int64_t heartbeat_ns = 0;  // its last sign of life
-  std::optional<int64_t> ended_ns;
-  std::string end_note;  // why it ended, when it said so
+  AttemptReason reason = AttemptReason::kLaunch;  // why it ran (written once, by AddAttempt)
+  std::string resumed_from;  // its PODRUN_RESUMED_FROM: failure, hang or preemption; "" if none
+  AttemptEnd ended_by = AttemptEnd::kNone;  // what ended it, when it failed
+  std::string cause;  // the root cause of its end, for people, as reported; "" if none
 };
 
 struct WorkerRecord {
@@ -145,9 +127,14 @@ class JobStore {
   void SetJobHosts(const std::string& job_id, const std::vector<JobHost>& hosts);
 
   // Adds the next attempt of the job (number 1, 2, ...) in state kStarting, with one worker
-  // row (kPending, host from the job's hosts) per selected index; returns its number.
-  int AddAttempt(const std::string& job_id, const std::vector<int>& workers,
+  // row (kPending, host from the job's hosts) per selected index, recording why it runs and
+  // so its PODRUN_RESUMED_FROM (from `reason` and what ended the attempt before); returns its
+  // number.
+  int AddAttempt(const std::string& job_id, const std::vector<int>& workers, AttemptReason reason,
                  int64_t started_ns = NowUnixNs());
+  // Records what ended an attempt (and, when given, its root cause as the report said it).
+  void SetAttemptEnd(const std::string& job_id, int attempt, AttemptEnd end,
+                     const std::optional<std::string>& cause = std::nullopt);
   // Sets an attempt's state, and its exit code and end time when given.
   void SetAttemptState(const std::string& job_id, int attempt, AttemptState state,
                        std::optional<int> exit_code = std::nullopt,
@@ -177,30 +164,13 @@ class JobStore {
   // Every job, newest first; at most `limit` when limit > 0.
   std::vector<JobSummary> ListJobs(int limit = 0);
 
-  // Recovery (job_store_recovery.cc). Why attempt `attempt` runs (failure, hang, preemption).
-  void SetAttemptResumedFrom(const std::string& job_id, int attempt, const std::string& reason);
-  // The root cause that ended the attempt, as the report said it.
-  void SetAttemptCause(const std::string& job_id, int attempt, const std::string& cause);
-  // Records a preemption seen now (or at `seen_ns`); returns its id.
-  int64_t AddPreemption(const std::string& job_id, const PreemptionRecord& preemption);
-  // The node of preemption `id` is READY again.
-  void SetPreemptionBack(int64_t id, int64_t back_ns = NowUnixNs());
-  // The job's preemptions, oldest first.
-  std::vector<PreemptionRecord> Preemptions(const std::string& job_id);
-  // The job's keeper is `pid` on `host`, from now (replacing an ended one's record).
-  void SetKeeper(const std::string& job_id, int pid, const std::string& host);
-  // The keeper is alive now.
-  void KeeperHeartbeat(const std::string& job_id);
-  // The keeper ended, saying why.
-  void EndKeeper(const std::string& job_id, const std::string& note);
-  std::optional<KeeperRecord> GetKeeper(const std::string& job_id);
-
   // Deleter of the connection handle (defined in job_store.cc).
   struct Closer {
     void operator()(sqlite3* db) const;
   };
 
  private:
+  friend class RecoveryRecords;  // shares the connection (recovery_records.h)
   void Migrate();
 
   std::filesystem::path path_;

@@ -79,6 +79,33 @@ CREATE TABLE keepers (
   end_note TEXT NOT NULL DEFAULT ''
 );
 )sql",
+    // 4: typed facts (docs/design.md decisions 17, 18): why each attempt ran and what ended it,
+    // the keeper's process identity (pid, start time, boot id), what a job being recovered waits
+    // for, and a recreation podrun has begun (recorded before the delete, so that a keeper killed between the delete and the
+    // create finishes it).
+    R"sql(
+ALTER TABLE attempts ADD COLUMN reason TEXT;    -- launch | rerun | restart-after-failure | ...
+ALTER TABLE attempts ADD COLUMN ended_by TEXT;  -- failure | hang | preemption; NULL: none
+UPDATE attempts SET reason = CASE
+    WHEN resumed_from IS NULL THEN (CASE WHEN number = 1 THEN 'launch' ELSE 'rerun' END)
+    WHEN resumed_from = 'preemption' THEN 'recovery-after-preemption'
+    WHEN resumed_from = 'hang' THEN 'restart-after-hang'
+    ELSE 'restart-after-failure' END;
+ALTER TABLE keepers ADD COLUMN identity TEXT NOT NULL DEFAULT '';  -- "pid start_ticks boot_id"
+CREATE TABLE recovering (             -- a job between attempts, being healed: what it waits for
+  job_id TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  what TEXT NOT NULL,
+  since_ns INTEGER NOT NULL
+);
+CREATE TABLE recreations (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  node TEXT NOT NULL,
+  zone TEXT NOT NULL,
+  project TEXT NOT NULL,
+  began_ns INTEGER NOT NULL,
+  PRIMARY KEY (job_id, node, zone, project)
+);
+)sql",
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Tests of the job store on a real SQLite file: round trips, JOB resolution, two stores on one
 // file, and that no secret's value ever reaches the database.
 #include "launcher/store/job_store.h"
+#include "launcher/store/recovery_records.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -97,7 +98,7 @@ TEST_F(JobStoreTest, AttemptsAndWorkers) {
   JobStore store(db_);
   std::string id = store.CreateJob(SampleJob("bert")).id;
   EXPECT_FALSE(store.LatestAttempt(id));
-  EXPECT_EQ(1, store.AddAttempt(id, {0, 1}, 1000));
+  EXPECT_EQ(1, store.AddAttempt(id, {0, 1}, AttemptReason::kLaunch, 1000));
 
   std::vector<WorkerRecord> workers = store.Workers(id, 1);
   ASSERT_EQ(2u, workers.size());
@@ -136,7 +137,7 @@ TEST_F(JobStoreTest, AttemptsAndWorkers) {
   EXPECT_EQ((std::vector<int>{0, 1}), first.workers);
 
   // rerun --failed: only worker 1, a new attempt of the same job.
-  EXPECT_EQ(2, store.AddAttempt(id, {1}, 3000));
+  EXPECT_EQ(2, store.AddAttempt(id, {1}, AttemptReason::kLaunch, 3000));
   EXPECT_EQ(2, store.LatestAttempt(id)->number);
   EXPECT_EQ(AttemptState::kStarting, store.LatestAttempt(id)->state);
   EXPECT_EQ(1u, store.Workers(id, 2).size());
@@ -145,9 +146,9 @@ TEST_F(JobStoreTest, AttemptsAndWorkers) {
   EXPECT_THROW(store.UpdateWorker(id, 2, 0, {.state = WorkerState::kLost}), Error);
   EXPECT_THROW(store.SetAttemptState(id, 9, AttemptState::kFailed), Error);
   EXPECT_THROW(store.GetAttempt(id, 9), Error);
-  EXPECT_THROW(store.AddAttempt(id, {5}), Error);     // not in the pod
-  EXPECT_THROW(store.AddAttempt(id, {1, 1}), Error);  // twice
-  EXPECT_THROW(store.AddAttempt("nope", {0}), Error);
+  EXPECT_THROW(store.AddAttempt(id, {5}, AttemptReason::kLaunch), Error);     // not in the pod
+  EXPECT_THROW(store.AddAttempt(id, {1, 1}, AttemptReason::kLaunch), Error);  // twice
+  EXPECT_THROW(store.AddAttempt("nope", {0}, AttemptReason::kLaunch), Error);
 }
 
 TEST_F(JobStoreTest, StateNames) {
@@ -210,9 +211,9 @@ TEST_F(JobStoreTest, ListNewestFirst) {
   JobStore store(db_);
   std::string a = store.CreateJob(SampleJob("one")).id;
   std::string b = store.CreateJob(SampleJob("two")).id;
-  store.AddAttempt(a, {0, 1}, 100);
+  store.AddAttempt(a, {0, 1}, AttemptReason::kLaunch, 100);
   store.SetAttemptState(a, 1, AttemptState::kFailed, 1, 200);
-  store.AddAttempt(a, {1}, 300);
+  store.AddAttempt(a, {1}, AttemptReason::kLaunch, 300);
   store.SetAttemptState(a, 2, AttemptState::kSucceeded, 0, 450);
 
   std::vector<JobSummary> jobs = store.ListJobs();
@@ -235,10 +236,10 @@ TEST_F(JobStoreTest, TwoStoresOnOneFile) {
   JobStore other(db_);  // e.g. `podrun status` in another terminal
   std::string id = launcher.CreateJob(SampleJob("bert")).id;
   EXPECT_EQ(id, other.ResolveJob("bert").id);
-  int attempt = other.AddAttempt(id, {0, 1});
+  int attempt = other.AddAttempt(id, {0, 1}, AttemptReason::kLaunch);
   launcher.UpdateWorker(id, attempt, 1, {.state = WorkerState::kRunning});
   EXPECT_EQ(WorkerState::kRunning, other.Workers(id, attempt)[1].state);
-  EXPECT_EQ(2, launcher.AddAttempt(id, {0}));  // numbers never collide
+  EXPECT_EQ(2, launcher.AddAttempt(id, {0}, AttemptReason::kLaunch));  // numbers never collide
   JobStore moved = std::move(other);
   EXPECT_EQ(2u, moved.Attempts(id).size());
 }
@@ -288,7 +289,7 @@ TEST_F(JobStoreTest, NoSecretValueIsStored) {
     job.env_overrides = params.overrides;
     job.secret_names = {"WANDB_API_KEY"};
     std::string id = store.CreateJob(job).id;
-    store.AddAttempt(id, {0, 1});
+    store.AddAttempt(id, {0, 1}, AttemptReason::kLaunch);
     JobRecord bad = job;
     bad.env_overrides["WANDB_API_KEY"] = secret;  // a caller's mistake is refused
     EXPECT_THROW(store.CreateJob(bad), Error);
@@ -311,23 +312,26 @@ TEST_F(JobStoreTest, OpenDefaultUsesPodrunHome) {
 
 TEST_F(JobStoreTest, RecoveryRecords) {
   JobStore store(db_);
+  RecoveryRecords records(store);
   JobRecord job = store.CreateJob(SampleJob("spot"));
-  store.AddAttempt(job.id, {0, 1});
-  store.SetAttemptCause(job.id, 1, "w1: lost: preempted");
-  const int64_t id = store.AddPreemption(job.id, {.id = 0,
-                                                  .attempt = 1,
-                                                  .node = "node-1",
-                                                  .state = "PREEMPTED",
-                                                  .seen_ns = 1000,
-                                                  .back_ns = std::nullopt,
-                                                  .recreated = true});
-  const int second = store.AddAttempt(job.id, {0, 1});
-  store.SetAttemptResumedFrom(job.id, second, "preemption");
-  store.SetPreemptionBack(id, 5000);
+  store.AddAttempt(job.id, {0, 1}, AttemptReason::kLaunch);
+  store.SetAttemptEnd(job.id, 1, AttemptEnd::kFailure, "w1: lost: preempted");
+  const int64_t id = records.AddPreemption(job.id, {.id = 0,
+                                                    .attempt = 1,
+                                                    .node = "node-1",
+                                                    .state = "PREEMPTED",
+                                                    .seen_ns = 1000,
+                                                    .back_ns = std::nullopt,
+                                                    .recreated = true});
+  store.SetAttemptEnd(job.id, 1, AttemptEnd::kPreemption);  // the cause said stays
+  const int second = store.AddAttempt(job.id, {0, 1}, AttemptReason::kRecoveryAfterPreemption);
+  records.SetPreemptionBack(id, 5000);
   EXPECT_EQ("w1: lost: preempted", store.GetAttempt(job.id, 1).cause);
+  EXPECT_EQ(AttemptEnd::kPreemption, store.GetAttempt(job.id, 1).ended_by);
   EXPECT_EQ("", store.GetAttempt(job.id, 1).resumed_from);
   EXPECT_EQ("preemption", store.GetAttempt(job.id, second).resumed_from);
-  const auto preemptions = store.Preemptions(job.id);
+  EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, store.GetAttempt(job.id, second).reason);
+  const auto preemptions = records.Preemptions(job.id);
   ASSERT_EQ(1u, preemptions.size());
   EXPECT_EQ(1, preemptions[0].attempt);
   EXPECT_EQ("node-1", preemptions[0].node);
@@ -336,21 +340,37 @@ TEST_F(JobStoreTest, RecoveryRecords) {
   EXPECT_EQ(5000, preemptions[0].back_ns);
   EXPECT_TRUE(preemptions[0].recreated);
 
-  EXPECT_FALSE(store.GetKeeper(job.id));
-  store.SetKeeper(job.id, 4242, "laptop");
-  auto keeper = store.GetKeeper(job.id);
+  EXPECT_FALSE(records.GetKeeper(job.id));
+  records.SetKeeper(job.id, 4242, "4242 17 boot", "laptop");
+  auto keeper = records.GetKeeper(job.id);
   ASSERT_TRUE(keeper);
   EXPECT_EQ(4242, keeper->pid);
+  EXPECT_EQ("4242 17 boot", keeper->identity);
   EXPECT_EQ("laptop", keeper->host);
   EXPECT_FALSE(keeper->ended_ns);
-  store.EndKeeper(job.id, "the job ended: succeeded");
-  keeper = store.GetKeeper(job.id);
+  records.EndKeeper(job.id, "the job ended: succeeded");
+  keeper = records.GetKeeper(job.id);
   ASSERT_TRUE(keeper && keeper->ended_ns);
   EXPECT_EQ("the job ended: succeeded", keeper->end_note);
-  store.SetKeeper(job.id, 4343, "vm");  // `podrun watch` later: a new keeper replaces the record
-  keeper = store.GetKeeper(job.id);
+  records.SetKeeper(job.id, 4343, "4343 18 boot", "vm");  // `podrun watch` later: replaced
+  keeper = records.GetKeeper(job.id);
   EXPECT_EQ(4343, keeper->pid);
   EXPECT_FALSE(keeper->ended_ns);
+
+  EXPECT_FALSE(records.Recovering(job.id));
+  records.SetRecovering(job.id, "recreating TPU node node-1 (PREEMPTED)");
+  const auto since = records.Recovering(job.id)->since_ns;
+  records.SetRecovering(job.id, "waiting for capacity");
+  EXPECT_EQ("waiting for capacity", records.Recovering(job.id)->what);
+  EXPECT_EQ(since, records.Recovering(job.id)->since_ns);  // since the recovery began
+  records.EndRecovering(job.id);
+  EXPECT_FALSE(records.Recovering(job.id));
+
+  records.BeginRecreation(job.id, {"node-1", "z", "p", 0});
+  ASSERT_EQ(1u, records.Recreations(job.id).size());
+  EXPECT_EQ("node-1", records.Recreations(job.id)[0].node);
+  records.EndRecreation(job.id, {"node-1", "z", "p", 0});
+  EXPECT_TRUE(records.Recreations(job.id).empty());
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 #include <utility>
 
 #include "proto/unique_fd.h"
-#include "worker/base/process_identity.h"
+#include "proto/process_identity.h"
 
 namespace podrun::agent {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/base/process_identity.h"
+#include "proto/process_identity.h"
 
 namespace podrun::agent {
 

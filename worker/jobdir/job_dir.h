@@ -30,7 +30,7 @@
 #include <string_view>
 
 #include "proto/process_end.h"
-#include "worker/base/process_identity.h"
+#include "proto/process_identity.h"
 #include "worker/jobdir/log_gap.h"
 
 namespace podrun::agent {

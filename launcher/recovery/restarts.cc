@@ -1,12 +1,13 @@
 // Whole-gang restarts (see restarts.h).
-#include "launcher/attempt/restarts.h"
+#include "launcher/recovery/restarts.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "launcher/attempt/interrupt_watcher.h"
-#include "launcher/attempt/recovery.h"
+#include "launcher/recovery/node_states.h"
+#include "launcher/recovery/pod_recovery.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
@@ -17,10 +18,12 @@ namespace {
 
 constexpr auto kFirstBackoff = std::chrono::seconds(5);
 constexpr auto kMaxBackoff = std::chrono::minutes(5);
+// How long the gang's followers reuse a node's state when several of its workers are lost.
+constexpr auto kNodeAskEvery = std::chrono::seconds(3);
 
 // "2 preemptions: 3m05s lost in all (the node took 1m10s, 1m02s to come back)", or "".
 std::string PreemptionSummary(JobStore& store, const std::string& job_id) {
-  const std::vector<PreemptionRecord> preemptions = store.Preemptions(job_id);
+  const std::vector<PreemptionRecord> preemptions = RecoveryRecords(store).Preemptions(job_id);
   if (preemptions.empty()) return "";
   int64_t lost = 0;
   std::string back;
@@ -56,7 +59,19 @@ std::optional<int64_t> TimeLostToPreemption(JobStore& store, const std::string& 
   return *started - p.seen_ns;
 }
 
+int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts) {
+  int used = 0;
+  for (auto it = attempts.rbegin(); it != attempts.rend() && IsAutomatic(it->reason); ++it) {
+    ++used;
+  }
+  return used;
+}
+
 ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const RestartOptions& options) {
+  const bool queued = plan.spec.pod.create && plan.spec.pod.create->queued;
+  NodeStates nodes(plan.pod, plan.home / "cache", kNodeAskEvery, queued);
+  plan.lost_worker_reason = [&nodes](int index) { return nodes.LostWorkerReason(index); };
+  RecoveryRecords records(store);
   ExitCode code = options.follow_running ? FollowAttempt(store, plan) : RunAttempt(store, plan);
   const TpuWait wait = options.wait ? options.wait : TpuWait(SleepUnlessInterrupted);
   for (int restart = options.restarts_used + 1; restart <= plan.spec.restarts && !plan.detach;
@@ -64,16 +79,22 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
     const auto attempt = store.LatestAttempt(plan.job.id);
     const bool failed =
         code == ExitCode::kFailed && attempt && attempt->state == AttemptState::kFailed;
-    if (!failed && !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(plan))) break;
-    auto next = PrepareRestart(store, plan, restart, wait);
+    if (!failed &&
+        !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(store, plan, nodes))) {
+      break;
+    }
+    auto next = PrepareRestart(store, plan, restart, nodes, wait);
     if (const ExitCode* give_up = std::get_if<ExitCode>(&next)) {
       if (*give_up == ExitCode::kInterrupted) Say("interrupted: no restart");
+      records.EndRecovering(plan.job.id);
       code = *give_up;
       break;
     }
-    plan.resumed_from = std::get<std::string>(next);
-    plan.attempt = store.AddAttempt(plan.job.id, plan.pod.selected);
-    store.SetAttemptResumedFrom(plan.job.id, plan.attempt, plan.resumed_from);
+    const AttemptReason reason = std::get<AttemptReason>(next);
+    plan.attempt = store.AddAttempt(plan.job.id, plan.pod.selected, reason);
+    plan.resumed_from = store.GetAttempt(plan.job.id, plan.attempt).resumed_from;
+    records.EndRecovering(plan.job.id);
+    nodes.Forget();  // the nodes' names stay; what gcloud says of them is asked afresh
     Say(fmt::format("attempt {} of job {} (restart {} of {}, resumed from {})", plan.attempt,
                     plan.job.id, restart, plan.spec.restarts, plan.resumed_from));
     code = RunAttempt(store, plan);

@@ -1,6 +1,6 @@
 // Tests of process identities: a recycled pid (same pid, another start time) or another boot is
 // never taken for the process, and group members are found only among the group's own.
-#include "worker/base/process_identity.h"
+#include "proto/process_identity.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace podrun::agent {
+namespace podrun {
 namespace {
 
 TEST(ProcessIdentityTest, NamesALiveProcessAndRoundTrips) {
@@ -100,4 +100,4 @@ TEST(ProcessIdentityTest, SignalGroupReachesOnlyTheGroupsMembers) {
 }
 
 }  // namespace
-}  // namespace podrun::agent
+}  // namespace podrun

@@ -1,5 +1,5 @@
 // See keeper_lock.h.
-#include "launcher/store/keeper_lock.h"
+#include "launcher/recovery/keeper_lock.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // See open_files.h.
-#include "launcher/commands/open_files.h"
+#include "launcher/base/open_files.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,6 +27,13 @@ std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::p
 // {"preemptions": [...], "time_lost_seconds": S, "keeper": {...} | null} for status --json.
 nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
                             const JobRecord& job);
+
+// For a job between attempts that podrun is healing: "recovering (recreating TPU node node-1
+// (PREEMPTED), for 1m02s)"; nullopt otherwise. Shown by status and ls in place of the ended
+// attempt's state, so that a run that heals is not read as failed.
+std::optional<std::string> RecoveringText(JobStore& store, const std::string& job_id);
+// The same as {"what": ..., "since": ..., "seconds": ...}, or null.
+nlohmann::json RecoveringJson(JobStore& store, const std::string& job_id);
 
 // "2 (1m03s lost)" for ls, or "-".
 std::string PreemptionsCell(JobStore& store, const std::string& job_id);

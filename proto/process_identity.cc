@@ -1,5 +1,5 @@
 // Reading process identities from /proc (see process_identity.h).
-#include "worker/base/process_identity.h"
+#include "proto/process_identity.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace podrun::agent {
+namespace podrun {
 namespace {
 
 struct StatFields {
@@ -119,4 +119,4 @@ int SignalGroup(const ProcessIdentity& leader, int sig) {
   return signalled;
 }
 
-}  // namespace podrun::agent
+}  // namespace podrun

@@ -1,7 +1,5 @@
-// What a lost worker of a discovered TPU pod means: its node is asked afresh, so that a
-// preempted (or otherwise not READY) node is named as such in the launch's report, `status` and
-// the job record, not reported as a bare "lost"; and, before a restart, the wait until the
-// pod's nodes are READY again, at their new addresses.
+// Before a restart: the wait until the pod's TPU nodes are READY again, and pointing the pod's
+// workers at their nodes' current addresses (a recreated node has new ones).
 #pragma once
 
 #include <chrono>
@@ -11,16 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 
 namespace podrun {
-
-// For worker `index` of `pod`: "preempted: TPU node NAME is PREEMPTED (gcloud)" or "TPU node
-// NAME is STATE, not READY (gcloud)" when gcloud now reports its node in any state but READY;
-// nullopt when the node is READY, gcloud cannot answer, or the pod was not discovered with --tpu.
-// Blocks for one gcloud describe; `cache_dir` gets the fresh answer.
-std::optional<std::string> NodeStateOfLostWorker(const Pod& pod, int index,
-                                                 const std::filesystem::path& cache_dir);
 
 // Points the workers of `pod` at the endpoints of `nodes` (one per slice, in order); returns
 // the indexes of those whose address changed. Throws Error(kUnreachable) when a node has

@@ -1,5 +1,5 @@
 // Tests of the restart backoff schedule: 5 s, doubling, at most 5 minutes.
-#include "launcher/attempt/restarts.h"
+#include "launcher/recovery/restarts.h"
 
 #include <gtest/gtest.h>
 

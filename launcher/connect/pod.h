@@ -1,8 +1,7 @@
-// The POD OPTIONS shared by every command that talks to workers (docs/reference.md, "Selecting the
-// pod"), and their resolution into the list of workers and SSH settings.
+// A pod as the commands hold it: its workers, SSH settings and TPU nodes, resolved from the POD
+// OPTIONS (docs/reference.md, "Selecting the pod").
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,13 +13,6 @@
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
-
-// Registers --hosts, --tpu, --zone, --project, --internal-ip, --local, -w, -l, -p, -i, -F, -J,
-// --known-hosts, --strict-host-keys, --fanout, --connect-timeout on `app`, filling `pod`.
-void AddPodOptions(CLI::App& app, PodSettings& pod);
-
-// Field by field: what `cli` sets, else what `spec` sets (the command line wins).
-PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec);
 
 struct Pod {
   std::vector<PodWorker> workers;  // the whole pod, rank order

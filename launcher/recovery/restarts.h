@@ -9,8 +9,9 @@
 
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/base/error.h"
-#include "launcher/connect/tpu_provisioner.h"
+#include "launcher/recovery/tpu_provisioner.h"
 #include "launcher/store/job_store.h"
+#include "launcher/store/recovery_records.h"
 
 namespace podrun {
 
@@ -22,18 +23,24 @@ struct RestartOptions {
   // The attempt plan.attempt already runs (a keeper that starts watching it): follow it
   // (FollowAttempt) instead of running it.
   bool follow_running = false;
-  // Restarts already made in this run of attempts (a keeper taking over after another).
+  // Automatic restarts already made since the last launch or rerun (a keeper taking over after
+  // another): AutomaticRestartsSince.
   int restarts_used = 0;
   // Sleeps between questions to gcloud and for the backoff; false when given up. Default:
   // SleepUnlessInterrupted (Ctrl-C).
   TpuWait wait;
 };
 
+// The automatic restarts (restart after failure or hang, recovery after preemption) made since
+// the last attempt that a launch or rerun made: what a keeper taking over has used of `restarts:`.
+int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts);
+
 // Runs `plan`'s attempt, then restarts as the spec says (recovery.h: after a preemption the
 // node is recreated with pod.create; new attempts recorded in `store` with why they run, each
 // announced on stderr), and ends with the preemptions' sum. Ctrl-C during a wait ends it: 130.
 // Returns the last attempt's code. A detached plan (-d) is not restarted here: its keeper
-// (keeper.h) does that.
+// (recovery/keeper.h) does that. A worker out of reach whose TPU node the API reports gone is
+// lost at once (NodeStates: one describe per node per 3 s).
 ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan,
                                  const RestartOptions& options = {});
 

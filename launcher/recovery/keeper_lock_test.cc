@@ -1,6 +1,6 @@
 // Tests of the one-keeper-per-job lock with real processes: another process's lock is seen with
 // its pid and refused; it goes with the process, even one killed with SIGKILL.
-#include "launcher/store/keeper_lock.h"
+#include "launcher/recovery/keeper_lock.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace podrun::agent {
+namespace podrun {
 
 struct ProcessIdentity {
   pid_t pid = 0;
@@ -44,4 +44,4 @@ std::vector<pid_t> GroupMembersSince(const ProcessIdentity& leader);
 // (see GroupMembersSince); returns how many were signalled.
 int SignalGroup(const ProcessIdentity& leader, int sig);
 
-}  // namespace podrun::agent
+}  // namespace podrun

@@ -1,12 +1,13 @@
 // See recovery_report.h.
-#include "launcher/commands/recovery_report.h"
+#include "launcher/recovery/recovery_report.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "launcher/attempt/restarts.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/output/time_format.h"
-#include "launcher/store/keeper_lock.h"
+#include "launcher/recovery/keeper_lock.h"
+#include "launcher/store/recovery_records.h"
 
 namespace podrun {
 namespace {
@@ -22,7 +23,7 @@ nlohmann::json TimeOrNull(const std::optional<int64_t>& ns) {
 
 KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const JobRecord& job) {
   KeeperView view;
-  const std::optional<KeeperRecord> k = store.GetKeeper(job.id);
+  const std::optional<KeeperRecord> k = RecoveryRecords(store).GetKeeper(job.id);
   if (!k) return view;
   const int64_t now = NowUnixNs();
   const std::string ago = FormatDuration(now - k->heartbeat_ns) + " ago";
@@ -58,7 +59,7 @@ KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const 
 std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::path& home,
                                        const JobRecord& job) {
   std::vector<std::string> lines;
-  const std::vector<PreemptionRecord> preemptions = store.Preemptions(job.id);
+  const std::vector<PreemptionRecord> preemptions = RecoveryRecords(store).Preemptions(job.id);
   int64_t lost = 0;
   for (const PreemptionRecord& p : preemptions) {
     const std::optional<int64_t> cost = TimeLostToPreemption(store, job.id, p);
@@ -87,7 +88,7 @@ nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
   nlohmann::json out;
   out["preemptions"] = nlohmann::json::array();
   double lost = 0;
-  for (const PreemptionRecord& p : store.Preemptions(job.id)) {
+  for (const PreemptionRecord& p : RecoveryRecords(store).Preemptions(job.id)) {
     const std::optional<int64_t> cost = TimeLostToPreemption(store, job.id, p);
     lost += static_cast<double>(cost.value_or(0)) / 1e9;
     out["preemptions"].push_back(
@@ -108,8 +109,22 @@ nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
   return out;
 }
 
+std::optional<std::string> RecoveringText(JobStore& store, const std::string& job_id) {
+  const std::optional<RecoveringRecord> r = RecoveryRecords(store).Recovering(job_id);
+  if (!r) return std::nullopt;
+  return fmt::format("recovering ({}, for {})", r->what, FormatDuration(NowUnixNs() - r->since_ns));
+}
+
+nlohmann::json RecoveringJson(JobStore& store, const std::string& job_id) {
+  const std::optional<RecoveringRecord> r = RecoveryRecords(store).Recovering(job_id);
+  if (!r) return nullptr;
+  return {{"what", r->what},
+          {"since", FormatRfc3339(r->since_ns)},
+          {"seconds", static_cast<double>(NowUnixNs() - r->since_ns) / 1e9}};
+}
+
 std::string PreemptionsCell(JobStore& store, const std::string& job_id) {
-  const std::vector<PreemptionRecord> preemptions = store.Preemptions(job_id);
+  const std::vector<PreemptionRecord> preemptions = RecoveryRecords(store).Preemptions(job_id);
   if (preemptions.empty()) return "-";
   int64_t lost = 0;
   for (const PreemptionRecord& p : preemptions) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/pod/tpu_create.h"
 #include "launcher/pod/tpu_gcloud.h"
 

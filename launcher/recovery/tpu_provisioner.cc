@@ -1,5 +1,5 @@
 // Creating, recreating, deleting and waiting for a TPU node (see tpu_provisioner.h).
-#include "launcher/connect/tpu_provisioner.h"
+#include "launcher/recovery/tpu_provisioner.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,0 +1,239 @@
+// The keeper (see keeper.h).
+#include "launcher/recovery/keeper.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "launcher/attempt/attempt_runner.h"
+#include "launcher/base/open_files.h"
+#include "launcher/connect/job_pod.h"
+#include "launcher/output/say.h"
+#include "launcher/output/time_format.h"
+#include "launcher/recovery/restarts.h"
+#include "launcher/spec/spec.h"
+#include "launcher/store/podrun_home.h"
+#include "launcher/store/recovery_records.h"
+#include "proto/process_identity.h"
+#include "proto/unique_fd.h"
+
+namespace podrun {
+namespace {
+
+constexpr auto kHeartbeat = std::chrono::seconds(10);
+constexpr auto kSpawnWait = std::chrono::seconds(10);
+
+// How long this machine has slept since it booted: CLOCK_BOOTTIME counts suspended time,
+// CLOCK_MONOTONIC (which every timer of podrun's uses) does not.
+int64_t SleptNs() {
+  timespec boot{}, mono{};
+  ::clock_gettime(CLOCK_BOOTTIME, &boot);
+  ::clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (boot.tv_sec - mono.tv_sec) * 1'000'000'000LL + (boot.tv_nsec - mono.tv_nsec);
+}
+
+// Writes the keeper's heartbeat into the store every kHeartbeat (its own connection), until
+// destroyed.
+class Heartbeat {
+ public:
+  Heartbeat(const std::filesystem::path& db, std::string job_id)
+      : thread_([this, db, job_id = std::move(job_id)](const std::stop_token& stop) {
+          Beat(db, job_id, stop);
+        }) {}
+  ~Heartbeat() {
+    thread_.request_stop();
+    cv_.notify_all();
+  }
+
+ private:
+  void Beat(const std::filesystem::path& db, const std::string& job_id,
+            const std::stop_token& stop) {
+    std::unique_lock lock(mutex_);
+    int64_t slept = SleptNs();
+    for (;;) {
+      (void)cv_.wait_for(lock, stop, kHeartbeat, [] { return false; });
+      if (stop.stop_requested()) return;
+      // After a sleep the monotonic timers resume where they were; the connections are found
+      // dead by their keepalives and reconnected, and a worker still out of reach gets its TPU
+      // node asked about afresh. Said, so that the keeper's log explains the gap.
+      if (const int64_t now = SleptNs(); now - slept > 5'000'000'000LL) {
+        Say(fmt::format(
+            "this machine slept for {}: nobody watched the job meanwhile; watching again "
+            "(broken connections are reconnected)",
+            FormatDuration(now - slept)));
+        slept = now;
+      }
+      try {
+        JobStore store(db);
+        RecoveryRecords(store).KeeperHeartbeat(job_id);
+      } catch (const Error& e) {
+        Say(fmt::format("warning: keeper heartbeat: {}", e.what()));
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable_any cv_;
+  std::jthread thread_;  // last: stopped first
+};
+
+// The identity of the holder of the job's keeper lock, when it is the process the keeper
+// recorded (same pid, start time and boot, on this host) and still alive.
+std::optional<ProcessIdentity> IdentifiedKeeper(JobStore& store, const std::filesystem::path& home,
+                                                const std::string& job_id) {
+  const std::optional<int> holder = KeeperHolder(home, job_id);
+  // 0 (or less): a holder in another pid namespace, whose pid means nothing here.
+  if (!holder || *holder <= 0) return std::nullopt;
+  const std::optional<KeeperRecord> k = RecoveryRecords(store).GetKeeper(job_id);
+  if (!k || k->host != ThisHostName()) return std::nullopt;
+  const std::optional<ProcessIdentity> recorded = ProcessIdentity::Parse(k->identity);
+  if (!recorded || recorded->pid != *holder || !recorded->Alive()) return std::nullopt;
+  return recorded;
+}
+
+}  // namespace
+
+std::optional<Keeper> Keeper::Acquire(const std::filesystem::path& home,
+                                      const std::string& job_id) {
+  std::optional<KeeperLock> lock = KeeperLock::TryAcquire(home, job_id);
+  if (!lock) return std::nullopt;
+  return Keeper(home, std::move(*lock));
+}
+
+ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
+  RecoveryRecords records(store);
+  const std::vector<AttemptRecord> attempts = store.Attempts(job.id);
+  if (attempts.empty() || attempts.back().state == AttemptState::kSucceeded ||
+      attempts.back().state == AttemptState::kStopped ||
+      (attempts.back().state == AttemptState::kStartFailed && records.Recreations(job.id).empty())) {
+    Say(fmt::format("job {} has no attempt left to watch ({})", job.id,
+                    attempts.empty() ? "none" : AttemptStateName(attempts.back().state)));
+    return ExitCode::kOk;
+  }
+  const auto self = ProcessIdentity::Of(::getpid());
+  records.SetKeeper(job.id, static_cast<int>(::getpid()), self ? self->ToString() : "",
+                    ThisHostName());
+  Say(fmt::format("keeper of job {}: pid {} on {}", job.id, ::getpid(), ThisHostName()));
+  std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
+
+  JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
+  std::filesystem::path local_root;
+  Pod pod = PodOfJob(job, &local_root);
+  pod.selected = attempts.back().workers;
+  EnsureOpenFiles(pod.selected.size());
+  AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
+  AttemptPlan plan = MakeAttemptPlan(job, attempts.back().number, spec, pod, home_,
+                                     std::move(inputs), job.env_overrides, {});
+  plan.resumed_from = attempts.back().resumed_from;
+  ExitCode code = ExitCode::kFailed;
+  try {
+    code = RunAttemptsWithRestarts(store, plan,
+                                   {.follow_running = true,
+                                    .restarts_used = AutomaticRestartsSince(attempts),
+                                    .wait = {}});
+  } catch (const Error& e) {
+    heartbeat.reset();
+    records.EndKeeper(job.id, e.what());
+    throw;
+  }
+  heartbeat.reset();
+  const auto latest = store.LatestAttempt(job.id);
+  records.EndKeeper(job.id, fmt::format("the job ended: {}",
+                                        latest ? AttemptStateName(latest->state) : "no attempt"));
+  return code;
+}
+
+int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
+  const std::filesystem::path log = JobDir(home, job_id) / "keeper.log";
+  // Everything the child needs is ready before fork: it only calls async-signal-safe functions.
+  const int log_fd =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (log_fd < 0) {
+    throw Error(ExitCode::kFailed, fmt::format("{}: {}", log.string(), std::strerror(errno)));
+  }
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const std::string self = "/proc/self/exe";
+  std::vector<std::string> args = {"podrun", "watch", job_id, "--foreground"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::signal(SIGINT, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(self.c_str(), argv.data());
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  if (pid < 0) {
+    throw Error(ExitCode::kFailed,
+                fmt::format("cannot start the keeper: fork: {}", std::strerror(fork_errno)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kSpawnWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (KeeperHolder(home, job_id) == pid) return pid;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      throw Error(ExitCode::kFailed,
+                  fmt::format("the keeper of job {} ended at once (exit {}): see {}", job_id,
+                              WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                              log.string()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw Error(ExitCode::kFailed,
+              fmt::format("the keeper of job {} (pid {}) did not take its lock within {} s: see {}",
+                          job_id, pid, kSpawnWait.count(), log.string()));
+}
+
+std::optional<RunningKeeper> FindKeeper(JobStore& store, const std::filesystem::path& home,
+                                        const std::string& job_id) {
+  const std::optional<ProcessIdentity> keeper = IdentifiedKeeper(store, home, job_id);
+  if (!keeper) return std::nullopt;
+  return RunningKeeper{keeper->pid, ThisHostName()};
+}
+
+bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::string& job_id,
+               const std::string& note) {
+  const std::optional<ProcessIdentity> keeper = IdentifiedKeeper(store, home, job_id);
+  if (!keeper) return false;
+  // A pidfd names this very process: checked again once it is open, the pid cannot be recycled
+  // under the signal.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, keeper->pid, 0)));
+  if (pidfd.get() < 0 || !keeper->Alive() ||
+      ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0) != 0) {
+    Say(fmt::format("warning: could not end the keeper of job {} (pid {}): {}", job_id,
+                    keeper->pid, std::strerror(errno)));
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (KeeperHolder(home, job_id) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  RecoveryRecords(store).EndKeeper(job_id, note);
+  Say(fmt::format("keeper of job {} (pid {}) ended", job_id, keeper->pid));
+  return true;
+}
+
+}  // namespace podrun

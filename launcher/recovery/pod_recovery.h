@@ -1,0 +1,38 @@
+// Between a failed attempt and the next (`restarts:`; docs/reference.md, "Provisioning and
+// recovery"): what happened to the pod, and what to do before the gang runs again.
+//   - A TPU node the API reports PREEMPTED or TERMINATED (its queued resource SUSPENDED or
+//     FAILED): with the spec's pod.create for that node, deleted and created again at once (the
+//     intent recorded before the delete), that node's workers' old host keys forgotten; without,
+//     waited for until READY. Recorded as a preemption; the next attempt is a recovery.
+//   - A node that is simply gone (deleted by someone else, not by podrun): the run ends.
+//   - A worker lost while its node still reads READY: gcloud is asked again every poll until it
+//     says what happened or the worker answers again.
+//   - Otherwise the backoff, then the nodes are checked READY.
+// While it works, the job is recorded as recovering (what it waits for), for status and ls.
+#pragma once
+
+#include <variant>
+
+#include "launcher/attempt/attempt_plan.h"
+#include "launcher/base/error.h"
+#include "launcher/recovery/node_states.h"
+#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/store/job_store.h"
+
+namespace podrun {
+
+// Readies `plan`'s pod for restart number `restart` after the failed attempt plan.attempt (its
+// addresses updated, and the job record's hosts). Returns why the next attempt runs, or the exit
+// code to end with (given up: 130; gcloud or a recreation failed: 3; the node was deleted by
+// someone else: 1). `wait` sleeps; false when the user gave up. `nodes` answers for the pod's
+// nodes (one describe per node per poll).
+std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPlan& plan,
+                                                     int restart, NodeStates& nodes,
+                                                     const TpuWait& wait);
+
+// True when the attempt that just ended could not start because a TPU node of the pod that
+// podrun may recreate is gone (a preemption during the preparation), or podrun itself began to
+// recreate one (a keeper killed mid-way), so that the restarts apply to it too.
+bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, NodeStates& nodes);
+
+}  // namespace podrun
