@@ -79,11 +79,9 @@ std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const M
                                                     const std::string& target) {
   std::vector<std::vector<std::string>> commands;
   if (m.type == "bind") {
-    std::vector<std::string> argv = {"mount", "--no-canonicalize", "--bind"};
-    AddOptions(m, &argv);
-    argv.push_back(m.source);
-    argv.push_back(target);
-    commands.push_back(AsRoot(c, argv));
+    // Options apply by a remount of the new mount's root (RemountCommand): `mount --bind -o`
+    // would remount `target` itself, which is the directory beneath.
+    commands.push_back(AsRoot(c, {"mount", "--no-canonicalize", "--bind", m.source, target}));
   } else if (m.type == "nfs" && m.server_worker == c.worker_id) {
     // This worker serves the export, to the pod's internal addresses only, and uses it itself.
     if (!c.have_exportfs) {
@@ -127,6 +125,11 @@ std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const M
     throw std::runtime_error("unknown mount type '" + m.type + "'");
   }
   return commands;
+}
+
+std::vector<std::string> RemountCommand(const MountEntry& m, const MountContext& c,
+                                        const std::string& target) {
+  return AsRoot(c, {"mount", "--no-canonicalize", "-o", "remount,bind," + m.options, target});
 }
 
 std::optional<MountedFilesystem> MountedAt(const std::string& mountinfo, const std::string& path) {
@@ -235,15 +238,9 @@ std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
     } catch (const std::runtime_error& e) {
       throw std::runtime_error("mount " + Describe(m) + ": " + e.what());
     }
-    // FUSE runs as the user, who cannot reach the agent's descriptors through /proc/PID (the
-    // agent is not dumpable): it inherits the descriptor and reaches it as its own.
-    const bool as_user = !context.root && (m.type == "gcsfuse" || m.type == "sshfs");
-    const std::string target =
-        as_user ? "/proc/self/fd/" + std::to_string(point.get()) : FdPath(self, point.get());
-    if (as_user) ::fcntl(point.get(), F_SETFD, 0);
-    for (const std::vector<std::string>& argv : MountCommands(m, context, target)) {
+    auto run_or_throw = [&](const std::vector<std::string>& argv) {
       const ProgramResult r = run(argv);
-      if (r.exit_code == 0) continue;
+      if (r.exit_code == 0) return;
       std::string line;
       for (const std::string& word : argv) line += (line.empty() ? "" : " ") + word;
       std::string why = r.err.empty() ? r.out : r.err;
@@ -252,6 +249,28 @@ std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
           "mount " + Describe(m) + ": `" + line + "` failed" +
           (r.exit_code > 0 ? " (exit " + std::to_string(r.exit_code) + ")" : "") +
           (why.empty() ? "" : ": " + why));
+    };
+    // FUSE runs as the user, who cannot reach the agent's descriptors through /proc/PID (the
+    // agent is not dumpable): it inherits the descriptor and reaches it as its own.
+    const bool as_user = !context.root && (m.type == "gcsfuse" || m.type == "sshfs");
+    const std::string target =
+        as_user ? "/proc/self/fd/" + std::to_string(point.get()) : FdPath(self, point.get());
+    if (as_user) ::fcntl(point.get(), F_SETFD, 0);
+    for (const std::vector<std::string>& argv : MountCommands(m, context, target)) {
+      run_or_throw(argv);
+    }
+    if (m.type == "bind" && !m.options.empty()) {
+      // The options, on the new mount's root: the path walked and checked again, and the
+      // remount made only if it is the source that was just bound there.
+      UniqueFd root = OpenMountPoint(m.path, ::geteuid(), make_dir);
+      struct stat got {
+      }, want{};
+      if (::fstat(root.get(), &got) != 0 || ::stat(m.source.c_str(), &want) != 0 ||
+          got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+        throw std::runtime_error("mount " + Describe(m) + ": " + m.path +
+                                 " changed while it was mounted; the options were not applied");
+      }
+      run_or_throw(RemountCommand(m, context, FdPath(self, root.get())));
     }
     done.push_back("mounted " + Describe(m));
   }

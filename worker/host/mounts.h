@@ -44,6 +44,11 @@ struct MountContext {
 std::vector<std::vector<std::string>> MountCommands(const MountEntry& m, const MountContext& c,
                                                     const std::string& target);
 
+// For a bind mount with options: the command that applies them to the new mount, reached as
+// `target` (its root, opened again once mounted).
+std::vector<std::string> RemountCommand(const MountEntry& m, const MountContext& c,
+                                        const std::string& target);
+
 // What /proc/self/mountinfo says is mounted on a path.
 struct MountedFilesystem {
   std::string type;    // e.g. "nfs4", "fuse.sshfs", "ext4"

@@ -45,10 +45,13 @@ TEST(MountCommandsTest, BindMountsTheSourceOnThePath) {
   m.path = "/mnt/data";
   EXPECT_EQ(MountCommands(m, Pod(1), kTarget),
             (std::vector<Argv>{{"mount", "--no-canonicalize", "--bind", "/data", kTarget}}));
+  // Options: a remount of the new mount's root, once it is there.
   m.options = "ro";
   EXPECT_EQ(MountCommands(m, Pod(1, /*root=*/false), kTarget),
-            (std::vector<Argv>{{"sudo", "-n", "mount", "--no-canonicalize", "--bind", "-o", "ro",
-                                "/data", kTarget}}));
+            (std::vector<Argv>{
+                {"sudo", "-n", "mount", "--no-canonicalize", "--bind", "/data", kTarget}}));
+  EXPECT_EQ(RemountCommand(m, Pod(1, /*root=*/false), kTarget),
+            (Argv{"sudo", "-n", "mount", "--no-canonicalize", "-o", "remount,bind,ro", kTarget}));
 }
 
 TEST(MountCommandsTest, TheNfsServerExportsToThePodOnlyAndTheOthersMountIt) {
@@ -211,6 +214,19 @@ TEST_F(MountPointTest, MissingDirectoriesAreMadeAndTheMountIsMadeOnTheDescriptor
   EXPECT_EQ(ApplyMounts({m}, Pod(0), real, Mountinfo),
             (std::vector<std::string>{point + ": already mounted"}));
   EXPECT_EQ(ran.size(), 1u);
+}
+
+TEST_F(MountPointTest, ABindMountsOptionsApplyToTheNewMount) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to bind mount";
+  std::filesystem::create_directories(Path("src"));
+  MountEntry m = Bind(Path("src"), Path("ro"));
+  m.options = "ro";
+  EXPECT_EQ(ApplyMounts({m}, Pod(0), RunProgram, Mountinfo),
+            (std::vector<std::string>{"mounted " + Path("src") + " on " + Path("ro") + " (bind)"}));
+  mounted_.push_back(Path("ro"));
+  EXPECT_NE(0, ::access(Path("ro").c_str(), W_OK));
+  EXPECT_EQ(EROFS, errno);
+  EXPECT_EQ(0, ::access(Path("src").c_str(), W_OK));  // the source itself stays writable
 }
 
 TEST_F(MountPointTest, ThePathMountedFromAnotherSourceIsNotAlreadyMounted) {
