@@ -238,11 +238,14 @@ std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
     } catch (const std::runtime_error& e) {
       throw std::runtime_error("mount " + Describe(m) + ": " + e.what());
     }
+    // A failure is told with the mount point's path where the command had its descriptor.
     auto run_or_throw = [&](const std::vector<std::string>& argv) {
       const ProgramResult r = run(argv);
       if (r.exit_code == 0) return;
       std::string line;
-      for (const std::string& word : argv) line += (line.empty() ? "" : " ") + word;
+      for (const std::string& word : argv) {
+        line += (line.empty() ? "" : " ") + (word.starts_with("/proc/") ? m.path : word);
+      }
       std::string why = r.err.empty() ? r.out : r.err;
       while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
       throw std::runtime_error(

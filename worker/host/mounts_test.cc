@@ -259,11 +259,10 @@ TEST_F(MountPointTest, AFailedMountNamesTheMountAndItsCommand) {
   };
   const std::string error =
       ErrorOf([&] { ApplyMounts({Bind("/nope", Path("x"))}, Pod(0), fail, Mountinfo); });
-  EXPECT_TRUE(error.starts_with("mount /nope on " + Path("x") +
-                                " (bind): `mount --no-canonicalize --bind /nope /proc/"))
-      << error;
-  EXPECT_TRUE(error.ends_with("` failed (exit 32): mount: special device /nope does not exist."))
-      << error;
+  // The command is told with the mount point's path (it had the path's descriptor).
+  EXPECT_EQ(error, "mount /nope on " + Path("x") +
+                       " (bind): `mount --no-canonicalize --bind /nope " + Path("x") +
+                       "` failed (exit 32): mount: special device /nope does not exist.");
 }
 
 TEST(MountsTest, AFuseMountIsAlreadyThereOnlyWithTheSameTypeAndSource) {
