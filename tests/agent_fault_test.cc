@@ -36,9 +36,9 @@ std::string Home() { return ::testing::TempDir() + "/podrun-agent-fault-test-hom
 std::string Podrun() { return "env PODRUN_HOME=" + Home() + " " + std::string(PODRUN_BINARY); }
 
 // A tmpfs size for ~/.podrun that holds the agent (12 MB; a sanitized build's is larger) with
-// 4 MiB to spare, as "<KiB>k".
-std::string TmpfsSizeForAgent() {
-  return std::to_string(std::filesystem::file_size(PODRUN_AGENT) / 1024 + 4096) + "k";
+// `spare_kib` to spare, as "<KiB>k".
+std::string TmpfsSizeForAgent(uintmax_t spare_kib) {
+  return std::to_string(std::filesystem::file_size(PODRUN_AGENT) / 1024 + spare_kib) + "k";
 }
 
 std::string WriteSpec(const std::string& name, const std::string& text) {
@@ -47,11 +47,12 @@ std::string WriteSpec(const std::string& name, const std::string& text) {
   return path;
 }
 
-// Each worker printed "line 1" .. "line <lines[w]>" exactly once, in order, as "[wK] line N".
+// Each worker printed "line 1" .. "line <lines[w]>" exactly once, in order, as "[wK] line N"
+// (each line may go on with " xxx...", a padding).
 void ExpectEveryLineOnce(const std::string& text, const std::map<int, int>& lines) {
   std::map<int, int> last;
   std::istringstream in(text);
-  const std::regex line_re(R"(\[w(\d)\] line (\d+))");
+  const std::regex line_re(R"(\[w(\d)\] line (\d+)(?: x+)?)");
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
     if (!std::regex_match(line, m, line_re)) continue;
@@ -97,13 +98,13 @@ class AgentFaultTest : public ::testing::Test {
                "tr '\\n' ' '")
         .output;
   }
-  // Ends w1's agent and puts w1's ~/.podrun on a tmpfs with 4 MiB beside the agent (the
+  // Ends w1's agent and puts w1's ~/.podrun on a tmpfs with `spare_kib` beside the agent (the
   // workers share one PID namespace: only w1's own agent is ended). Returns the exit code.
-  static int PutWorker1HomeOnASmallTmpfs() {
+  static int PutWorker1HomeOnASmallTmpfs(uintmax_t spare_kib = 4096) {
     if (const std::string agent = AgentPid(1); !agent.empty()) pod_->Exec(1, "kill -9 " + agent);
     return pod_
         ->Exec(1, "rm -rf /root/.podrun && mkdir -m 700 /root/.podrun && mount -t tmpfs -o size=" +
-                      TmpfsSizeForAgent() + ",mode=0700 tmpfs /root/.podrun")
+                      TmpfsSizeForAgent(spare_kib) + ",mode=0700 tmpfs /root/.podrun")
         .exit_code;
   }
   // Undoes PutWorker1HomeOnASmallTmpfs (its agent ended first).
@@ -213,6 +214,50 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   CommandResult logs = RunCommand(Podrun() + " logs full-disk -w 1");
   EXPECT_NE(std::string::npos, logs.output.find("w1 (")) << logs.output.substr(0, 2000);
   EXPECT_NE(std::string::npos, logs.output.find("log gap")) << logs.output.substr(0, 2000);
+  RestoreWorker1Home();
+}
+
+TEST_F(AgentFaultTest, ADiskNearlyFullFromTheStartStillStreamsEveryLineLiveAndTheEnd) {
+  // As a new user tried it: w1's ~/.podrun on a tmpfs that is nearly full once the agent is there
+  // (about 12 MiB in all), a job printing 20 MB in lines of 100 bytes. The disk is full before
+  // the log's first megabyte: nearly all of it is a gap on disk, and must still reach the
+  // attached launcher, live, in order, once each, followed by the end.
+  ASSERT_EQ(0, PutWorker1HomeOnASmallTmpfs(/*spare_kib=*/512));
+  constexpr int kLines = 202000;
+  const std::string spec =
+      WriteSpec("nearly-full",
+                "name: nearly-full\nrun: |\n  if [ $PODRUN_WORKER_ID = 1 ]; then\n"
+                "    awk 'BEGIN { p = sprintf(\"%88s\", \"\"); gsub(/ /, \"x\", p);"
+                " for (i = 1; i <= " +
+                    std::to_string(kLines) +
+                    "; i++) printf \"line %d %s\\n\", i, p }'\n"
+                    "    exit 0\n  fi\n  seq 1 10 | sed 's/^/line /'\n");
+  const std::string out = ::testing::TempDir() + "/nearly-full.out";
+  const std::string err = ::testing::TempDir() + "/nearly-full.err";
+  const auto began = std::chrono::steady_clock::now();
+  const pid_t launcher = StartLaunch(spec, out, err);
+  const int status = WaitForExit(launcher, 180s);
+  const auto took = std::chrono::steady_clock::now() - began;
+  if (status == -1) ::kill(launcher, SIGKILL), WaitForExit(launcher, 10s);
+  const std::string text = ReadTextFile(out), messages = ReadTextFile(err);
+  ASSERT_TRUE(WIFEXITED(status)) << "the launch did not end; stderr:\n" << messages;
+  EXPECT_EQ(0, WEXITSTATUS(status)) << messages;  // every worker's job exited 0
+  EXPECT_LT(took, 120s) << messages;
+  // Every one of w1's lines, in order, once: "line 1" first, "line 202000" last.
+  ExpectEveryLineOnce(text, {{0, 10}, {1, kLines}, {2, 10}});
+  const size_t first = text.find("[w1] line "), last = text.rfind("[w1] line ");
+  ASSERT_NE(std::string::npos, first);
+  EXPECT_EQ(0u, text.compare(first, 13, "[w1] line 1 x"));
+  EXPECT_EQ(0u, text.compare(last, 18, "[w1] line 202000 x"));
+  // The gap is reported, with the worker and its cause, by the launch and by status.
+  EXPECT_TRUE(std::regex_search(messages, std::regex("w1 \\([^)]*\\).*log gap.*"
+                                                     "No space left on device")))
+      << messages;
+  CommandResult st = RunCommand(Podrun() + " status nearly-full");
+  EXPECT_NE(std::string::npos, st.output.find("No space left on device")) << st.output;
+  CommandResult json = RunCommand(Podrun() + " status nearly-full --json");
+  EXPECT_TRUE(std::regex_search(json.output, std::regex(R"("exit_code":0,[^}]*"state":"exited")")))
+      << json.output;
   RestoreWorker1Home();
 }
 

@@ -155,9 +155,10 @@ TEST_F(SetupTest, ABindMountIsInPlaceForSetupAndRunAndMountedOnce) {
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("w0 (" + pod_->hosts()[0] + "): agent Mount: "))
       << r.output;
-  EXPECT_NE(std::string::npos,
-            r.output.find("mount /no-such-dir on /mnt/podrun-bad (bind): `mount --bind "
-                          "/no-such-dir /mnt/podrun-bad` failed (exit 32)"))
+  EXPECT_NE(
+      std::string::npos,
+      r.output.find("mount /no-such-dir on /mnt/podrun-bad (bind): `mount "
+                    "--no-canonicalize --bind /no-such-dir /mnt/podrun-bad` failed (exit 32)"))
       << r.output;
   EXPECT_NE(std::string::npos, r.output.find("nothing was started anywhere")) << r.output;
   for (int i = 0; i < kWorkers; ++i) {

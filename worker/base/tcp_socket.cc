@@ -72,16 +72,46 @@ UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout) {
 
 UniqueFd Listen(const std::string& address, uint16_t* port) {
   const SocketAddress local = ParseAddress(address, 0);
+  const bool wildcard =
+      local.storage.ss_family == AF_INET
+          ? reinterpret_cast<const sockaddr_in*>(&local.storage)->sin_addr.s_addr == INADDR_ANY
+          : IN6_IS_ADDR_UNSPECIFIED(
+                &reinterpret_cast<const sockaddr_in6*>(&local.storage)->sin6_addr);
+  if (wildcard) {
+    throw AgentError(ErrorKind::kInvalidArgument,
+                     "listen on " + address +
+                         ": refused, a relay listener binds the worker's pod address, never "
+                         "every interface");
+  }
   UniqueFd fd(::socket(local.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) throw AgentError(ErrorKind::kInternal, "listen on " + address + ": " + ErrnoMessage());
+  if (::bind(fd.get(), local.get(), local.size) != 0) {
+    const int err = errno;
+    throw AgentError(ErrorKind::kFailedPrecondition,
+                     "listen on " + address + ": " + ErrnoMessage({}, err) +
+                         (err == EADDRNOTAVAIL ? " (not an address of this worker)" : ""));
+  }
   sockaddr_storage bound{};
   socklen_t size = sizeof bound;
-  if (!fd || ::bind(fd.get(), local.get(), local.size) != 0 || ::listen(fd.get(), 16) != 0 ||
+  if (::listen(fd.get(), 16) != 0 ||
       ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
     throw AgentError(ErrorKind::kInternal, "listen on " + address + ": " + ErrnoMessage());
   }
   *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return fd;
+}
+
+std::string BoundAddress(int fd) {
+  sockaddr_storage bound{};
+  socklen_t size = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw =
+      bound.ss_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&bound)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&bound)->sin_addr);
+  return ::inet_ntop(bound.ss_family, raw, text, sizeof text) ? text : "";
 }
 
 }  // namespace podrun::agent

@@ -29,7 +29,13 @@ SocketAddress ParseAddress(const std::string& host, uint16_t port);
 // A non-blocking connect bounded by `timeout`; returns a blocking socket.
 UniqueFd Connect(const SocketAddress& address, std::chrono::seconds timeout);
 
-// A non-blocking listening socket on address:0; *port is the port it got.
+// A non-blocking listening socket on address:0; *port is the port it got. `address` must be one
+// of this machine's own (the worker's pod address, docs/design.md decision 15): a wildcard
+// (0.0.0.0, ::) is refused (kInvalidArgument), and an address this machine does not have fails
+// to bind (kFailedPrecondition, the address named); nothing ever listens on every interface.
 UniqueFd Listen(const std::string& address, uint16_t* port);
+
+// The numeric address a socket is bound to ("10.0.0.2", "::1"); "" if it cannot be read.
+std::string BoundAddress(int fd);
 
 }  // namespace podrun::agent

@@ -101,16 +101,10 @@ void SyncRpc::ServeBlobs(const v1::ServeBlobsRequest& req, v1::ServeBlobsReply* 
   }
   const auto seconds =
       std::chrono::seconds(std::min(std::max(req.seconds(), 1u), kMaxServeSeconds));
-  std::unique_ptr<BlobServer> server;
-  try {
-    server = std::make_unique<BlobServer>(cache_, req.address(), req.key(), req.manifest_sha256(),
-                                          seconds);
-  } catch (const AgentError&) {
-    // Not an address of this machine (an external IP behind NAT, a name): every interface, the
-    // key still guarding what is served.
-    server =
-        std::make_unique<BlobServer>(cache_, "0.0.0.0", req.key(), req.manifest_sha256(), seconds);
-  }
+  // On the worker's pod address only, never every interface (docs/design.md decision 15): an
+  // address this machine lacks is refused, and the launcher sends to the peers itself.
+  auto server = std::make_unique<BlobServer>(cache_, req.address(), req.key(),
+                                             req.manifest_sha256(), seconds);
   const uint32_t port = server->port();
   reply->set_port(port);
   std::vector<std::unique_ptr<BlobServer>> closed;  // destroyed once the lock is let go

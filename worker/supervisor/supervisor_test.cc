@@ -295,5 +295,47 @@ TEST_F(SupervisorTest, AFullDiskLosesNoLineForALiveReaderAndIsReported) {
   EXPECT_TRUE(marker || from_disk.records.size() == logs.records.size());
 }
 
+TEST_F(SupervisorTest, AFullDiskLosesNoLineForALiveReaderPastTheMemoryBound) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  // The job's directory on a 1 MiB tmpfs; the job prints 20 MB in lines of 100 bytes, more than
+  // the supervisor may hold in memory (LogWriter::kMaxHeldBytes): what the reader has had must
+  // make room, and the job wait for the reader, rather than drop a line it has not had.
+  KillAgent();
+  const std::filesystem::path jobs = home_ / "jobs";
+  std::filesystem::create_directories(jobs);
+  ASSERT_EQ(::mount("tmpfs", jobs.c_str(), "tmpfs", 0, "size=1m,mode=0700"), 0)
+      << std::strerror(errno);
+  struct Unmount {
+    std::filesystem::path path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{jobs};
+  agent_pid_ = StartAgent();
+  constexpr int kLines = 202000;
+  const std::string pad(88, 'x');
+  PrepareAndStart("past-bound", "awk 'BEGIN { for (i = 1; i <= " + std::to_string(kLines) +
+                                    "; i++) printf \"line %d " + pad + "\\n\", i }'; exit 3");
+  Stream logs = ReadStream("past-bound", 1, /*follow=*/true);
+  ASSERT_TRUE(logs.status.ok()) << logs.status.error_message();
+  ASSERT_TRUE(logs.end);
+  EXPECT_EQ(logs.end->exit_code(), 3);
+  std::string expected;
+  for (int i = 1; i <= kLines; ++i) expected += "line " + std::to_string(i) + " " + pad + "\n";
+  std::string got;
+  uint64_t seq = 0;
+  bool numbered_without_gaps = true;
+  for (const v1::LogRecord& r : logs.records) {
+    numbered_without_gaps = numbered_without_gaps && r.seq() == ++seq;
+    if (r.stream() == v1::LogRecord::STDOUT) got += r.data();
+  }
+  EXPECT_TRUE(numbered_without_gaps);
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected) << "the lines differ (first 200 bytes: " << got.substr(0, 200)
+                               << ")";
+  v1::StatusReply status = JobStatus("past-bound");
+  ASSERT_TRUE(status.has_log_gap());
+  EXPECT_GT(status.log_gap().bytes(), 19u << 20);
+  EXPECT_EQ(status.log_gap().cause(), std::strerror(ENOSPC));
+}
+
 }  // namespace
 }  // namespace podrun::agent

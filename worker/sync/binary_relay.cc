@@ -229,11 +229,9 @@ int Lend(const LendArgs& args) {
   UniqueFd listener;
   uint16_t port = 0;
   try {
-    try {
-      listener = Listen(args.address, &port);
-    } catch (const AgentError&) {
-      listener = Listen("0.0.0.0", &port);  // not an address of this machine (NAT, a name)
-    }
+    // The worker's pod address only, never every interface (docs/design.md decision 15): an
+    // address this machine lacks fails the lend, and the launcher uploads to the peers itself.
+    listener = Listen(args.address, &port);
   } catch (const AgentError& e) {
     std::fprintf(stderr, "podrun-agent lend: %s\n", e.what());
     return 1;

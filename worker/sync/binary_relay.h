@@ -20,7 +20,7 @@
 namespace podrun::agent {
 
 struct LendArgs {
-  std::string address;                 // numeric; 0.0.0.0 when it is not this machine's
+  std::string address;                 // the worker's pod address (numeric, this machine's)
   std::chrono::seconds lifetime{120};  // exits after this long at most, stdin open or not
   int max_clients = 64;                // exits after this many transfers
 };

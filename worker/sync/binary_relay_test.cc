@@ -5,15 +5,19 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
+#include "worker/base/agent_error.h"
 #include "worker/base/tcp_socket.h"
 
 namespace podrun::agent {
@@ -184,6 +188,53 @@ TEST(BinaryRelayTest, ATransferInProgressEndsOnceStdinCloses) {
   // Its thread is stopped and joined, not left sending (or waiting out a 10 s send timeout).
   EXPECT_EQ(std::optional<int>(1), lender.Served(8s));
   EXPECT_LT(Lender::ReadAll(reader.get()).size(), static_cast<size_t>(size));
+}
+
+// `podrun-agent lend --address A`, run as the launcher runs it: the token on stdin (held open
+// for `hold_seconds`), its first line of output (stdout and stderr) read into *first. Returns
+// the port it announced (0 if none); *out is its output, for pclose.
+uint16_t RunLend(const std::string& address, int hold_seconds, std::FILE** out,
+                 std::string* first) {
+  const std::string command = "(echo " + kToken + "; sleep " + std::to_string(hold_seconds) +
+                              ") | " + PODRUN_AGENT_BINARY + " lend --address " + address +
+                              " --seconds 10 2>&1";
+  *out = ::popen(command.c_str(), "r");
+  char line[512] = {};
+  if (!*out || !std::fgets(line, sizeof line, *out)) return 0;
+  const std::string text(line), prefix = std::string(kServingPrefix) + " ";
+  *first = text;
+  return text.starts_with(prefix) ? static_cast<uint16_t>(std::stoi(text.substr(prefix.size())))
+                                  : 0;
+}
+
+bool Accepts(const std::string& host, uint16_t port) {
+  try {
+    return static_cast<bool>(Connect(ParseAddress(host, port), 2s));
+  } catch (const AgentError&) {
+    return false;
+  }
+}
+
+TEST(BinaryRelayTest, TheLenderListensOnTheGivenAddressOnly) {
+  std::FILE* out = nullptr;
+  std::string first;
+  const uint16_t port = RunLend("127.0.0.2", 2, &out, &first);
+  ASSERT_NE(0, port);
+  EXPECT_TRUE(Accepts("127.0.0.2", port));
+  EXPECT_FALSE(Accepts("127.0.0.1", port));  // not on every interface
+  EXPECT_EQ(0, ::pclose(out));
+}
+
+TEST(BinaryRelayTest, ALenderGivenAnAddressThisMachineLacksRefusesRatherThanListenEverywhere) {
+  std::FILE* out = nullptr;
+  std::string said;
+  EXPECT_EQ(0, RunLend("192.0.2.1", 0, &out, &said));  // TEST-NET-1: nobody's
+  ASSERT_NE(nullptr, out);
+  for (char buf[512]; std::fgets(buf, sizeof buf, out);) said += buf;
+  const int status = ::pclose(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << " " << said;
+  EXPECT_EQ(std::string::npos, said.find(kServingPrefix)) << said;
+  EXPECT_NE(std::string::npos, said.find("listen on 192.0.2.1")) << said;
 }
 
 }  // namespace

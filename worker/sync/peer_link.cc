@@ -167,6 +167,7 @@ BlobServer::BlobServer(const BlobCache& cache, const std::string& address, std::
 
   try {
     listener_ = Listen(address, &port_);
+    bound_address_ = BoundAddress(listener_.get());
   } catch (const AgentError& e) {
     throw AgentError(e.kind(), where + ": " + e.what());
   }

@@ -39,12 +39,13 @@ struct BlobServerTimeouts {
 
 // Serves the blobs of one manifest (and the manifest blob itself, nothing else) from `cache` to
 // peers that know `key` (32 bytes), on a TCP listener bound to address:0 (a numeric IPv4 or IPv6
-// address). One thread accepts; each connection gets its own thread. At most kMaxHandshakes
-// connections may be proving the key at once, and at most kMaxConnections be served once they
-// have (more wait in the backlog, or for a slot), so strangers that connect and say nothing
-// cannot lock out the peers. After `lifetime`, or when idle (`timeouts.idle`), it closes by
-// itself: the listener and any open connection. The destructor does the same sooner and joins
-// every thread. Blobs are sent as the cache holds them: the fetcher checks their hashes.
+// address of this machine: the worker's pod address; never a wildcard, see Listen). One thread
+// accepts; each connection gets its own thread. At most kMaxHandshakes connections may be proving
+// the key at once, and at most kMaxConnections be served once they have (more wait in the backlog,
+// or for a slot), so strangers that connect and say nothing cannot lock out the peers. After
+// `lifetime`, or when idle (`timeouts.idle`), it closes by itself: the listener and any open
+// connection. The destructor does the same sooner and joins every thread. Blobs are sent as the
+// cache holds them: the fetcher checks their hashes.
 class BlobServer {
  public:
   static constexpr size_t kMaxConnections = 8;
@@ -52,7 +53,7 @@ class BlobServer {
 
   // Throws AgentError when the manifest is not in the cache or does not parse
   // (kFailedPrecondition), the key is not 32 bytes (kInvalidArgument), or the address cannot be
-  // listened on (kInternal).
+  // listened on (Listen's kinds: a wildcard, an address this machine lacks), naming the address.
   BlobServer(const BlobCache& cache, const std::string& address, std::string key,
              const std::string& manifest_sha256, std::chrono::seconds lifetime,
              BlobServerTimeouts timeouts = {});
@@ -61,6 +62,8 @@ class BlobServer {
   BlobServer& operator=(const BlobServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // The address its listener is bound to, as getsockname says ("10.0.0.2").
+  const std::string& bound_address() const { return bound_address_; }
   // False once it closed by itself (its lifetime over, or idle) and its threads ended.
   // Thread-safe.
   bool serving() const { return !closed_; }
@@ -85,6 +88,7 @@ class BlobServer {
   UniqueFd listener_;
   UniqueFd wake_;  // an eventfd: the destructor or a connection's progress rouses AcceptLoop
   uint16_t port_ = 0;
+  std::string bound_address_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> blobs_served_{0};

@@ -150,6 +150,26 @@ TEST_F(PeerLinkTest, FetchesEveryBlobOfTheManifest) {
   EXPECT_FALSE(client_cache_->Has(Sha256Hex("f0")));  // a symlink has no blob
 }
 
+TEST_F(PeerLinkTest, ServesOnTheGivenAddressOnlyNeverTheWildcard) {
+  const std::string manifest = Manifest({"a"});
+  BlobServer server(*server_cache_, "127.0.0.2", key_, manifest, seconds(30));
+  EXPECT_EQ("127.0.0.2", server.bound_address());
+  // Not on every interface: the same port on another of this machine's addresses is closed.
+  EXPECT_NE(FetchError(server.port(), key_, manifest).find("127.0.0.1"), std::string::npos);
+  EXPECT_EQ(
+      2u, FetchBlobs(*client_cache_, "127.0.0.2", server.port(), key_, manifest, seconds(5)).blobs);
+  // A wildcard or an address of another machine is refused, naming it.
+  for (const std::string address : {"0.0.0.0", "192.0.2.1"}) {
+    try {
+      BlobServer refused(*server_cache_, address, key_, manifest, seconds(30));
+      ADD_FAILURE() << "served on " << address;
+    } catch (const AgentError& e) {
+      EXPECT_NE(std::string(e.what()).find("serve blobs on " + address), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST_F(PeerLinkTest, BlobsAlreadyCachedAreNotSent) {
   const std::string big = RandomBytes(3 << 20, 2);
   const std::string manifest = Manifest({"one", "two", big});
