@@ -32,6 +32,7 @@ std::chrono::seconds SecondsFromEnv(const char* name, std::chrono::seconds fallb
 
 // "1m", "3m05s", "6h", "2h07m": FormatDuration without a trailing zero unit.
 std::string Span(std::chrono::seconds s) {
+  if (s.count() <= 0) return "0s";
   std::string text = FormatDuration(std::chrono::nanoseconds(s).count());
   for (const char* zero : {"00s", "00m", "00h"}) {
     if (text.size() > 3 && text.ends_with(zero)) text.resize(text.size() - 3);
