@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "launcher/connect/pod_options.h"
+#include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/tpu_host_keys.h"
-#include "launcher/pod/tpu_node.h"
 
 namespace podrun {
 
