@@ -49,14 +49,17 @@ class SpotTest : public ::testing::Test {
   }
   void SetUp() override { WriteConfig(""); }
 
-  // The stand-in's settings: the pod's workers as its pool, 1 s to create a node.
-  static void WriteConfig(const std::string& create_error) {
+  // The stand-in's settings: the pod's workers as its pool, 1 s to create a node, each worker's
+  // real host key published as its guest attribute; `extra` over that.
+  static void WriteConfig(const std::string& create_error, const nlohmann::json& extra = {}) {
     nlohmann::json config = {{"project", "fake-project"},
                              {"create_seconds", 1},
                              {"queue_seconds", 2},
-                             {"delete_seconds", 0.2}};
+                             {"delete_seconds", 0.2},
+                             {"host_keys_dir", pod_->dir()}};
     for (int i = 0; i < kWorkers; ++i) config["pool"].push_back(pod_->address(i));
     if (!create_error.empty()) config["create_error"] = create_error;
+    if (!extra.is_null()) config.update(extra);
     std::ofstream(State() + "/config.json") << config.dump();
   }
   static std::string Env() {
@@ -70,12 +73,14 @@ class SpotTest : public ::testing::Test {
   }
   // A spec on TPU node `node`, created by podrun (`create` is the create: mapping's inside).
   static std::string WriteSpec(const std::string& name, const std::string& node,
-                               const std::string& create, const std::string& rest) {
+                               const std::string& create, const std::string& rest,
+                               const std::string& known_hosts = "") {
     const std::string path = Dir() + "/" + name + ".yaml";
     std::ofstream(path) << "name: " << name << "\npod:\n  tpu: " << node
                         << "\n  zone: zone-a\n  user: root\n  identity: " << pod_->identity()
-                        << "\n  known_hosts: " << pod_->known_hosts() << "\n  create: {" << create
-                        << "}\n"
+                        << "\n  known_hosts: "
+                        << (known_hosts.empty() ? pod_->known_hosts() : known_hosts)
+                        << "\n  create: {" << create << "}\n"
                         << rest;
     return path;
   }
@@ -205,6 +210,67 @@ TEST_F(SpotTest, GcloudErrorsReachTheUserAsGcloudSaidThemAndLeaveNothing) {
   EXPECT_EQ("[]", Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").substr(0, 2));
   EXPECT_EQ(std::string::npos, RunCommand(Podrun() + " ls --json").output.find("no-quota"));
   EXPECT_EQ(0, pod_->CountProcesses("podrun-agent"));
+}
+
+// The SHA256 fingerprint of a public key file: "SHA256:...".
+std::string Fingerprint(const std::string& pub) {
+  std::smatch m;
+  const std::string out = RunCommand("ssh-keygen -lf " + pub).output;
+  return std::regex_search(out, m, std::regex("SHA256:[A-Za-z0-9+/]+")) ? m[0].str() : "";
+}
+
+TEST_F(SpotTest, ALaunchPinsTheHostKeysItsNewNodePublishesAndRefusesAnotherKeyNamingBoth) {
+  // A known_hosts of this test's own, holding stale keys for every pool address.
+  const std::string known_hosts = Dir() + "/pin_known_hosts";
+  const std::string stale = Dir() + "/stale_key";
+  RunCommand("rm -f " + stale + "* && ssh-keygen -q -t ed25519 -N '' -f " + stale + " < /dev/null");
+  const std::string stale_key = RunCommand("cut -d' ' -f1,2 " + stale + ".pub").output;
+  {
+    std::ofstream out(known_hosts);
+    for (int i = 0; i < kWorkers; ++i) out << pod_->address(i) << " " << stale_key;
+  }
+  const std::string spec =
+      WriteSpec("pinned", "node-pin", "accelerator_type: v4-16, version: base, spot: true",
+                "run: echo hello from $(hostname)\n", known_hosts);
+  CommandResult r = RunCommand(Podrun() + " launch " + spec);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("pinned the host keys its 2 of 2 workers publish"))
+      << r.output;
+  EXPECT_NE(std::string::npos, ReadTextFile(State() + "/calls.log").find("get-guest-attributes"));
+  // The stale keys of the new node's addresses are gone, the real ones pinned (2 workers).
+  const std::string pinned = ReadTextFile(known_hosts);
+  int real = 0;
+  for (int i = 0; i < kWorkers; ++i) {
+    const std::string key = RunCommand("cut -d' ' -f2 " + pod_->dir() + "/" + pod_->name(i) +
+                                       "/ssh_host_ed25519_key.pub")
+                                .output;
+    real += pinned.find(key.substr(0, key.size() - 1)) != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(2, real) << pinned;
+  RunCommand(Podrun() + " down --tpu node-pin --zone zone-a -y");
+
+  // The API publishes another key than the machines offer: refused, naming both fingerprints.
+  nlohmann::json overrides;
+  for (int i = 0; i < kWorkers; ++i)
+    overrides[pod_->address(i)] = stale_key.substr(0, stale_key.size() - 1);
+  WriteConfig("", {{"host_key_overrides", overrides}});
+  const std::string spec2 =
+      WriteSpec("impostor", "node-imp", "accelerator_type: v4-16, version: base, spot: true",
+                "run: echo should not run\n", known_hosts);
+  r = RunCommand(Podrun() + " launch " + spec2);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("pins ssh-ed25519 " + Fingerprint(stale + ".pub")))
+      << r.output;
+  int offered = 0;
+  for (int i = 0; i < kWorkers; ++i) {
+    const std::string fp =
+        Fingerprint(pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key.pub");
+    offered += r.output.find("now offers ssh-ed25519 " + fp) != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GE(offered, 1) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("should not run")) << r.output;
+  RunCommand(Podrun() + " down --tpu node-imp --zone zone-a -y");
 }
 
 TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {

@@ -265,6 +265,9 @@ ExitCode UpMain(int argc, char** argv) {
   app.add_flag("--spot", request.create.spot, "A spot node");
   app.add_flag("--preemptible", request.create.preemptible, "A preemptible node");
   app.add_flag("--queued", request.create.queued, "Through a queued resource named as the node");
+  app.add_flag("--keep-queued", request.keep_queued,
+               "Keep the queued resource podrun created when the wait fails or is interrupted "
+               "(default: delete it, it holds quota)");
   app.add_flag("-y,--yes", request.yes, "Do not ask before creating");
   app.footer("Example: podrun up examples/checkpointing/podrun.yaml");
   ExitCode help_exit;

@@ -15,6 +15,7 @@
 #include "launcher/connect/pod.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
+#include "launcher/recovery/host_keys.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
@@ -39,7 +40,11 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   // pod.create: the node is made to exist and be READY first (nothing is recorded before).
   const std::optional<TpuNodeReady> provisioned = ProvisionSpecNode(settings);
   Pod pod = ResolvePod(settings);
-  if (provisioned && provisioned->action != TpuNodeAction::kExisted) ForgetPodHostKeys(pod);
+  if (provisioned && provisioned->action != TpuNodeAction::kExisted) {
+    // New VMs, new host keys: pin the ones the node publishes (only this node's workers).
+    const TpuQuery node{*settings.tpu, *settings.zone, settings.project};
+    PinNodeHostKeys(node, pod.ssh.known_hosts, NodeHostKeyAddresses(pod, node.name));
+  }
   EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
   // Before anything is recorded: an unreadable setup input is a bad spec (exit 2).

@@ -71,7 +71,8 @@ ExitCode RunUp(const UpRequest& request) {
     Say("nothing created");
     return ExitCode::kOk;
   }
-  TpuProvisioner provisioner(node, create, TpuPollInterval(kCreatePoll), SleepUnlessInterrupted);
+  TpuProvisioner provisioner(node, create, TpuPollInterval(kCreatePoll), SleepUnlessInterrupted,
+                             {.keep_queued = request.keep_queued});
   const TpuNodeReady ready = provisioner.Ensure();
   std::string workers;
   for (size_t i = 0; i < ready.node.endpoints.size(); ++i) {

@@ -13,10 +13,11 @@
 namespace podrun {
 
 struct UpRequest {
-  std::string spec_path;  // a spec with pod: {tpu, zone, create: ...}; or:
-  PodSettings pod;        // --tpu, --zone, --project (and create from the options below)
-  TpuCreate create;       // --accelerator-type, --version, --spot, --preemptible, --queued
-  bool yes = false;       // -y: do not ask before creating
+  std::string spec_path;     // a spec with pod: {tpu, zone, create: ...}; or:
+  PodSettings pod;           // --tpu, --zone, --project (and create from the options below)
+  TpuCreate create;          // --accelerator-type, --version, --spot, --preemptible, --queued
+  bool yes = false;          // -y: do not ask before creating
+  bool keep_queued = false;  // --keep-queued: a queued resource created here outlives a failure
 };
 
 struct DownRequest {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 namespace podrun {
 namespace {
@@ -39,7 +40,27 @@ std::string TpuCreateProblem(const TpuCreate& c) {
   if (c.valid_until && !IsDuration(*c.valid_until)) {
     return "bad valid_until '" + *c.valid_until + "' (e.g. 6h, 30m, 2d)";
   }
+  if (c.capacity_wait && !ParseTpuDuration(*c.capacity_wait)) {
+    return "bad capacity_wait '" + *c.capacity_wait + "' (e.g. 6h, 30m, 2d; 0: do not wait)";
+  }
   return "";
+}
+
+std::optional<std::chrono::seconds> ParseTpuDuration(const std::string& text) {
+  if (text == "0") return std::chrono::seconds(0);
+  if (!IsDuration(text)) return std::nullopt;
+  const int64_t n = std::stoll(text.substr(0, text.size() - 1));
+  const int64_t unit = text.back() == 's'   ? 1
+                       : text.back() == 'm' ? 60
+                       : text.back() == 'h' ? 3600
+                                            : 86400;
+  if (n > 366LL * 86400 / unit) return std::nullopt;  // over a year: a typo
+  return std::chrono::seconds(n * unit);
+}
+
+std::chrono::seconds CapacityWaitOf(const TpuCreate& create) {
+  if (!create.capacity_wait) return kDefaultCapacityWait;
+  return ParseTpuDuration(*create.capacity_wait).value_or(kDefaultCapacityWait);
 }
 
 std::string DescribeTpuCreate(const TpuCreate& c) {

@@ -2,6 +2,7 @@
 // spec's `pod.create`, or `podrun up`'s options; docs/reference.md, "Provisioning").
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,9 @@ struct TpuCreate {
   bool preemptible = false;           // --preemptible (tpu-vm create only)
   bool queued = false;                // through a queued resource named after the node
   std::optional<std::string> valid_until = {};  // queued: --valid-until-duration, e.g. "6h"
+  // How long a create refused for capacity (a stockout) is tried again, e.g. "6h"; "0": not
+  // tried again; unset: kDefaultCapacityWait.
+  std::optional<std::string> capacity_wait = {};
 
   bool operator==(const TpuCreate&) const = default;
 };
@@ -22,6 +26,15 @@ struct TpuCreate {
 // gcloud never takes, spot with preemptible, preemptible or valid_until without queued... Used
 // by the spec reader and `podrun up`.
 std::string TpuCreateProblem(const TpuCreate& create);
+
+// capacity_wait when create: does not say it.
+inline constexpr std::chrono::seconds kDefaultCapacityWait = std::chrono::hours(1);
+
+// The seconds in "90s", "30m", "6h", "2d" (or "0"); nullopt for anything else.
+std::optional<std::chrono::seconds> ParseTpuDuration(const std::string& text);
+
+// How long a stockout of `create` is waited out: its capacity_wait, else kDefaultCapacityWait.
+std::chrono::seconds CapacityWaitOf(const TpuCreate& create);
 
 // "v4-32, tpu-ubuntu2204-base, spot, queued", for messages.
 std::string DescribeTpuCreate(const TpuCreate& create);

@@ -104,6 +104,20 @@ std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node) {
   return argv;
 }
 
+std::vector<std::string> GcloudGuestAttributesCommand(const TpuQuery& node) {
+  std::vector<std::string> argv = {GcloudProgram(),        "compute", "tpus", "tpu-vm",
+                                   "get-guest-attributes", node.name};
+  AddLocation(argv, node);
+  argv.push_back("--format=json");
+  return argv;
+}
+
+bool IsCapacityRefusal(const std::string& words) {
+  if (words.find("no more capacity") != std::string::npos) return true;
+  return words.find("RESOURCE_EXHAUSTED") != std::string::npos &&
+         words.find("Quota") == std::string::npos && words.find("quota") == std::string::npos;
+}
+
 std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
   ProgramResult r = RunProgram(argv);
   if (r.exit_code == 0) return r.out;

@@ -31,6 +31,14 @@ std::vector<std::string> GcloudDeleteNodeCommand(const TpuQuery& node);
 std::vector<std::string> GcloudDeleteQueuedCommand(const TpuQuery& node);
 // `gcloud compute tpus queued-resources describe NAME --zone Z [--project P] --format=json`.
 std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node);
+// `gcloud compute tpus tpu-vm get-guest-attributes NAME --zone Z [--project P] --format=json`:
+// what each worker VM published, among it its SSH host keys (tpu_host_keys.h).
+std::vector<std::string> GcloudGuestAttributesCommand(const TpuQuery& node);
+
+// True when gcloud's words (a failed create's message) say the zone has no capacity for it, a
+// stockout that can end by itself: "no more capacity in the zone", or RESOURCE_EXHAUSTED that is
+// not about a quota (a quota is not raised by waiting).
+bool IsCapacityRefusal(const std::string& gcloud_words);
 
 // Runs gcloud with `argv`; returns its stdout. Throws Error(kUnreachable) "WHAT: gcloud ...
 // failed (exit N): <gcloud's stderr>" when it fails or cannot be run.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "launcher/base/error.h"
@@ -11,7 +12,6 @@
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/store/podrun_home.h"
-#include "proto/run_program.h"
 
 namespace podrun {
 namespace {
@@ -21,8 +21,27 @@ using Clock = std::chrono::steady_clock;
 bool IsGone(const std::string& state) { return state == "PREEMPTED" || state == "TERMINATED"; }
 bool IsQueueDead(const std::string& state) { return state == "SUSPENDED" || state == "FAILED"; }
 
-int64_t NsSince(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+// A positive number of seconds from the environment variable `name`, else `fallback`.
+std::chrono::seconds SecondsFromEnv(const char* name, std::chrono::seconds fallback) {
+  if (const char* env = std::getenv(name)) {
+    const int seconds = std::atoi(env);
+    if (seconds > 0) return std::chrono::seconds(seconds);
+  }
+  return fallback;
+}
+
+// "1m", "3m05s", "6h", "2h07m": FormatDuration without a trailing zero unit.
+std::string Span(std::chrono::seconds s) {
+  if (s.count() <= 0) return "0s";
+  std::string text = FormatDuration(std::chrono::nanoseconds(s).count());
+  for (const char* zero : {"00s", "00m", "00h"}) {
+    if (text.size() > 3 && text.ends_with(zero)) text.resize(text.size() - 3);
+  }
+  return text;
+}
+
+std::chrono::seconds Seconds(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::seconds>(d);
 }
 
 }  // namespace
@@ -32,15 +51,27 @@ bool NeedsRecreation(const std::optional<TpuNode>& node, const std::optional<Que
 }
 
 std::chrono::seconds TpuPollInterval(std::chrono::seconds fallback) {
-  if (const char* env = std::getenv("PODRUN_TPU_POLL_SECONDS")) {
-    const int seconds = std::atoi(env);
-    if (seconds > 0) return std::chrono::seconds(seconds);
-  }
-  return fallback;
+  return SecondsFromEnv("PODRUN_TPU_POLL_SECONDS", fallback);
+}
+
+std::chrono::seconds TpuCapacityBackoff() {
+  return SecondsFromEnv("PODRUN_TPU_CAPACITY_BACKOFF_SECONDS", std::chrono::seconds(30));
+}
+
+std::chrono::seconds TpuCreatingDeadline() {
+  return SecondsFromEnv("PODRUN_TPU_CREATING_DEADLINE_SECONDS", std::chrono::minutes(30));
+}
+
+double TpuProvisioner::SecondsSince(Clock::time_point t) const {
+  return std::chrono::duration<double>(options_.clock() - t).count();
+}
+
+void TpuProvisioner::TellWait(const std::string& what) const {
+  if (options_.on_wait) options_.on_wait(what);
 }
 
 TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
-  const auto began = Clock::now();
+  const auto began = options_.clock();
   std::optional<TpuNode> node = FindTpuNode(node_);
   std::optional<QueuedResource> qr;
   if (create_.queued || (node && !node->queued_resource.empty())) qr = FindQueuedResource(node_);
@@ -66,22 +97,23 @@ TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
     return ready;
   }
   if (!node && !qr) {
-    Create();
+    ready.node = CreateAndWait();
     ready.action = TpuNodeAction::kCreated;
+  } else {
+    // Being created by someone (or an earlier podrun): waited for, never deleted.
+    ready.node = *WaitUntilReady(/*created_here=*/false);
   }
-  ready.node = WaitUntilReady();
-  ready.waited_seconds = static_cast<double>(NsSince(began)) / 1e9;
+  ready.waited_seconds = SecondsSince(began);
   return ready;
 }
 
 TpuNodeReady TpuProvisioner::Recreate() {
-  const auto began = Clock::now();
+  const auto began = options_.clock();
   Delete();
-  Create();
   TpuNodeReady ready;
-  ready.node = WaitUntilReady();
+  ready.node = CreateAndWait();
   ready.action = TpuNodeAction::kRecreated;
-  ready.waited_seconds = static_cast<double>(NsSince(began)) / 1e9;
+  ready.waited_seconds = SecondsSince(began);
   return ready;
 }
 
@@ -102,19 +134,104 @@ bool TpuProvisioner::Delete() {
   return deleted;
 }
 
+TpuNode TpuProvisioner::CreateAndWait() {
+  const std::string what = DescribeTpuQuery(node_);
+  for (int retry = 0;; ++retry) {
+    Create();
+    std::optional<TpuNode> node;
+    try {
+      node = WaitUntilReady(/*created_here=*/true);
+    } catch (const Error& e) {
+      if (!create_.queued || options_.keep_queued) throw;
+      DeleteCreatedQueuedResource(e.code() == ExitCode::kInterrupted ? "interrupted" : "failed");
+      throw Error(e.code(), fmt::format("{} (queued resource {} deleted)", e.what(), node_.name));
+    }
+    if (node) return *node;
+    const std::string stuck = fmt::format("{}: still CREATING after {} (the creating deadline)",
+                                          what, Span(options_.creating_deadline));
+    if (retry == kStuckCreateRetries) {
+      Delete();
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("{}: created {} times, it never left CREATING: deleted it; try "
+                              "again later or in another zone",
+                              stuck, kStuckCreateRetries + 1));
+    }
+    Say(fmt::format("{}: deleting it and creating it again (try {} of {})", stuck, retry + 2,
+                    kStuckCreateRetries + 1));
+    TellWait(stuck + ": creating it again");
+    Delete();
+  }
+}
+
+void TpuProvisioner::DeleteCreatedQueuedResource(const std::string& why) {
+  Say(
+      fmt::format("{}: deleting queued resource {} that podrun created, so that it holds no quota "
+                  "(podrun up --keep-queued keeps it)",
+                  why, node_.name));
+  try {
+    if (FindQueuedResource(node_)) RunGcloud(GcloudDeleteQueuedCommand(node_), node_.name);
+    ForgetCachedTpuNode(node_, PodrunHome() / "cache");
+  } catch (const Error& e) {
+    Say(
+        fmt::format("warning: could not delete queued resource {} (zone {}): {}; delete it "
+                    "with podrun down --tpu {} --zone {}",
+                    node_.name, node_.zone, e.what(), node_.name, node_.zone));
+  }
+}
+
 void TpuProvisioner::Create() {
   const std::string what = DescribeTpuQuery(node_);
   ForgetCachedTpuNode(node_, PodrunHome() / "cache");  // the new node's addresses differ
   Say(fmt::format("creating {}: {}{} (gcloud)", what, DescribeTpuCreate(create_),
                   create_.queued ? fmt::format(" through queued resource {}", node_.name) : ""));
-  RunGcloud(create_.queued ? GcloudCreateQueuedCommand(node_, create_)
-                           : GcloudCreateNodeCommand(node_, create_),
-            what);
+  const std::vector<std::string> argv = create_.queued ? GcloudCreateQueuedCommand(node_, create_)
+                                                       : GcloudCreateNodeCommand(node_, create_);
+  const std::chrono::seconds limit = CapacityWaitOf(create_);
+  const auto began = options_.clock();
+  std::chrono::seconds backoff = options_.first_capacity_backoff;
+  std::optional<LiveProgress> live;
+  for (;;) {
+    try {
+      RunGcloud(argv, what);
+      return;
+    } catch (const Error& e) {
+      if (!IsCapacityRefusal(e.what())) throw;
+      const std::chrono::seconds waited = Seconds(options_.clock() - began);
+      if (waited >= limit) {
+        throw Error(ExitCode::kUnreachable,
+                    fmt::format("{}: no capacity in {} (RESOURCE_EXHAUSTED): gave up after "
+                                "waiting {} (capacity_wait: {}; set create: capacity_wait to "
+                                "wait longer). gcloud said:\n{}",
+                                what, node_.zone, Span(waited), Span(limit), e.what()));
+      }
+      const std::chrono::seconds pause = std::min(backoff, limit - waited);
+      const std::string message = fmt::format(
+          "tpu {}: no capacity in {} (RESOURCE_EXHAUSTED): trying again in {} "
+          "(waited {} of {})",
+          node_.name, node_.zone, Span(pause), Span(waited), Span(limit));
+      Say(message);
+      if (!live) {
+        live.emplace(STDERR_FILENO);
+        live->BeginPhase("tpu " + node_.name, {0});
+      }
+      live->SetDetail(fmt::format("no capacity in {}: again in {} (waited {} of {})", node_.zone,
+                                  Span(pause), Span(waited), Span(limit)));
+      TellWait(message);
+      if (!wait_(pause)) {
+        throw Error(ExitCode::kInterrupted,
+                    fmt::format("interrupted while waiting for capacity for {} (nothing was "
+                                "created)",
+                                what));
+      }
+      backoff = std::min(backoff * 2, kMaxCapacityBackoff);
+    }
+  }
 }
 
-TpuNode TpuProvisioner::WaitUntilReady() {
+std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
   const std::string what = DescribeTpuQuery(node_);
-  const auto began = Clock::now();
+  const auto began = options_.clock();
+  std::optional<Clock::time_point> creating_since;
   LiveProgress live(STDERR_FILENO);
   live.BeginPhase("tpu " + node_.name, {0});
   std::string said;  // the state last said on stderr
@@ -137,7 +254,7 @@ TpuNode TpuProvisioner::WaitUntilReady() {
       if (node && node->state == "READY") {
         live.End();
         Say(fmt::format("{} READY ({} workers, after {})", what, node->endpoints.size(),
-                        FormatDuration(NsSince(began))));
+                        Span(Seconds(options_.clock() - began))));
         return *node;
       }
       if (node && IsGone(node->state)) {
@@ -146,37 +263,28 @@ TpuNode TpuProvisioner::WaitUntilReady() {
       }
       state = node ? node->state : "PROVISIONING";
     }
-    live.SetDetail(fmt::format("{} {}", state, FormatDuration(NsSince(began))));
+    const bool creating = state == "CREATING" || state == "PROVISIONING";
+    if (!creating) {
+      creating_since.reset();
+    } else if (!creating_since) {
+      creating_since = options_.clock();
+    } else if (created_here && options_.clock() - *creating_since >= options_.creating_deadline) {
+      live.End();
+      return std::nullopt;
+    }
+    live.SetDetail(fmt::format("{} {}", state, Span(Seconds(options_.clock() - began))));
     if (state != said) {
       Say(fmt::format("{}: {} (asking gcloud every {} s)", what, state, poll_.count()));
+      TellWait(fmt::format("tpu {}: {}", node_.name, state));
       said = state;
     }
     if (!wait_(poll_)) {
+      const bool deleted_after = created_here && create_.queued && !options_.keep_queued;
       throw Error(ExitCode::kInterrupted,
-                  fmt::format("interrupted while waiting for {} (it is still {}; podrun down "
-                              "deletes it)",
-                              what, state));
+                  fmt::format("interrupted while waiting for {} (it is still {}{})", what, state,
+                              deleted_after ? "" : "; podrun down deletes it"));
     }
   }
-}
-
-void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::string>& hosts,
-                    int port) {
-  if (known_hosts.empty() || access(known_hosts.c_str(), F_OK) != 0) return;
-  for (const std::string& host : hosts) {
-    const std::string name = port == 22 ? host : fmt::format("[{}]:{}", host, port);
-    ProgramResult r = RunProgram({"ssh-keygen", "-R", name, "-f", known_hosts});
-    if (r.exit_code != 0) {
-      Say(fmt::format("warning: could not forget the old host key of {} in {}: {}", name,
-                      known_hosts, r.err));
-    }
-  }
-}
-
-void ForgetPodHostKeys(const Pod& pod) {
-  std::vector<std::string> hosts;
-  for (const PodWorker& w : pod.workers) hosts.push_back(w.host.host);
-  ForgetHostKeys(pod.ssh.known_hosts, hosts, pod.ssh.default_port.value_or(22));
 }
 
 }  // namespace podrun

@@ -114,6 +114,7 @@ constexpr KeyReader<TpuCreate> kCreateKeys[] = {
     {"preemptible", ReadBoolField<&TpuCreate::preemptible>},
     {"queued", ReadBoolField<&TpuCreate::queued>},
     {"valid_until", ReadNonEmptyStringField<&TpuCreate::valid_until>},
+    {"capacity_wait", ReadNonEmptyStringField<&TpuCreate::capacity_wait>},
 };
 
 void ReadCreate(const YamlReader& yaml, const Node& key, const Node& value, PodSettings* pod) {

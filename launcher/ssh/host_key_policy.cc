@@ -56,13 +56,14 @@ bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts) {
 
 std::string HostKeyRefusal(HostKeyAction action, const std::string& host,
                            const std::string& key_type, const std::string& fingerprint,
-                           const std::string& known_hosts_file) {
+                           const std::string& known_hosts_file, const std::string& known_key) {
   switch (action) {
     case HostKeyAction::kRefuseChanged:
       return fmt::format(
-          "HOST KEY CHANGED for {}: the server now offers {} {}; refusing to connect "
+          "HOST KEY CHANGED for {}: {} {}, the server now offers {} {}; refusing to connect "
           "(if the host was really reinstalled, remove the old key: ssh-keygen -R {} -f {})",
-          host, key_type, fingerprint, host, known_hosts_file);
+          host, known_hosts_file, known_key.empty() ? "holds another key" : "pins " + known_key,
+          key_type, fingerprint, host, known_hosts_file);
     case HostKeyAction::kRefuseUnknown:
       return fmt::format(
           "unknown host key for {}: {} {}; refusing because of --strict-host-keys "

@@ -36,9 +36,10 @@ void PinHostKeyOptions(ssh_session s, const std::string& known_hosts, const std:
 bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts);
 
 // The user-facing reason for a refusal, naming host, key type and SHA256 fingerprint, and
-// what to do about it.
+// what to do about it. `known_key`: the key known_hosts holds for the host ("ssh-ed25519
+// SHA256:..."), named beside the offered one when a changed key is refused ("" when unknown).
 std::string HostKeyRefusal(HostKeyAction action, const std::string& host,
                            const std::string& key_type, const std::string& fingerprint,
-                           const std::string& known_hosts_file);
+                           const std::string& known_hosts_file, const std::string& known_key = "");
 
 }  // namespace podrun

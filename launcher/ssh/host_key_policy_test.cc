@@ -27,5 +27,13 @@ TEST(HostKeyPolicy, RefusalNamesHostTypeAndFingerprint) {
   EXPECT_NE(std::string::npos, m.find("ssh-keygen -R"));
 }
 
+TEST(HostKeyPolicy, ChangedKeyRefusalNamesThePinnedAndTheOfferedFingerprints) {
+  std::string m =
+      HostKeyRefusal(HostKeyAction::kRefuseChanged, "10.0.0.5", "ssh-ed25519", "SHA256:offered",
+                     "/root/.ssh/known_hosts", "ssh-ed25519 SHA256:pinned");
+  EXPECT_NE(std::string::npos, m.find("pins ssh-ed25519 SHA256:pinned")) << m;
+  EXPECT_NE(std::string::npos, m.find("now offers ssh-ed25519 SHA256:offered")) << m;
+}
+
 }  // namespace
 }  // namespace podrun

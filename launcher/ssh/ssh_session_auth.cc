@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "launcher/base/error.h"
 #include "launcher/ssh/connection_probe.h"
@@ -40,6 +41,37 @@ ServerKey GetServerKey(ssh_session s) {
   }
   ssh_key_free(key);
   return out;
+}
+
+// "TYPE SHA256:..." of `key`, or "" when it cannot be told.
+std::string DescribeKey(ssh_key key) {
+  if (key == nullptr) return "";
+  std::string out = ssh_key_type_to_char(ssh_key_type(key));
+  unsigned char* hash = nullptr;
+  size_t hash_len = 0;
+  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) != SSH_OK) return "";
+  char* fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
+  ssh_clean_pubkey_hash(&hash);
+  if (fp == nullptr) return "";
+  out += std::string(" ") + fp;
+  ssh_string_free_char(fp);
+  return out;
+}
+
+// The key `known_hosts` holds for `host` at the port of `s` ("TYPE SHA256:..."), or "".
+std::string KnownKey(ssh_session s, const std::string& known_hosts, const std::string& host) {
+  unsigned int port = 22;
+  ssh_options_get_port(s, &port);
+  const std::string name = port == 22 ? host : fmt::format("[{}]:{}", host, port);
+  std::ifstream in(known_hosts);
+  for (std::string line; std::getline(in, line);) {
+    struct ssh_knownhosts_entry* entry = nullptr;
+    if (ssh_known_hosts_parse_line(name.c_str(), line.c_str(), &entry) != SSH_OK) continue;
+    std::string out = entry != nullptr ? DescribeKey(entry->publickey) : "";
+    ssh_knownhosts_entry_free(entry);
+    if (!out.empty()) return out;
+  }
+  return "";
 }
 
 }  // namespace
@@ -82,9 +114,12 @@ asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
     }
     co_return;
   }
-  throw Unreachable(fmt::format(
-      "{}: {}", description_,
-      HostKeyRefusal(action, address_, key.type, key.fingerprint, options.known_hosts)));
+  throw Unreachable(
+      fmt::format("{}: {}", description_,
+                  HostKeyRefusal(action, address_, key.type, key.fingerprint, options.known_hosts,
+                                 action == HostKeyAction::kRefuseChanged
+                                     ? KnownKey(s, options.known_hosts, address_)
+                                     : "")));
 }
 
 asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {

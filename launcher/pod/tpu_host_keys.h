@@ -1,0 +1,33 @@
+// The SSH host keys a Cloud TPU node's worker VMs publish through the TPU API, as guest
+// attributes in the namespace `hostkeys/` (docs/reference.md, "Host keys from the API"): read
+// from what `gcloud compute tpus tpu-vm get-guest-attributes NODE --format=json` prints.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podrun {
+
+// One published key: its type as known_hosts spells it and the key, base64.
+struct PublishedHostKey {
+  std::string type;    // "ssh-ed25519", "ecdsa-sha2-nistp256", "ssh-rsa"
+  std::string base64;  // "AAAAC3NzaC1lZDI1NTE5AAAAI..."
+
+  bool operator==(const PublishedHostKey&) const = default;
+};
+
+// Worker index (the API's workerId) -> the keys that worker published, in the order given.
+// A worker that published none is absent.
+using TpuHostKeys = std::map<int, std::vector<PublishedHostKey>>;
+
+// Reads gcloud's JSON: a list of flattened items ({"queryPath": "hostkeys/", "key":
+// "ssh-ed25519", "value": "AAAA...", "workerId": "0"}), a list of the API's guest attributes
+// ({"queryPath", "queryValue": {"items": [{"namespace", "key", "value"}]}, "workerId"}), or the
+// API's answer itself ({"guestAttributes": [...]}). Only keys of the `hostkeys` namespace whose
+// name is a key type are taken (not `hostname`); a value that is not base64 is skipped. Throws
+// Error(kUnreachable) "WHAT: ..." when `json` is not one of these.
+TpuHostKeys ParseTpuHostKeys(std::string_view json, const std::string& what);
+
+}  // namespace podrun

@@ -1,0 +1,71 @@
+// Tests of reading the host keys TPU VMs publish (guest attributes), in the shapes gcloud and the
+// API give them.
+#include "launcher/pod/tpu_host_keys.h"
+
+#include <gtest/gtest.h>
+
+#include "launcher/base/error.h"
+
+namespace podrun {
+namespace {
+
+constexpr const char* kEd0 = "AAAAC3NzaC1lZDI1NTE5AAAAIHaCyGXk5DzzT7rVPTixTi1S2xHlxujEdKoUWXEJ33FS";
+constexpr const char* kEd1 = "AAAAC3NzaC1lZDI1NTE5AAAAIFz3pUq7SvQ0Kf3dEbbqzT0CJ0k1a8tY2c5vJ1a2b3c4";
+
+TEST(TpuHostKeys, ReadsWhatGcloudPrints) {
+  // `gcloud compute tpus tpu-vm get-guest-attributes NODE --format=json`: flattened items.
+  const std::string json = std::string(R"([
+    {"queryPath": "hostkeys/", "key": "hostname", "value": "t1v-n-abc-w-0", "workerId": "0"},
+    {"queryPath": "hostkeys/", "key": "ssh-ed25519", "value": ")") +
+                           kEd0 + R"(", "workerId": "0"},
+    {"queryPath": "hostkeys/", "key": "ecdsa-sha2-nistp256", "value": "AAAAE2VjZHNh", "workerId": "0"},
+    {"queryPath": "hostkeys/", "key": "ssh-ed25519", "value": ")" +
+                           kEd1 + R"(", "workerId": "1"},
+    {"queryPath": "guestInventory/", "key": "ssh-rsa", "value": "AAAAB3Nz", "workerId": "2"},
+    {"queryPath": "hostkeys/", "key": "hostname", "value": "t1v-n-abc-w-3", "workerId": "3"}
+  ])";
+  TpuHostKeys keys = ParseTpuHostKeys(json, "tpu n");
+  ASSERT_EQ(2u, keys.size());
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd0},
+                                           {"ecdsa-sha2-nistp256", "AAAAE2VjZHNh"}}),
+            keys[0]);
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd1}}), keys[1]);
+  EXPECT_FALSE(keys.contains(2));  // another namespace
+  EXPECT_FALSE(keys.contains(3));  // a hostname only: no key
+}
+
+TEST(TpuHostKeys, ReadsTheApisShape) {
+  // Cloud TPU v2 nodes.getGuestAttributes: guestAttributes[] {queryPath, queryValue.items[],
+  // workerId}.
+  const std::string json = std::string(R"({"guestAttributes": [
+    {"queryPath": "", "workerId": "0", "queryValue": {"items": [
+      {"namespace": "hostkeys", "key": "hostname", "value": "t1v-n-abc-w-0"},
+      {"namespace": "hostkeys", "key": "ssh-ed25519", "value": ")") +
+                           kEd0 + R"("},
+      {"namespace": "guestInventory", "key": "ssh-rsa", "value": "AAAAB3Nz"}]}},
+    {"queryPath": "hostkeys/", "workerId": "1", "queryValue": {"items": [
+      {"key": "ssh-ed25519", "value": ")" +
+                           kEd1 + R"("},
+      {"namespace": "hostkeys", "key": "ssh-rsa", "value": "not base64!"}]}}]})";
+  TpuHostKeys keys = ParseTpuHostKeys(json, "tpu n");
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd0}}), keys[0]);
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd1}}), keys[1]);
+  EXPECT_TRUE(ParseTpuHostKeys("[]", "tpu n").empty());
+  EXPECT_TRUE(ParseTpuHostKeys("{}", "tpu n").empty());
+}
+
+TEST(TpuHostKeys, SomethingElseIsAnErrorNamingTheNode) {
+  try {
+    ParseTpuHostKeys("ERROR: not json", "tpu node-7 (zone z)");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("tpu node-7 (zone z)")) << e.what();
+  }
+  EXPECT_THROW(ParseTpuHostKeys(R"({"items": 3})", "n"), Error);
+  EXPECT_THROW(
+      ParseTpuHostKeys(R"([{"key": "ssh-ed25519", "value": "AAAA", "workerId": "x"}])", "n"),
+      Error);
+}
+
+}  // namespace
+}  // namespace podrun

@@ -1,0 +1,63 @@
+// Host keys of the VMs podrun creates (docs/design.md decision 17; docs/reference.md, "Host keys
+// from the API"): a new VM has new host keys, so the old keys of its addresses are forgotten, and
+// the keys the VM publishes through the TPU API (guest attributes `hostkeys/`) are pinned in
+// known_hosts before the first connection. Only the workers of the node podrun created or
+// recreated are touched: every other node's keys stay pinned.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/connect/pod_options.h"
+#include "launcher/pod/tpu_discovery.h"
+#include "launcher/pod/tpu_host_keys.h"
+
+namespace podrun {
+
+// A worker's SSH address, as known_hosts names it.
+struct HostKeyAddress {
+  std::string host;  // the address podrun connects to
+  int port = 22;
+};
+
+// "10.0.0.5" at port 22, "[10.0.0.5]:2222" at any other.
+std::string KnownHostsName(const HostKeyAddress& address);
+
+// Removes the keys of `hosts` (at `port`) from the known_hosts file `known_hosts`
+// (`ssh-keygen -R`). Nothing when the file does not exist. A failure is said, not thrown;
+// a symbolic link is never rewritten (said).
+void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::string>& hosts,
+                    int port);
+
+// ForgetHostKeys for every worker of `pod`.
+void ForgetPodHostKeys(const Pod& pod);
+
+// What PinHostKeys did.
+struct PinnedHostKeys {
+  std::vector<int> pinned;     // workers whose published keys were written
+  std::vector<int> first_use;  // workers that published none: their key is recorded on first use
+};
+
+// For a node podrun has just created or recreated, whose worker i is at `workers[i]`: removes
+// every key known_hosts holds for those addresses, then appends `published[i]`'s keys for them,
+// hashed when the file already holds hashed names, else plain; the file is created 0600 when
+// missing. A worker without published keys is left to first use, said once ("w3: the TPU API
+// published no host key: recorded on first contact"). Throws Error(kUnreachable) naming the
+// file when it is a symbolic link (never written through) or cannot be written.
+PinnedHostKeys PinHostKeys(const std::string& known_hosts,
+                           const std::vector<HostKeyAddress>& workers,
+                           const TpuHostKeys& published);
+
+// Asks gcloud for `node`'s published host keys (get-guest-attributes), then PinHostKeys. When
+// gcloud cannot tell them, says why and leaves every worker to first use (old keys forgotten).
+// Throws as PinHostKeys.
+PinnedHostKeys PinNodeHostKeys(const TpuQuery& node, const std::string& known_hosts,
+                               const std::vector<HostKeyAddress>& workers);
+
+// The addresses of `pod`'s workers, in rank order, at their SSH port.
+std::vector<HostKeyAddress> HostKeyAddressesOf(const Pod& pod);
+// The addresses of the workers of `pod` on TPU node `node_name` (its slice), in worker order:
+// what PinNodeHostKeys takes. All of them when the pod names no TPU nodes.
+std::vector<HostKeyAddress> NodeHostKeyAddresses(const Pod& pod, const std::string& node_name);
+
+}  // namespace podrun

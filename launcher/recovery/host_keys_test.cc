@@ -1,0 +1,140 @@
+// Tests of pinning the host keys of new VMs in known_hosts: only the new node's addresses are
+// touched, their old keys go, the published ones are written in the file's style, a symbolic
+// link is never written through.
+#include "launcher/recovery/host_keys.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "launcher/base/error.h"
+#include "proto/run_program.h"
+
+namespace podrun {
+namespace {
+
+namespace fs = std::filesystem;
+
+class HostKeysTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("host-keys-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    known_hosts_ = (dir_ / "known_hosts").string();
+    for (int i = 0; i < 2; ++i) {
+      const std::string value = NewKey("new" + std::to_string(i));
+      published_[i] = {{"ssh-ed25519", value}};
+      new_keys_.push_back(value);
+    }
+    old_key_ = NewKey("old");
+    other_key_ = NewKey("other");
+  }
+  // A real ed25519 public key, base64 (ssh-keygen skips lines whose keys do not parse).
+  std::string NewKey(const std::string& name) const {
+    const std::string key = (dir_ / name).string();
+    RunProgram({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key});
+    std::istringstream pub(Read(key + ".pub"));
+    std::string type, value;
+    pub >> type >> value;
+    return value;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+  }
+  // The key type and key ssh-keygen -F finds for `name` in known_hosts ("" when none).
+  std::string Find(const std::string& name) const {
+    ProgramResult r = RunProgram({"ssh-keygen", "-F", name, "-f", known_hosts_});
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream words(line);
+      std::string host, type, key;
+      words >> host >> type >> key;
+      return key;
+    }
+    return "";
+  }
+
+  fs::path dir_;
+  std::string known_hosts_;
+  TpuHostKeys published_;
+  std::vector<std::string> new_keys_;
+  std::string old_key_;
+  std::string other_key_;
+  const std::vector<HostKeyAddress> node_{{"10.0.0.10", 22}, {"10.0.0.11", 2222}};
+};
+
+TEST_F(HostKeysTest, TheNodesOldKeysAreReplacedByThePublishedOnesOthersUntouched) {
+  std::ofstream(known_hosts_) << "10.0.0.10 ssh-ed25519 " << old_key_ << "\n"
+                              << "[10.0.0.11]:2222 ssh-ed25519 " << old_key_ << "\n"
+                              << "10.0.0.99 ssh-ed25519 " << other_key_ << "\n"
+                              << "w0 ssh-ed25519 " << other_key_ << "\n";
+  PinnedHostKeys done = PinHostKeys(known_hosts_, node_, published_);
+  EXPECT_EQ((std::vector<int>{0, 1}), done.pinned);
+  EXPECT_TRUE(done.first_use.empty());
+  EXPECT_EQ(new_keys_[0], Find("10.0.0.10"));
+  EXPECT_EQ(new_keys_[1], Find("[10.0.0.11]:2222"));
+  const std::string text = Read(known_hosts_);
+  EXPECT_EQ(std::string::npos, text.find(old_key_)) << text;
+  // Another node's worker and an alias keep their keys.
+  EXPECT_EQ(other_key_, Find("10.0.0.99"));
+  EXPECT_EQ(other_key_, Find("w0"));
+  EXPECT_EQ(std::string::npos, text.find("|1|")) << "a plain file stays plain:\n" << text;
+}
+
+TEST_F(HostKeysTest, AHashedFileGetsHashedNamesAndANewFileIs0600) {
+  std::ofstream(known_hosts_) << "10.0.0.10 ssh-ed25519 " << old_key_ << "\n"
+                              << "10.0.0.99 ssh-ed25519 " << other_key_ << "\n";
+  ASSERT_EQ(0, RunProgram({"ssh-keygen", "-H", "-f", known_hosts_}).exit_code);
+  PinHostKeys(known_hosts_, node_, published_);
+  const std::string text = Read(known_hosts_);
+  EXPECT_EQ(std::string::npos, text.find("10.0.0.1")) << text;
+  EXPECT_EQ(new_keys_[0], Find("10.0.0.10"));
+  EXPECT_EQ(new_keys_[1], Find("[10.0.0.11]:2222"));
+  EXPECT_EQ(other_key_, Find("10.0.0.99"));
+  EXPECT_FALSE(fs::exists(known_hosts_ + ".podrun-pin"));
+
+  fs::remove(known_hosts_);
+  PinHostKeys(known_hosts_, node_, published_);
+  struct stat st {};
+  ASSERT_EQ(0, ::stat(known_hosts_.c_str(), &st));
+  EXPECT_EQ(0600u, st.st_mode & 0777);
+  EXPECT_EQ(new_keys_[0], Find("10.0.0.10"));
+}
+
+TEST_F(HostKeysTest, AWorkerThatPublishesNoKeyIsLeftToFirstUse) {
+  std::ofstream(known_hosts_) << "[10.0.0.11]:2222 ssh-ed25519 " << old_key_ << "\n";
+  published_.erase(1);
+  PinnedHostKeys done = PinHostKeys(known_hosts_, node_, published_);
+  EXPECT_EQ((std::vector<int>{0}), done.pinned);
+  EXPECT_EQ((std::vector<int>{1}), done.first_use);
+  EXPECT_EQ("", Find("[10.0.0.11]:2222"));  // forgotten, to be recorded on first contact
+}
+
+TEST_F(HostKeysTest, ASymlinkedKnownHostsIsRefusedAndLeftAlone) {
+  const std::string target = (dir_ / "real_known_hosts").string();
+  std::ofstream(target) << "10.0.0.10 ssh-ed25519 " << old_key_ << "\n";
+  fs::create_symlink(target, known_hosts_);
+  try {
+    PinHostKeys(known_hosts_, node_, published_);
+    FAIL() << "wrote through a symbolic link";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("symbolic link")) << e.what();
+    EXPECT_NE(std::string::npos, std::string(e.what()).find(known_hosts_)) << e.what();
+  }
+  EXPECT_TRUE(fs::is_symlink(known_hosts_));
+  EXPECT_EQ("10.0.0.10 ssh-ed25519 " + old_key_ + "\n", Read(target));
+}
+
+}  // namespace
+}  // namespace podrun
