@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/connect/pod_options.h"
+#include "launcher/connect/pod.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/tpu_host_keys.h"
 

@@ -8,6 +8,7 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/tcp_probe.h"
+#include "launcher/recovery/host_keys.h"
 #include "launcher/recovery/node_wait.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/pod_create.h"
@@ -97,24 +98,30 @@ std::vector<std::string> SliceHosts(const Pod& pod, int slice) {
 }
 
 // Recreates the gone node of slice `slice` with `create`: the intent recorded before the delete,
-// fulfilled once it is READY; the node's workers' old and new host keys forgotten (no other
+// fulfilled once it is READY; the old host keys of the node's workers forgotten (no other
 // node's). Returns the new node.
 TpuNode RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, size_t slice,
                       const TpuCreate& create, const TpuWait& wait) {
   const TpuQuery& q = plan.pod.tpu_nodes[slice];
   const std::vector<std::string> old_hosts = SliceHosts(plan.pod, static_cast<int>(slice));
   records.BeginRecreation(plan.job.id, RecreationOf(q));
-  TpuProvisioner provisioner(q, create, TpuPollInterval(std::chrono::seconds(10)), wait);
+  // What it waits for (a stockout, the queue, CREATING) is what status and ls show meanwhile.
+  TpuProvisioner provisioner(
+      q, create, TpuPollInterval(std::chrono::seconds(10)), wait,
+      {.on_wait = [&records, &plan](const std::string& what) {
+        records.SetRecovering(plan.job.id, "recreating: " + what);
+      }});
   TpuNode node = provisioner.Recreate().node;
   records.EndRecreation(plan.job.id, RecreationOf(q));
-  const int port = plan.pod.ssh.default_port.value_or(22);
-  ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, port);
-  std::vector<std::string> new_hosts;
-  for (const TpuEndpoint& e : node.endpoints) {
-    new_hosts.push_back(plan.pod.internal_ip || !e.external_ip ? e.internal_ip : *e.external_ip);
-  }
-  ForgetHostKeys(plan.pod.ssh.known_hosts, new_hosts, port);
+  ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
   return node;
+}
+
+// Pins the host keys the recreated node of slice `slice` publishes, at its workers' new
+// addresses (host_keys.h): only that node's.
+void PinRecreatedSlice(const AttemptPlan& plan, size_t slice) {
+  const TpuQuery& q = plan.pod.tpu_nodes[slice];
+  PinNodeHostKeys(q, plan.pod.ssh.known_hosts, NodeHostKeyAddresses(plan.pod, q.name));
 }
 
 // Recreates (with the spec's create: for that node) or waits for the gone nodes; records each
@@ -146,6 +153,7 @@ std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptP
                                                               .recreated = create}));
   }
   std::vector<int> moved;
+  std::vector<size_t> recreated;
   if (recreate_any) {
     try {
       std::vector<TpuNode> all;
@@ -154,6 +162,7 @@ std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptP
         std::optional<TpuCreate> create = SpecCreateFor(plan.spec.pod, n.query);
         if (create && ToRecreate(records, plan, n)) {
           all.push_back(RecreateSlice(records, plan, slice, *create, wait));
+          recreated.push_back(slice);
         } else {
           all.push_back(n.node.value_or(TpuNode{}));
         }
@@ -169,6 +178,12 @@ std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptP
     auto changed = WaitUntilReadyAgain(plan, wait);
     if (const ExitCode* give_up = std::get_if<ExitCode>(&changed)) return *give_up;
     moved = std::get<std::vector<int>>(changed);
+  }
+  try {
+    for (size_t slice : recreated) PinRecreatedSlice(plan, slice);
+  } catch (const Error& e) {
+    Say(e.what());
+    return e.code();
   }
   for (int64_t id : preemptions) records.SetPreemptionBack(id);
   if (!moved.empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));

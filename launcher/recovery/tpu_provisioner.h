@@ -109,9 +109,4 @@ class TpuProvisioner {
 // `gcloud ... describe` every `fallback`, or every $PODRUN_TPU_POLL_SECONDS (tests).
 std::chrono::seconds TpuPollInterval(std::chrono::seconds fallback);
 
-// Defined in launcher/recovery/host_keys.cc (see host_keys.h), declared here too for the callers
-// below launcher/recovery/ until they move there: forgets the host keys of every worker of
-// `pod`.
-void ForgetPodHostKeys(const Pod& pod);
-
 }  // namespace podrun
