@@ -2,7 +2,7 @@
 // directory; no pod needed) and a clock its `wait` moves on instead of sleeping: stockouts
 // waited out until capacity_wait, a node stuck in CREATING deleted and created again, and a
 // queued resource podrun created never left behind when the wait fails or is given up.
-#include "launcher/connect/tpu_provisioner.h"
+#include "launcher/recovery/tpu_provisioner.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
