@@ -37,8 +37,9 @@ bool InHostKeys(const std::string& ns_or_path) {
 }
 
 int WorkerIdOf(const json& item, const std::string& what) {
-  auto it = item.find("workerId");
-  if (it == item.end()) return 0;  // a single-worker node may leave it out
+  auto it = item.find("workerId");                    // the API's
+  if (it == item.end()) it = item.find("worker_id");  // gcloud 528's
+  if (it == item.end()) return 0;                     // a single-worker node may leave it out
   try {
     if (it->is_number_integer()) return it->get<int>();
     if (it->is_string() && !it->get<std::string>().empty()) {

@@ -22,8 +22,9 @@ struct PublishedHostKey {
 // A worker that published none is absent.
 using TpuHostKeys = std::map<int, std::vector<PublishedHostKey>>;
 
-// Reads gcloud's JSON: a list of flattened items ({"queryPath": "hostkeys/", "key":
-// "ssh-ed25519", "value": "AAAA...", "workerId": "0"}), a list of the API's guest attributes
+// Reads gcloud's JSON: a list of flattened items (gcloud 528: {"key": "ssh-ed25519",
+// "namespace": "hostkeys", "value": "AAAA...", "worker_id": 0}; also {"queryPath":
+// "hostkeys/", ..., "workerId": "0"}), a list of the API's guest attributes
 // ({"queryPath", "queryValue": {"items": [{"namespace", "key", "value"}]}, "workerId"}), or the
 // API's answer itself ({"guestAttributes": [...]}). Only keys of the `hostkeys` namespace whose
 // name is a key type are taken (not `hostname`); a value that is not base64 is skipped. Throws

@@ -12,7 +12,23 @@ namespace {
 constexpr const char* kEd0 = "AAAAC3NzaC1lZDI1NTE5AAAAIHaCyGXk5DzzT7rVPTixTi1S2xHlxujEdKoUWXEJ33FS";
 constexpr const char* kEd1 = "AAAAC3NzaC1lZDI1NTE5AAAAIFz3pUq7SvQ0Kf3dEbbqzT0CJ0k1a8tY2c5vJ1a2b3c4";
 
-TEST(TpuHostKeys, ReadsWhatGcloudPrints) {
+TEST(TpuHostKeys, ReadsWhatGcloud528Prints) {
+  // Seen from the real gcloud 528 against scripts/fake-tpu-api (docs/gcloud-verified.md).
+  const std::string json = std::string(R"([
+    {"key": "hostname", "namespace": "hostkeys", "value": "t1v-n-35690264-w-0", "worker_id": 0},
+    {"key": "ssh-ed25519", "namespace": "hostkeys", "value": ")") +
+                           kEd0 + R"(", "worker_id": 0},
+    {"key": "hostname", "namespace": "hostkeys", "value": "t1v-n-35690264-w-1", "worker_id": 1},
+    {"key": "ssh-ed25519", "namespace": "hostkeys", "value": ")" +
+                           kEd1 + R"(", "worker_id": 1}
+  ])";
+  TpuHostKeys keys = ParseTpuHostKeys(json, "tpu n");
+  ASSERT_EQ(2u, keys.size());
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd0}}), keys[0]);
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd1}}), keys[1]);
+}
+
+TEST(TpuHostKeys, ReadsFlattenedItemsWithAQueryPath) {
   // `gcloud compute tpus tpu-vm get-guest-attributes NODE --format=json`: flattened items.
   const std::string json = std::string(R"([
     {"queryPath": "hostkeys/", "key": "hostname", "value": "t1v-n-abc-w-0", "workerId": "0"},

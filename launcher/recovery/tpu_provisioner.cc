@@ -231,7 +231,10 @@ void TpuProvisioner::Create() {
 std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
   const std::string what = DescribeTpuQuery(node_);
   const auto began = options_.clock();
-  std::optional<Clock::time_point> creating_since;
+  // Since when the node has been CREATING (its queued resource PROVISIONING); unset: it is not.
+  // (A time_point and a flag: GCC 12 takes an optional time_point for uninitialized at -O2.)
+  bool creating = false;
+  Clock::time_point creating_since{};
   LiveProgress live(STDERR_FILENO);
   live.BeginPhase("tpu " + node_.name, {0});
   std::string said;  // the state last said on stderr
@@ -263,12 +266,12 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
       }
       state = node ? node->state : "PROVISIONING";
     }
-    const bool creating = state == "CREATING" || state == "PROVISIONING";
-    if (!creating) {
-      creating_since.reset();
-    } else if (!creating_since) {
+    if (state != "CREATING" && state != "PROVISIONING") {
+      creating = false;
+    } else if (!creating) {
+      creating = true;
       creating_since = options_.clock();
-    } else if (created_here && options_.clock() - *creating_since >= options_.creating_deadline) {
+    } else if (created_here && options_.clock() - creating_since >= options_.creating_deadline) {
       live.End();
       return std::nullopt;
     }
