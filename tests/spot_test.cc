@@ -258,6 +258,7 @@ TEST_F(SpotTest, ALaunchPinsTheHostKeysItsNewNodePublishesAndRefusesAnotherKeyNa
       WriteSpec("impostor", "node-imp", "accelerator_type: v4-16, version: base, spot: true",
                 "run: echo should not run\n", known_hosts);
   r = RunCommand(Podrun() + " launch " + spec2);
+  ASSERT_NE("", Fingerprint(stale + ".pub"));
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("pins ssh-ed25519 " + Fingerprint(stale + ".pub")))

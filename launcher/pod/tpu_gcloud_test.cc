@@ -102,5 +102,40 @@ TEST_F(TpuGcloudTest, ReadsAQueuedResourceAndTheNodeItMade) {
   EXPECT_EQ("node-1", node.queued_resource);
 }
 
+TEST_F(TpuGcloudTest, GuestAttributesCommandLine) {
+  EXPECT_EQ(
+      "gcloud compute tpus tpu-vm get-guest-attributes node-1 --zone us-central2-b --project "
+      "proj --format=json",
+      Join(GcloudGuestAttributesCommand(in_project_)));
+}
+
+TEST_F(TpuGcloudTest, AStockoutIsToldFromAQuota) {
+  EXPECT_TRUE(IsCapacityRefusal(
+      "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: There is no more capacity "
+      "in the zone \"us-central2-b\"; you can try in another zone"));
+  EXPECT_TRUE(IsCapacityRefusal("{\"code\": 8, \"message\": \"RESOURCE_EXHAUSTED\"}"));
+  EXPECT_FALSE(IsCapacityRefusal(
+      "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: Quota limit "
+      "'TPUV4PodPerProjectPerZoneForTPUAPI' has been exceeded. Limit: 32 in zone us-central2-b."));
+  EXPECT_FALSE(IsCapacityRefusal("INVALID_ARGUMENT: Invalid accelerator type v4-7."));
+}
+
+TEST_F(TpuGcloudTest, CapacityWaitTakesADurationOrZero) {
+  EXPECT_EQ(std::chrono::hours(6), ParseTpuDuration("6h"));
+  EXPECT_EQ(std::chrono::seconds(90), ParseTpuDuration("90s"));
+  EXPECT_EQ(std::chrono::days(2), ParseTpuDuration("2d"));
+  EXPECT_EQ(std::chrono::seconds(0), ParseTpuDuration("0"));
+  EXPECT_FALSE(ParseTpuDuration("6 hours"));
+  EXPECT_FALSE(ParseTpuDuration("-1h"));
+  EXPECT_FALSE(ParseTpuDuration("99999d"));
+  TpuCreate c{.accelerator_type = "v4-8", .version = "v"};
+  EXPECT_EQ(kDefaultCapacityWait, CapacityWaitOf(c));
+  c.capacity_wait = "30m";
+  EXPECT_EQ("", TpuCreateProblem(c));
+  EXPECT_EQ(std::chrono::minutes(30), CapacityWaitOf(c));
+  c.capacity_wait = "soon";
+  EXPECT_NE(std::string::npos, TpuCreateProblem(c).find("bad capacity_wait 'soon'"));
+}
+
 }  // namespace
 }  // namespace podrun

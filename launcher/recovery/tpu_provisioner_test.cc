@@ -31,6 +31,7 @@ class TpuProvisionerTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "home");
+    fs::permissions(dir_ / "home", fs::perms::owner_all);  // podrun keeps its state private
     ::setenv("PODRUN_GCLOUD", (fs::path(PODRUN_SOURCE_DIR) / "tests/fake-gcloud").c_str(), 1);
     ::setenv("FAKE_GCLOUD_STATE", dir_.c_str(), 1);
     ::setenv("PODRUN_HOME", (dir_ / "home").c_str(), 1);
@@ -49,7 +50,7 @@ class TpuProvisionerTest : public ::testing::Test {
                              {"create_seconds", 0},
                              {"queue_seconds", 0},
                              {"delete_seconds", 0}};
-    config.update(extra);
+    if (extra.is_object()) config.update(extra);
     std::ofstream(dir_ / "config.json") << config.dump();
   }
 

@@ -357,5 +357,23 @@ TEST(Spec, PodCreate) {
                                    .find("'create' makes one node"));
 }
 
+TEST(Spec, PodCreateCapacityWait) {
+  JobSpec spec = ParseSpecText(
+      "run: x\npod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: v4-32, version: v, "
+      "capacity_wait: 6h}\n",
+      "spec.yaml");
+  ASSERT_TRUE(spec.pod.create);
+  EXPECT_EQ(std::chrono::hours(6), CapacityWaitOf(*spec.pod.create));
+  spec = ParseSpecText(
+      "run: x\npod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: a, version: v, "
+      "capacity_wait: 0}\n",
+      "spec.yaml");
+  EXPECT_EQ(std::chrono::seconds(0), CapacityWaitOf(*spec.pod.create));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\npod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: a, "
+                       "version: v, capacity_wait: a while}\n")
+                .find("spec.yaml:5:11: create: bad capacity_wait 'a while'"));
+}
+
 }  // namespace
 }  // namespace podrun

@@ -58,20 +58,24 @@ std::string DescribeKey(ssh_key key) {
   return out;
 }
 
-// The key `known_hosts` holds for `host` at the port of `s` ("TYPE SHA256:..."), or "".
-std::string KnownKey(ssh_session s, const std::string& known_hosts, const std::string& host) {
+// The key `known_hosts` holds for `host` at the port of `s` ("TYPE SHA256:..."), one of type
+// `type` if there is one, else the first; "" when none.
+std::string KnownKey(ssh_session s, const std::string& known_hosts, const std::string& host,
+                     const std::string& type) {
   unsigned int port = 22;
   ssh_options_get_port(s, &port);
   const std::string name = port == 22 ? host : fmt::format("[{}]:{}", host, port);
   std::ifstream in(known_hosts);
+  std::string first;
   for (std::string line; std::getline(in, line);) {
     struct ssh_knownhosts_entry* entry = nullptr;
     if (ssh_known_hosts_parse_line(name.c_str(), line.c_str(), &entry) != SSH_OK) continue;
     std::string out = entry != nullptr ? DescribeKey(entry->publickey) : "";
     ssh_knownhosts_entry_free(entry);
-    if (!out.empty()) return out;
+    if (out.starts_with(type + " ")) return out;
+    if (first.empty()) first = out;
   }
-  return "";
+  return first;
 }
 
 }  // namespace
@@ -118,7 +122,7 @@ asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
       fmt::format("{}: {}", description_,
                   HostKeyRefusal(action, address_, key.type, key.fingerprint, options.known_hosts,
                                  action == HostKeyAction::kRefuseChanged
-                                     ? KnownKey(s, options.known_hosts, address_)
+                                     ? KnownKey(s, options.known_hosts, address_, key.type)
                                      : "")));
 }
 
