@@ -1,6 +1,7 @@
 // Tests of the job store on a real SQLite file: round trips, JOB resolution, two stores on one
 // file, and that no secret's value ever reaches the database.
 #include "launcher/store/job_store.h"
+#include "launcher/store/job_store_schema.h"
 #include "launcher/store/recovery_records.h"
 
 #include <gtest/gtest.h>
@@ -251,7 +252,8 @@ TEST_F(JobStoreTest, SchemaVersionAndWal) {
   sqlite3_stmt* st = nullptr;
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
-  EXPECT_EQ(3, sqlite3_column_int(st, 0));
+  EXPECT_EQ(kJobStoreSchemaVersion, sqlite3_column_int(st, 0));
+  EXPECT_EQ(4, kJobStoreSchemaVersion);
   sqlite3_finalize(st);
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
@@ -308,6 +310,33 @@ TEST_F(JobStoreTest, OpenDefaultUsesPodrunHome) {
       });
   EXPECT_EQ(dir_ / "home" / "podrun.db", store.path());
   EXPECT_TRUE(std::filesystem::exists(dir_ / "home" / "podrun.db"));
+}
+
+TEST_F(JobStoreTest, AttemptsOfASchema3StoreGetTheirReasonFromWhatTheyResumedFrom) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(SQLITE_OK, sqlite3_open(db_.c_str(), &db));
+    for (int v = 0; v < 3; ++v) {
+      ASSERT_EQ(SQLITE_OK, sqlite3_exec(db, JobStoreMigration(v), nullptr, nullptr, nullptr));
+    }
+    const char* rows =
+        "PRAGMA user_version=3;"
+        "INSERT INTO jobs (id, name, pod, spec_text, spec_path, hosts_json, created_ns, "
+        "env_overrides_json, secret_names_json, options_json) VALUES ('j', 'j', 'hosts:1', '', "
+        "'', '[]', 1, '{}', '[]', '{}');"
+        "INSERT INTO attempts (job_id, number, started_ns, state, workers_json, resumed_from) "
+        "VALUES ('j', 1, 1, 'failed', '[0]', NULL), ('j', 2, 2, 'failed', '[0]', 'hang'), "
+        "('j', 3, 3, 'failed', '[0]', 'preemption'), ('j', 4, 4, 'failed', '[0]', NULL);";
+    ASSERT_EQ(SQLITE_OK, sqlite3_exec(db, rows, nullptr, nullptr, nullptr));
+    sqlite3_close(db);
+  }
+  JobStore store(db_);
+  const auto attempts = store.Attempts("j");
+  ASSERT_EQ(4u, attempts.size());
+  EXPECT_EQ(AttemptReason::kLaunch, attempts[0].reason);
+  EXPECT_EQ(AttemptReason::kRestartAfterHang, attempts[1].reason);
+  EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, attempts[2].reason);
+  EXPECT_EQ(AttemptReason::kRerun, attempts[3].reason);
 }
 
 TEST_F(JobStoreTest, RecoveryRecords) {
