@@ -38,11 +38,10 @@ ExitCode RunLaunch(const LaunchRequest& request) {
                     spec.pod.tpu.value_or("?"), spec.pod.zone.value_or("?")));
   }
   // pod.create: the node is made to exist and be READY first (nothing is recorded before).
-  const std::optional<TpuNodeReady> provisioned = ProvisionSpecNode(settings);
+  const std::vector<TpuQuery> created = ProvisionSpecNodes(settings);
   Pod pod = ResolvePod(settings);
-  if (provisioned && provisioned->action != TpuNodeAction::kExisted) {
+  for (const TpuQuery& node : created) {
     // New VMs, new host keys: pin the ones the node publishes (only this node's workers).
-    const TpuQuery node{*settings.tpu, *settings.zone, settings.project};
     PinNodeHostKeys(node, pod.ssh.known_hosts, NodeHostKeyAddresses(pod, node.name));
   }
   EnsureOpenFiles(pod.selected.size());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <sstream>
 
 #include "launcher/commands/pod_options.h"
 #include "launcher/attempt/interrupt_watcher.h"
@@ -44,11 +45,17 @@ bool Confirm(const std::string& question) {
 
 }  // namespace
 
-std::optional<TpuNodeReady> ProvisionSpecNode(const PodSettings& settings) {
-  if (!settings.create || !settings.tpu || !settings.zone) return std::nullopt;
-  TpuProvisioner provisioner({*settings.tpu, *settings.zone, settings.project}, *settings.create,
-                             TpuPollInterval(kCreatePoll), SleepUnlessInterrupted);
-  return provisioner.Ensure();
+std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings) {
+  std::vector<TpuQuery> created;
+  if (!settings.create || !settings.tpu || !settings.zone) return created;
+  std::stringstream names(*settings.tpu);
+  for (std::string name; std::getline(names, name, ',');) {
+    const TpuQuery node{name, *settings.zone, settings.project};
+    TpuProvisioner provisioner(node, *settings.create, TpuPollInterval(kCreatePoll),
+                               SleepUnlessInterrupted);
+    if (provisioner.Ensure().action != TpuNodeAction::kExisted) created.push_back(node);
+  }
+  return created;
 }
 
 ExitCode RunUp(const UpRequest& request) {

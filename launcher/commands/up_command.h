@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/base/error.h"
 #include "launcher/connect/pod.h"
@@ -33,8 +34,9 @@ ExitCode RunUp(const UpRequest& request);
 // terminal, -y is needed: 2). Nothing to delete: said, 0.
 ExitCode RunDown(const DownRequest& request);
 
-// For `launch`: with pod.create (and a tpu, zone), makes the node READY before the pod is
-// resolved; nullopt without pod.create. Throws as TpuProvisioner::Ensure.
-std::optional<TpuNodeReady> ProvisionSpecNode(const PodSettings& settings);
+// For `launch`: with pod.create (and a tpu, zone), makes each node `tpu` names READY (several
+// for a multislice spec), before the pod is resolved; the nodes podrun created, none without
+// pod.create. Throws as TpuProvisioner::Ensure.
+std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings);
 
 }  // namespace podrun

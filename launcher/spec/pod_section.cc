@@ -181,9 +181,6 @@ void ReadPodSection(const YamlReader& yaml, const Node& key, const Node& value, 
     if (!pod->tpu || !pod->zone) {
       yaml.Fail(at, "'create' needs the node's 'tpu' and 'zone' in this 'pod' section");
     }
-    if (pod->tpu->find(',') != std::string::npos) {
-      yaml.Fail(at, "'create' makes one node: 'tpu' names several (" + *pod->tpu + ")");
-    }
   }
 }
 

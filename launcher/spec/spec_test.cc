@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/spec/pod_create.h"
 #include "launcher/base/error.h"
 
 namespace podrun {
@@ -352,9 +353,14 @@ TEST(Spec, PodCreate) {
   EXPECT_NE(std::string::npos,
             ParseError("run: x\npod:\n  local: 2\n  create: {accelerator_type: a, version: v}\n")
                 .find("spec.yaml:4:3: 'create' needs the node's 'tpu' and 'zone'"));
-  EXPECT_NE(std::string::npos, ParseError("run: x\npod:\n  tpu: a,b\n  zone: z\n  create: "
-                                          "{accelerator_type: a, version: v}\n")
-                                   .find("'create' makes one node"));
+  // Multislice: create: is for each node tpu: names.
+  const JobSpec two = ParseSpecText(
+      "run: x\npod:\n  tpu: a,b\n  zone: z\n  create: {accelerator_type: a, version: v}\n",
+      "spec.yaml");
+  EXPECT_TRUE(SpecCreateCovers(two.pod, {"a", "z", std::nullopt}));
+  EXPECT_TRUE(SpecCreateCovers(two.pod, {"b", "z", std::nullopt}));
+  EXPECT_FALSE(SpecCreateCovers(two.pod, {"c", "z", std::nullopt}));
+  EXPECT_FALSE(SpecCreateCovers(two.pod, {"a", "other-zone", std::nullopt}));
 }
 
 TEST(Spec, PodCreateCapacityWait) {
