@@ -27,6 +27,7 @@
 #include "launcher/store/podrun_home.h"
 #include "launcher/store/recovery_records.h"
 #include "proto/process_identity.h"
+#include "proto/spawn.h"
 #include "proto/unique_fd.h"
 
 namespace podrun {
@@ -157,38 +158,25 @@ ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
 
 int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
   const std::filesystem::path log = JobDir(home, job_id) / "keeper.log";
-  // Everything the child needs is ready before fork: it only calls async-signal-safe functions.
-  const int log_fd =
-      ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (log_fd < 0) {
+  UniqueFd log_fd(
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (log_fd.get() < 0) {
     throw Error(ExitCode::kFailed, fmt::format("{}: {}", log.string(), std::strerror(errno)));
   }
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const std::string self = "/proc/self/exe";
-  std::vector<std::string> args = {"podrun", "watch", job_id, "--foreground"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setsid();
-    ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::signal(SIGINT, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(self.c_str(), argv.data());
-    ::_exit(127);
-  }
-  const int fork_errno = errno;
-  ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
-  if (pid < 0) {
-    throw Error(ExitCode::kFailed,
-                fmt::format("cannot start the keeper: fork: {}", std::strerror(fork_errno)));
+  // A session of its own, default signal dispositions and an empty mask (proto/spawn.h).
+  pid_t pid = 0;
+  try {
+    pid = SpawnProcess({.argv = {"podrun", "watch", job_id, "--foreground"},
+                        .program = "/proc/self/exe",
+                        .env = std::nullopt,
+                        .fds = {{STDIN_FILENO, kSpawnDevNull},
+                                {STDOUT_FILENO, log_fd.get()},
+                                {STDERR_FILENO, log_fd.get()}},
+                        .group = SpawnGroup::kNewSession,
+                        .cwd = "",
+                        .umask = std::nullopt});
+  } catch (const SpawnError& e) {
+    throw Error(ExitCode::kFailed, fmt::format("cannot start the keeper: {}", e.what()));
   }
   const auto deadline = std::chrono::steady_clock::now() + kSpawnWait;
   while (std::chrono::steady_clock::now() < deadline) {
