@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "launcher/attempt/stopper_threads.h"
+
 namespace podrun {
 namespace {
 
@@ -91,6 +98,52 @@ TEST(Gang, InterruptStopsEveryoneOnce) {
   g.Ended(1, true, "signal 15", true);
   EXPECT_EQ(GangPhase::kDone, g.phase());
   EXPECT_EQ(ExitCode::kInterrupted, g.Outcome());
+}
+
+}  // namespace
+}  // namespace podrun
+
+// The driver's stoppers (StopperThreads): joined on every path.
+namespace podrun {
+namespace {
+
+TEST(StopperThreads, AnExceptionAfterAStopStartedStillJoinsIt) {
+  std::atomic<bool> stopped{false};
+  try {
+    StopperThreads stoppers;
+    ASSERT_TRUE(stoppers.Start([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      stopped = true;
+    }));
+    throw std::runtime_error("the attempt failed between the stop and its join");
+  } catch (const std::runtime_error&) {
+    // Reached (a joinable std::thread would have called std::terminate), and after the join.
+    EXPECT_TRUE(stopped.load());
+  }
+}
+
+TEST(StopperThreads, JoinAllWaitsForStopsStartedWhileItWaits) {
+  StopperThreads stoppers;
+  std::atomic<int> ended{0};
+  ASSERT_TRUE(stoppers.Start([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stoppers.Start([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ++ended;
+    });
+    ++ended;
+  }));
+  stoppers.JoinAll();
+  EXPECT_EQ(2, ended.load());
+}
+
+TEST(StopperThreads, AStopThatThrowsIsSaidNotFatal) {
+  StopperThreads stoppers;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(stoppers.Start([] { throw std::runtime_error("w2: agent gone"); }));
+  stoppers.JoinAll();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("stop: w2: agent gone")) << err;
 }
 
 }  // namespace
