@@ -1,13 +1,22 @@
 #include "launcher/attempt/gang.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
+#include "launcher/attempt/attempt_worker.h"
+#include "launcher/attempt/gang_driver.h"
 #include "launcher/attempt/stopper_threads.h"
+#include "launcher/connect/agent_connection.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 namespace {
@@ -144,6 +153,65 @@ TEST(StopperThreads, AStopThatThrowsIsSaidNotFatal) {
   stoppers.JoinAll();
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(std::string::npos, err.find("stop: w2: agent gone")) << err;
+}
+
+}  // namespace
+}  // namespace podrun
+
+// The driver's lock guards the gang alone: a job-store write never holds up a Ctrl-C.
+namespace podrun {
+namespace {
+
+TEST(GangDriver, ACtrlCIsTakenAtOnceWhileTheJobStoreIsLocked) {
+  ::setenv("PODRUN_AGENT", PODRUN_AGENT_BINARY, 1);
+  const auto home =
+      std::filesystem::temp_directory_path() / ("gang_test." + std::to_string(::getpid()));
+  std::filesystem::create_directories(home);
+  JobStore store(home / "podrun.db");
+  JobRecord job;
+  job.name = "locked";
+  job.pod = "local:2";
+  job.spec_text = "run: 'true'\n";
+  job.hosts = {{0, "", "127.0.0.1", 0, "127.0.0.1"}, {1, "", "127.0.0.1", 0, "127.0.0.1"}};
+  job = store.CreateJob(job);
+  store.AddAttempt(job.id, {0, 1});
+  AttemptPlan plan;
+  plan.job = job;
+  plan.pod.local = 2;
+  plan.pod.workers.resize(2);
+  plan.pod.workers[1].index = 1;
+  plan.pod.selected = {0, 1};
+  plan.pod.description = "local:2";
+  plan.home = home;
+  AttemptRecorder recorder(store, plan);
+  AgentConnections connections(plan.pod, home / "local", plan.pod.selected, false);
+  AttemptWorkers workers(connections);
+  workers.at(1).error = "w1 (local): prepare: refused";
+  GangDriver gang(plan, recorder, workers);
+
+  // Another podrun holds the store: the barrier's record of w1's failure waits for it.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_open((home / "podrun.db").c_str(), &other));
+  ASSERT_EQ(SQLITE_OK, sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr));
+  std::optional<ExitCode> not_started;
+  std::thread barrier(
+      [&] { EXPECT_FALSE(gang.Barrier([&](ExitCode outcome, bool) { not_started = outcome; })); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto began = std::chrono::steady_clock::now();
+  gang.OnInterrupt();  // the interrupt watcher's thread, while the barrier writes
+  const bool has_cause = gang.HasRootCause();
+  const auto took = std::chrono::steady_clock::now() - began;
+  sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  barrier.join();
+
+  EXPECT_LT(took, std::chrono::milliseconds(500));
+  EXPECT_TRUE(has_cause);
+  ASSERT_TRUE(not_started.has_value());
+  EXPECT_EQ(ExitCode::kUnreachable, *not_started);
+  // The write was made once the store was free.
+  EXPECT_EQ(WorkerState::kFailed, store.Workers(job.id, 1).at(1).state);
+  std::filesystem::remove_all(home);
 }
 
 }  // namespace
