@@ -87,8 +87,8 @@ class DiscoveryTest : public ::testing::Test {
 std::unique_ptr<TestPod> DiscoveryTest::pod_;
 
 TEST_F(DiscoveryTest, EndpointsAreWorkersReachedAtTheirExternalAddresses) {
-  CommandResult r = RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project p" + Keys() +
-                               " -- 'echo $(hostname)'");
+  CommandResult r = RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project my-proj" +
+                               Keys() + " -- 'echo $(hostname)'");
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w0] w0")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w1] w1")) << r.output;
@@ -96,17 +96,18 @@ TEST_F(DiscoveryTest, EndpointsAreWorkersReachedAtTheirExternalAddresses) {
   // The exact command line gcloud got.
   EXPECT_NE(std::string::npos,
             ReadTextFile(Dir() + "/calls")
-                .find("compute tpus tpu-vm describe node-a --zone zone-1 --project p "
+                .find("compute tpus tpu-vm describe node-a --zone zone-1 --project my-proj "
                       "--format=json"));
   // Cached: the next command asks gcloud nothing; --refresh asks again.
   const int calls = Calls();
-  ASSERT_EQ(
-      0, RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project p" + Keys() + " -- true")
-             .exit_code);
-  EXPECT_EQ(calls, Calls());
-  ASSERT_EQ(0, RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project p --refresh" +
-                          Keys() + " -- true")
+  ASSERT_EQ(0, RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project my-proj" + Keys() +
+                          " -- true")
                    .exit_code);
+  EXPECT_EQ(calls, Calls());
+  ASSERT_EQ(0,
+            RunCommand(Podrun() + " exec --tpu node-a --zone zone-1 --project my-proj --refresh" +
+                       Keys() + " -- true")
+                .exit_code);
   EXPECT_EQ(calls + 1, Calls());
 }
 

@@ -22,6 +22,7 @@
 #include "launcher/ssh/ssh_session.h"
 #include "proto/private_state.h"
 #include "proto/shell_quote.h"
+#include "proto/spawn.h"
 
 namespace podrun {
 namespace {
@@ -163,38 +164,28 @@ class LocalAgentLink : public AgentLink {
                   fmt::format("cannot create {}: {}", home_.string(), ec.message()));
     }
     // A minimal environment, not the launcher's (local_process.h): jobs get theirs by Prepare.
-    std::vector<std::string> env_strings = LocalWorkerEnvironment(LauncherEnvironment());
-    env_strings.push_back("HOME=" + home_.string());
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::string agent_path = agent_->path();
-    // --home spelled out (HOME would give the same) so that the agent is identifiable by it.
-    std::string serve = "serve", home_flag = "--home", agent_home = (home_ / ".podrun").string();
-    std::vector<char*> argv = {agent_path.data(), serve.data(), home_flag.data(), agent_home.data(),
-                               nullptr};
-
+    std::vector<std::string> env = LocalWorkerEnvironment(LauncherEnvironment());
+    env.push_back("HOME=" + home_.string());
+    const std::string agent_path = agent_->path();
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {
       throw Error(ExitCode::kUnreachable, fmt::format("pipe: {}", std::strerror(errno)));
     }
-    std::string home_dir = home_.string();
-    const mode_t user_umask = InheritedUmask();  // the agent restricts its own; jobs get this
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::umask(user_umask);
-      ::dup2(out[1], STDOUT_FILENO);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-      if (::chdir(home_dir.c_str()) != 0) _exit(126);
-      ::execve(agent_path.c_str(), argv.data(), envp.data());
-      _exit(127);
+    pid_t pid = -1;
+    try {
+      // --home spelled out (HOME would give the same) so that the agent is identifiable by it.
+      // The umask podrun started with: the agent restricts its own, jobs get this one.
+      pid = SpawnProcess({.argv = {agent_path, "serve", "--home", (home_ / ".podrun").string()},
+                          .env = std::move(env),
+                          .fds = {{STDIN_FILENO, kSpawnDevNull}, {STDOUT_FILENO, out[1]}},
+                          .cwd = home_.string(),
+                          .umask = InheritedUmask()});
+    } catch (const SpawnError& e) {
+      ::close(out[0]);
+      ::close(out[1]);
+      throw Error(ExitCode::kUnreachable, fmt::format("start agent: {}", e.what()));
     }
     ::close(out[1]);
-    if (pid < 0) {
-      ::close(out[0]);
-      throw Error(ExitCode::kUnreachable, fmt::format("fork: {}", std::strerror(errno)));
-    }
     std::string output;
     char buffer[4096];
     for (;;) {

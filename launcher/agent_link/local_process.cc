@@ -16,9 +16,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "launcher/base/error.h"
 #include "proto/private_state.h"
+#include "proto/spawn.h"
 
 extern char** environ;
 
@@ -117,17 +119,11 @@ char* const* LauncherEnvironment() { return environ; }
 asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
                                             std::function<void(Stream, std::string_view)> on_data) {
   auto executor = co_await asio::this_coro::executor;
-  std::vector<std::string> env_strings;
+  std::vector<std::string> env;
   for (std::string& entry : LocalWorkerEnvironment(environ)) {
-    if (!command.env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+    if (!command.env.count(entry.substr(0, entry.find('=')))) env.push_back(entry);
   }
-  for (const auto& [key, value] : command.env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = command.argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  for (const auto& [key, value] : command.env) env.push_back(key + "=" + value);
 
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -139,26 +135,27 @@ asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
     ::close(out[1]);
     throw Error(ExitCode::kUnreachable, fmt::format("pipe: {}", std::strerror(saved)));
   }
-  const mode_t user_umask = InheritedUmask();
-  const pid_t pid = ::fork();
-  const int fork_errno = errno;
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::umask(user_umask);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
-    if (!command.cwd.empty() && ::chdir(command.cwd.c_str()) != 0) _exit(126);
-    ::execve(argv[0], argv.data(), envp.data());
-    _exit(127);
+  pid_t pid = -1;
+  std::optional<SpawnError> not_started;
+  try {
+    pid = SpawnProcess(
+        {.argv = command.argv,
+         .env = std::move(env),
+         .fds = {{STDIN_FILENO, kSpawnDevNull}, {STDOUT_FILENO, out[1]}, {STDERR_FILENO, err[1]}},
+         .group = SpawnGroup::kNewGroup,
+         .cwd = command.cwd,
+         .umask = InheritedUmask()});
+  } catch (const SpawnError& e) {
+    not_started = e;
   }
   ::close(out[1]);
   ::close(err[1]);
-  if (pid < 0) {
+  if (not_started) {
+    // As a shell says it: the reason on stderr, 127 (not found) or 126.
     ::close(out[0]);
     ::close(err[0]);
-    throw Error(ExitCode::kUnreachable, fmt::format("fork: {}", std::strerror(fork_errno)));
+    on_data(Stream::kStderr, std::string(not_started->what()) + "\n");
+    co_return ExitStatus{.exit_code = not_started->shell_exit_code(), .signal = {}};
   }
   asio::posix::stream_descriptor out_pipe(executor, out[0]);
   // Both pipes are read at once: stderr by a coroutine of its own, stdout by this one, which

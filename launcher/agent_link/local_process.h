@@ -34,9 +34,11 @@ struct LocalCommand {
   std::string cwd;
 };
 
-// Starts the command (stdin from /dev/null, its own process group, the umask podrun started
-// with), delivers its output to on_data as it comes, and returns how it ended. Throws
-// Error(kUnreachable) if it cannot start. Event-loop thread; on_data is called there.
+// Starts the command clean (proto/spawn.h: stdin from /dev/null, its own process group, the
+// umask podrun started with), delivers its output to on_data as it comes, and returns how it
+// ended. A command that cannot start ends as a shell says it: the reason on stderr, exit code
+// 127 (not found) or 126. Throws Error(kUnreachable) if its pipes cannot be made. Event-loop
+// thread; on_data is called there.
 asio::awaitable<ExitStatus> RunLocalProcess(const LocalCommand& command,
                                             std::function<void(Stream, std::string_view)> on_data);
 

@@ -2,6 +2,7 @@
 #include "launcher/agent_link/local_process.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -101,10 +102,24 @@ TEST(RunLocalProcess, SignalIsReported) {
   EXPECT_EQ("TERM", run.status.signal);
 }
 
-TEST(RunLocalProcess, AMissingProgramExits127) {
+TEST(RunLocalProcess, AMissingProgramExits127AndSaysSo) {
   Finished run = RunLocal({{"/nonexistent/program"}, {}, ""});
   ASSERT_TRUE(run.status.exit_code.has_value());
   EXPECT_EQ(127, *run.status.exit_code);
+  EXPECT_NE(std::string::npos, run.err.find("/nonexistent/program: No such file")) << run.err;
+}
+
+TEST(RunLocalProcess, ACommandStartsWithDefaultSignals) {
+  // The event loop's thread has SIGINT blocked and SIGPIPE ignored while an attempt runs.
+  sigset_t interrupt, old;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &interrupt, &old);
+  auto old_pipe = ::signal(SIGPIPE, SIG_IGN);
+  Finished run = RunLocal({{"/bin/sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"}, {}, ""});
+  ::signal(SIGPIPE, old_pipe);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_EQ("SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n", run.out);
 }
 
 }  // namespace

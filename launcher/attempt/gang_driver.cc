@@ -26,6 +26,11 @@ bool EndFailed(const ProcessEnd& end) { return !end.exit_code || *end.exit_code 
 
 }  // namespace
 
+GangDriver::~GangDriver() {
+  stall_.reset();  // its thread could start stoppers
+  stoppers_.JoinAll();
+}
+
 void GangDriver::OpenLog() {
   output_ = std::make_unique<AttemptOutput>(
       plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt),
@@ -33,37 +38,57 @@ void GangDriver::OpenLog() {
 }
 
 bool GangDriver::Barrier(const std::function<void(ExitCode outcome, bool interrupted)>& not_ready) {
-  std::lock_guard lock(mutex_);
-  for (auto& w : workers_.all()) {
-    if (w->error.empty()) {
-      gang_.Prepared(w->index);
-    } else {
-      Say(w->error);
-      recorder_.UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
-      gang_.PrepareFailed(w->index, w->error);
+  std::vector<AttemptWorker*> failed;
+  bool go = false, interrupted = false;
+  ExitCode outcome = ExitCode::kOk;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& w : workers_.all()) {
+      if (w->error.empty()) {
+        gang_.Prepared(w->index);
+      } else {
+        gang_.PrepareFailed(w->index, w->error);
+        failed.push_back(w.get());
+      }
+    }
+    go = gang_.ReadyForGo();
+    if (go) {
+      gang_.Go();
+    } else {  // aborted: nothing can start or be stopped any more
+      outcome = gang_.Outcome();
+      interrupted = gang_.interrupted();
     }
   }
-  if (!gang_.ReadyForGo()) {
-    not_ready(gang_.Outcome(), gang_.interrupted());
-    return false;
+  for (AttemptWorker* w : failed) {
+    Say(w->error);
+    recorder_.UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
   }
-  gang_.Go();
-  return true;
+  if (!go) not_ready(outcome, interrupted);
+  return go;
 }
 
 void GangDriver::RecordStarts() {
-  std::lock_guard lock(mutex_);
+  std::vector<AttemptWorker*> unsent;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& w : workers_.all()) {
+      if (w->error.empty()) {
+        gang_.Started(w->index);
+      } else if (gang_.StartFailed(w->index, w->error)) {
+        unsent = StopRunning();
+      }
+    }
+  }
   for (auto& w : workers_.all()) {
     if (w->error.empty()) {
-      gang_.Started(w->index);
       recorder_.UpdateWorker(w->index,
                              {.state = WorkerState::kRunning, .start_ns = w->start.start_time_ns});
     } else {
       Say(w->error);
       recorder_.UpdateWorker(w->index, {.state = WorkerState::kFailed, .error = w->error});
-      if (gang_.StartFailed(w->index, w->error)) StopRunning();
     }
   }
+  RecordUnsentStops(unsent);
 }
 
 std::vector<AttemptWorker*> GangDriver::Resume(int64_t started_ns) {
@@ -93,30 +118,34 @@ bool GangDriver::HasRootCause() {
 }
 
 void GangDriver::OnInterrupt() {
-  std::lock_guard lock(mutex_);
-  if (gang_.interrupted()) return;
-  Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
-  if (gang_.Interrupt()) StopRunning();
-}
-
-void GangDriver::JoinStoppers() {
-  std::vector<std::thread> stoppers;
+  std::vector<AttemptWorker*> unsent;
   {
     std::lock_guard lock(mutex_);
-    stoppers.swap(stoppers_);
+    if (gang_.interrupted()) return;
+    if (gang_.Interrupt()) unsent = StopRunning();
   }
-  for (auto& t : stoppers) t.join();
+  Say("interrupted: stopping the job on every worker (Ctrl-C again has no further effect)");
+  RecordUnsentStops(unsent);
 }
 
-void GangDriver::StopRunning() {
+void GangDriver::JoinStoppers() { stoppers_.JoinAll(); }
+
+std::vector<AttemptWorker*> GangDriver::StopRunning() {
+  std::vector<AttemptWorker*> unsent;
   for (int index : gang_.Running()) {
     AttemptWorker* w = &workers_.at(index);
-    try {
-      stoppers_.emplace_back([this, w] { StopWorker(*w); });
-    } catch (const std::system_error& e) {
-      Say(fmt::format("{}: stop: no thread to send it ({})", w->description(), e.what()));
-      recorder_.UpdateWorker(index, {.stop_pending_grace = plan_.spec.grace_seconds});
-    }
+    if (!stoppers_.Start([this, w] { StopWorker(*w); })) unsent.push_back(w);
+  }
+  return unsent;
+}
+
+void GangDriver::RecordUnsentStops(const std::vector<AttemptWorker*>& unsent) {
+  for (AttemptWorker* w : unsent) {
+    Say(
+        fmt::format("{}: stop: no thread to send it; it is recorded for the next podrun command "
+                    "that reaches this worker",
+                    w->description()));
+    recorder_.UpdateWorker(w->index, {.stop_pending_grace = plan_.spec.grace_seconds});
   }
 }
 
@@ -162,17 +191,21 @@ void GangDriver::StopWorker(AttemptWorker& w) {
 
 void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq) {
   output_->Finish(w.index);
-  std::lock_guard lock(mutex_);
-  if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {
-    StopRunning();
-  }
-  WorkerUpdate update{.state = gang_.state(w.index),
-                      .exit_code = end.exit_code,
+  WorkerUpdate update{.exit_code = end.exit_code,
                       .signal = end.signal,
                       .end_ns = end.end_time_ns,
                       .last_seq = last_seq};
   if (w.gap) update.error = DescribeLogGap(*w.gap);
+  std::vector<AttemptWorker*> unsent;
+  {
+    std::lock_guard lock(mutex_);
+    if (gang_.Ended(w.index, EndFailed(end), DescribeProcessEnd(end), end.stopped_by_request)) {
+      unsent = StopRunning();
+    }
+    update.state = gang_.state(w.index);
+  }
   recorder_.UpdateWorker(w.index, update);
+  RecordUnsentStops(unsent);
 }
 
 void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
@@ -182,8 +215,11 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
   if (auto state = GoneNode(w.index); state && lost.rfind(*state, 0) != 0) {
     reason = *state + "; " + lost;  // said once: a give-up already starts with it
   }
-  std::lock_guard lock(mutex_);
-  if (gang_.Lost(w.index, reason)) StopRunning();
+  std::vector<AttemptWorker*> unsent;
+  {
+    std::lock_guard lock(mutex_);
+    if (gang_.Lost(w.index, reason)) unsent = StopRunning();
+  }
   WorkerUpdate update{.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason};
   // Out of reach is not ended: with stop_all its process may still hold the accelerators, so
   // the stop is recorded for the next podrun command that reaches it.
@@ -191,6 +227,7 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
     update.stop_pending_grace = plan_.spec.grace_seconds;
   }
   recorder_.UpdateWorker(w.index, update);
+  RecordUnsentStops(unsent);
 }
 
 void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
@@ -255,23 +292,31 @@ std::optional<std::string> GangDriver::GoneNode(int index) {
 }
 
 void GangDriver::OnStall(std::chrono::seconds silent) {
-  std::lock_guard lock(mutex_);
   const std::string reason =
       fmt::format("hung: no output from any worker for {} s (stall_seconds: {})", silent.count(),
                   plan_.spec.stall_seconds);
-  if (gang_.Hung(reason)) StopRunning();
+  std::vector<AttemptWorker*> unsent;
+  {
+    std::lock_guard lock(mutex_);
+    if (gang_.Hung(reason)) unsent = StopRunning();
+  }
+  RecordUnsentStops(unsent);
 }
 
 ExitCode GangDriver::Report() {
-  std::lock_guard lock(mutex_);
-  ExitCode code = gang_.Outcome();
+  // The gang as it ended, copied: the report's writes are made without the lock.
+  const Gang gang = [this] {
+    std::lock_guard lock(mutex_);
+    return gang_;
+  }();
+  ExitCode code = gang.Outcome();
   const std::string& id = plan_.job.id;
-  if (gang_.interrupted()) {
+  if (gang.interrupted()) {
     Say(fmt::format("job {} interrupted: stopped on every worker", id));
   } else if (code == ExitCode::kOk) {
     Say(fmt::format("job {} succeeded on {} workers ({:.1f} s after the start)", id,
-                    gang_.workers().size(), SecondsSince(started_)));
-  } else if (const auto& cause = gang_.root_cause();
+                    gang.workers().size(), SecondsSince(started_)));
+  } else if (const auto& cause = gang.root_cause();
              cause && cause->worker == RootCause::kWholeGang) {
     Say(fmt::format("job {} failed: {}", id, cause->reason));
     recorder_.SetCause(AttemptEnd::kHang, cause->reason);
@@ -299,12 +344,12 @@ ExitCode GangDriver::Report() {
   for (auto& w : workers_.all()) {
     if (w->gap) Say(fmt::format("{}: {}", w->description(), DescribeLogGap(*w->gap)));
   }
-  std::vector<int> stopped = gang_.StoppedByUs();
-  if (!stopped.empty() && !gang_.interrupted()) {
+  std::vector<int> stopped = gang.StoppedByUs();
+  if (!stopped.empty() && !gang.interrupted()) {
     Say(fmt::format("stopped by podrun because of that failure: w{}", FormatWorkerRange(stopped)));
   }
   // Without a root cause, an attempt that did not succeed was stopped (podrun stop, elsewhere).
-  AttemptState state = gang_.interrupted() || (code != ExitCode::kOk && !gang_.root_cause())
+  AttemptState state = gang.interrupted() || (code != ExitCode::kOk && !gang.root_cause())
                            ? AttemptState::kStopped
                        : code == ExitCode::kOk ? AttemptState::kSucceeded
                                                : AttemptState::kFailed;

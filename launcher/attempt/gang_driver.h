@@ -3,6 +3,9 @@
 // a worker's end, its loss, a stall or Ctrl-C by stopping the others (on stopper threads,
 // retried, else recorded as pending); then reports the outcome and the root cause.
 // Thread-safe: the followers, the stall watch and the interrupt watcher call it concurrently.
+// Its lock guards the gang's state alone: no RPC and no job-store write is made while it is
+// held (what they need is copied under it), so a slow store or agent never holds up a Ctrl-C.
+// Every stopper is joined, at JoinStoppers or at the latest by the destructor.
 #pragma once
 
 #include <chrono>
@@ -12,13 +15,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "launcher/attempt/attempt_plan.h"
 #include "launcher/attempt/attempt_worker.h"
 #include "launcher/attempt/gang.h"
 #include "launcher/attempt/stall_watch.h"
+#include "launcher/attempt/stopper_threads.h"
 #include "launcher/base/error.h"
 #include "launcher/output/attempt_output.h"
 
@@ -31,13 +34,17 @@ class GangDriver {
         recorder_(recorder),
         workers_(workers),
         gang_(plan.pod.selected, plan.spec.on_failure) {}
+  // Ends the stall watch, then joins every stopper (an attempt that threw joins them here).
+  ~GangDriver();
+  GangDriver(const GangDriver&) = delete;
+  GangDriver& operator=(const GangDriver&) = delete;
 
   // Opens the merged log (the launcher's copies under $PODRUN_HOME/jobs/<id>/<attempt>/).
   void OpenLog();
 
   // The barrier: records each worker as prepared or failed (said, and stored). Gives GO and
-  // returns true when every worker is ready; else calls `not_ready(outcome, interrupted)` with
-  // the gang held (no stop or interrupt acts meanwhile) and returns false.
+  // returns true when every worker is ready; else calls `not_ready(outcome, interrupted)` and
+  // returns false (the gang is aborted then: no stop can follow).
   bool Barrier(const std::function<void(ExitCode outcome, bool interrupted)>& not_ready);
   // The start instant has been given (the stall watch and the report count from it).
   void MarkStarted() { started_ = std::chrono::steady_clock::now(); }
@@ -51,7 +58,7 @@ class GangDriver {
   void FollowAll(const std::vector<AttemptWorker*>& workers);
   // Ctrl-C: stops the job on every worker (once).
   void OnInterrupt();
-  // Waits for the stops under way.
+  // Waits for the stops under way (and those they start).
   void JoinStoppers();
   bool HasRootCause();
   // Says the outcome (root cause and its last lines, log gaps, who was stopped), records the
@@ -62,7 +69,11 @@ class GangDriver {
   void OnStall(std::chrono::seconds silent);  // on the stall watch's thread
   void OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq);
   void OnLost(AttemptWorker& w, const std::string& reason);
-  void StopRunning();                 // caller holds mutex_
+  // Starts a stopper for every running worker; returns those for which none could start.
+  // Caller holds mutex_.
+  std::vector<AttemptWorker*> StopRunning();
+  // Says and records the stops StopRunning could not start. Caller does not hold mutex_.
+  void RecordUnsentStops(const std::vector<AttemptWorker*>& unsent);
   void StopWorker(AttemptWorker& w);  // on a stopper thread: retried, else recorded as pending
   // Why worker `index` is gone when its TPU node is not READY (gcloud, asked at most every few
   // seconds per node); nullopt otherwise. From the followers' reconnect threads.
@@ -72,11 +83,11 @@ class GangDriver {
   AttemptRecorder& recorder_;
   AttemptWorkers& workers_;
   std::mutex mutex_;
-  Gang gang_;                          // guarded by mutex_
-  std::vector<std::thread> stoppers_;  // guarded by mutex_
+  Gang gang_;  // guarded by mutex_
   std::unique_ptr<AttemptOutput> output_;
   std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  StopperThreads stoppers_;  // last: joined before anything a stopper uses goes
 };
 
 }  // namespace podrun

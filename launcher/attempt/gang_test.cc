@@ -1,6 +1,22 @@
 #include "launcher/attempt/gang.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "launcher/attempt/attempt_worker.h"
+#include "launcher/attempt/gang_driver.h"
+#include "launcher/attempt/stopper_threads.h"
+#include "launcher/connect/agent_connection.h"
+#include "launcher/store/job_store.h"
 
 namespace podrun {
 namespace {
@@ -91,6 +107,111 @@ TEST(Gang, InterruptStopsEveryoneOnce) {
   g.Ended(1, true, "signal 15", true);
   EXPECT_EQ(GangPhase::kDone, g.phase());
   EXPECT_EQ(ExitCode::kInterrupted, g.Outcome());
+}
+
+}  // namespace
+}  // namespace podrun
+
+// The driver's stoppers (StopperThreads): joined on every path.
+namespace podrun {
+namespace {
+
+TEST(StopperThreads, AnExceptionAfterAStopStartedStillJoinsIt) {
+  std::atomic<bool> stopped{false};
+  try {
+    StopperThreads stoppers;
+    ASSERT_TRUE(stoppers.Start([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      stopped = true;
+    }));
+    throw std::runtime_error("the attempt failed between the stop and its join");
+  } catch (const std::runtime_error&) {
+    // Reached (a joinable std::thread would have called std::terminate), and after the join.
+    EXPECT_TRUE(stopped.load());
+  }
+}
+
+TEST(StopperThreads, JoinAllWaitsForStopsStartedWhileItWaits) {
+  StopperThreads stoppers;
+  std::atomic<int> ended{0};
+  ASSERT_TRUE(stoppers.Start([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stoppers.Start([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ++ended;
+    });
+    ++ended;
+  }));
+  stoppers.JoinAll();
+  EXPECT_EQ(2, ended.load());
+}
+
+TEST(StopperThreads, AStopThatThrowsIsSaidNotFatal) {
+  StopperThreads stoppers;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(stoppers.Start([] { throw std::runtime_error("w2: agent gone"); }));
+  stoppers.JoinAll();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("stop: w2: agent gone")) << err;
+}
+
+}  // namespace
+}  // namespace podrun
+
+// The driver's lock guards the gang alone: a job-store write never holds up a Ctrl-C.
+namespace podrun {
+namespace {
+
+TEST(GangDriver, ACtrlCIsTakenAtOnceWhileTheJobStoreIsLocked) {
+  ::setenv("PODRUN_AGENT", PODRUN_AGENT_BINARY, 1);
+  const auto home =
+      std::filesystem::temp_directory_path() / ("gang_test." + std::to_string(::getpid()));
+  std::filesystem::create_directories(home);
+  JobStore store(home / "podrun.db");
+  JobRecord job;
+  job.name = "locked";
+  job.pod = "local:2";
+  job.spec_text = "run: 'true'\n";
+  job.hosts = {{0, "", "127.0.0.1", 0, "127.0.0.1"}, {1, "", "127.0.0.1", 0, "127.0.0.1"}};
+  job = store.CreateJob(job);
+  store.AddAttempt(job.id, {0, 1});
+  AttemptPlan plan;
+  plan.job = job;
+  plan.pod.local = 2;
+  plan.pod.workers.resize(2);
+  plan.pod.workers[1].index = 1;
+  plan.pod.selected = {0, 1};
+  plan.pod.description = "local:2";
+  plan.home = home;
+  AttemptRecorder recorder(store, plan);
+  AgentConnections connections(plan.pod, home / "local", plan.pod.selected, false);
+  AttemptWorkers workers(connections);
+  workers.at(1).error = "w1 (local): prepare: refused";
+  GangDriver gang(plan, recorder, workers);
+
+  // Another podrun holds the store: the barrier's record of w1's failure waits for it.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_open((home / "podrun.db").c_str(), &other));
+  ASSERT_EQ(SQLITE_OK, sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr));
+  std::optional<ExitCode> not_started;
+  std::thread barrier(
+      [&] { EXPECT_FALSE(gang.Barrier([&](ExitCode outcome, bool) { not_started = outcome; })); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto began = std::chrono::steady_clock::now();
+  gang.OnInterrupt();  // the interrupt watcher's thread, while the barrier writes
+  const bool has_cause = gang.HasRootCause();
+  const auto took = std::chrono::steady_clock::now() - began;
+  sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  barrier.join();
+
+  EXPECT_LT(took, std::chrono::milliseconds(500));
+  EXPECT_TRUE(has_cause);
+  ASSERT_TRUE(not_started.has_value());
+  EXPECT_EQ(ExitCode::kUnreachable, *not_started);
+  // The write was made once the store was free.
+  EXPECT_EQ(WorkerState::kFailed, store.Workers(job.id, 1).at(1).state);
+  std::filesystem::remove_all(home);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "proto/interrupt_note.h"
+
 namespace podrun {
 namespace {
 
@@ -28,11 +30,15 @@ InterruptWatcher::InterruptWatcher(std::function<void()> on_interrupt)
   const sigset_t set = InterruptSet();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  SetInterruptsNoted(true);
   thread_ = std::thread([this] {
     const sigset_t set = InterruptSet();
     timespec poll{0, std::chrono::nanoseconds(kStopPoll).count()};
     while (!done_) {
-      if (::sigtimedwait(&set, nullptr, &poll) == SIGINT) on_interrupt_();
+      if (::sigtimedwait(&set, nullptr, &poll) == SIGINT) {
+        NoteInterrupt();  // first: a wait on a child ends while on_interrupt runs
+        on_interrupt_();
+      }
     }
   });
 }
@@ -41,7 +47,10 @@ InterruptWatcher::~InterruptWatcher() { Stop(); }
 
 void InterruptWatcher::Stop() {
   done_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    SetInterruptsNoted(false);
+  }
 }
 
 bool SleepUnlessInterrupted(std::chrono::seconds wait) {
@@ -59,6 +68,7 @@ bool SleepUnlessInterrupted(std::chrono::seconds wait) {
                 static_cast<long>(std::chrono::nanoseconds(left - secs).count())};
     const int sig = ::sigtimedwait(&interrupt, nullptr, &ts);
     if (sig == SIGINT) {
+      NoteInterrupt();
       interrupted = true;
       break;
     }

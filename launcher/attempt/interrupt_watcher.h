@@ -2,7 +2,9 @@
 // The constructor blocks SIGINT in the calling thread, so create it before any other thread of
 // the attempt: threads created afterwards inherit the mask, and SIGINT then reaches only the
 // watcher (through sigtimedwait). It also ignores SIGPIPE for the process (the SSH tunnels and
-// gRPC write to sockets whose peers may be gone).
+// gRPC write to sockets whose peers may be gone). Each Ctrl-C is also noted process-wide
+// (proto/interrupt_note.h), so that a wait on a child program (gcloud) ends at once, and while
+// the watcher runs such children get a process group of their own, stopped on a Ctrl-C.
 #pragma once
 
 #include <atomic>
@@ -31,8 +33,8 @@ class InterruptWatcher {
   std::thread thread_;
 };
 
-// Sleeps for `wait`; false when Ctrl-C came first. For a thread in which SIGINT is blocked (as
-// in an attempt's threads): it takes SIGINT with sigtimedwait.
+// Sleeps for `wait`; false when Ctrl-C came first (noted as the watcher notes it). For a thread
+// in which SIGINT is blocked (as in an attempt's threads): it takes SIGINT with sigtimedwait.
 bool SleepUnlessInterrupted(std::chrono::seconds wait);
 
 }  // namespace podrun

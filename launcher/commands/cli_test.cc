@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,26 @@ TEST(Cli, BadUsageExits2WithMessage) {
   for (size_t pos = 0; (pos = err.find('\n', pos)) != std::string::npos; ++pos) {
     EXPECT_NE(0u, err.compare(pos + 1, 2, "[w"));  // podrun's messages never start with [w
   }
+}
+
+TEST(Cli, BadTpuZoneOrProjectNamesExit2BeforeGcloudRuns) {
+  ::setenv("PODRUN_GCLOUD", "/nonexistent/gcloud-must-not-run", 1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "node-a", "--zone=-x", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "../x", "--zone", "us-central1-a", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "node-a,a/b", "--zone", "z", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "NODE", "--zone", "z", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "n", "--zone", "z", "--project=-p", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"down", "--tpu", "node-a", "--zone=-x", "-y"}));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("PODRUN_GCLOUD");
+  EXPECT_NE(std::string::npos, err.find("--zone '-x': it must start with a letter")) << err;
+  EXPECT_NE(std::string::npos, err.find("--tpu '../x': '.' is not allowed")) << err;
+  EXPECT_NE(std::string::npos, err.find("--tpu 'a/b': '/' is not allowed")) << err;
+  EXPECT_NE(std::string::npos, err.find("--tpu 'NODE': 'N' is not allowed")) << err;
+  EXPECT_NE(std::string::npos, err.find("--project '-p': 2 characters")) << err;
+  EXPECT_NE(std::string::npos, err.find("zone '-x': it must start with a letter")) << err;
+  EXPECT_EQ(std::string::npos, err.find("gcloud-must-not-run")) << err;
 }
 
 TEST(Cli, VersionAndHelpExit0) {

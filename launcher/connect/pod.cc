@@ -12,6 +12,7 @@
 #include "launcher/output/say.h"
 #include "launcher/pod/tcp_probe.h"
 #include "launcher/pod/tpu_discovery.h"
+#include "launcher/pod/tpu_names.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/store/podrun_home.h"
 #include "proto/home_path.h"
@@ -46,6 +47,10 @@ bool DiscoverTpuWorkers(const PodSettings& s, bool refresh, Pod* pod) {
   for (std::string name; std::getline(list, name, ',');) {
     if (name.empty()) throw UsageError(fmt::format("--tpu {}: an empty node name", *s.tpu));
     names.push_back(name);
+  }
+  // A spec's names were checked as it was read; what is wrong here came from the command line.
+  if (std::string problem = TpuOptionsProblem(s.tpu, s.zone, s.project); !problem.empty()) {
+    throw UsageError(problem);
   }
   const std::filesystem::path cache = PodrunHome() / "cache";
   bool any_cached = false;

@@ -12,12 +12,15 @@
 
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_gcloud.h"
+#include "launcher/pod/tpu_names.h"
 #include "proto/run_program.h"
 
 namespace podrun {
 namespace {
 
+// Checked first: no name can leave `dir` or be read as an option.
 std::filesystem::path CacheFile(const std::filesystem::path& dir, const TpuQuery& q) {
+  CheckTpuQuery(q);
   return dir / fmt::format("tpu-{}-{}-{}.json", q.project.value_or("default"), q.zone, q.name);
 }
 
@@ -29,6 +32,7 @@ std::string Describe(const TpuQuery& q) {
 }  // namespace
 
 std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
+  CheckTpuQuery(q);
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",   "tpu-vm",
                                    "describe",      q.name,    "--zone", q.zone};
   if (q.project) {
@@ -68,6 +72,10 @@ TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cach
   }
   const std::vector<std::string> argv = GcloudDescribeCommand(query);
   ProgramResult r = RunProgram(argv);
+  if (r.interrupted) {
+    throw Error(ExitCode::kInterrupted,
+                fmt::format("{}: interrupted: `{} ... describe` stopped", what, argv[0]));
+  }
   if (r.exit_code != 0) {
     std::string message = r.err;
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {

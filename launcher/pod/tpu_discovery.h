@@ -22,7 +22,8 @@ struct TpuQuery {
   std::optional<std::string> project;  // default: gcloud's configured project
 };
 
-// gcloud's argv for `query` ($PODRUN_GCLOUD or "gcloud" first).
+// gcloud's argv for `query` ($PODRUN_GCLOUD or "gcloud" first). Here and below, a name that the
+// API would not allow throws Error(kUsage) before any use (tpu_names.h).
 std::vector<std::string> GcloudDescribeCommand(const TpuQuery& query);
 
 // The node, from the cache in `cache_dir` if it is younger than kTpuCacheTtl and READY (unless

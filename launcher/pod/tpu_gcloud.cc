@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "launcher/base/error.h"
+#include "launcher/pod/tpu_names.h"
 #include "proto/run_program.h"
 
 namespace podrun {
@@ -14,7 +15,9 @@ namespace {
 // gcloud's words for a resource that does not exist.
 constexpr const char* kNotFound = "NOT_FOUND";
 
+// Every command names the node first: checked here, before it reaches an argv.
 void AddLocation(std::vector<std::string>& argv, const TpuQuery& node) {
+  CheckTpuQuery(node);
   argv.insert(argv.end(), {"--zone", node.zone});
   if (node.project) argv.insert(argv.end(), {"--project", *node.project});
 }
@@ -24,11 +27,16 @@ std::string Trimmed(std::string s) {
   return s;
 }
 
-// "WHAT: `gcloud ... VERB` failed (exit N):\n<gcloud's stderr>".
+// "WHAT: `gcloud ... VERB` failed (exit N):\n<gcloud's stderr>", or, after a Ctrl-C,
+// "WHAT: interrupted: `gcloud ... VERB` stopped" (exit 130).
 Error FailureOf(const std::vector<std::string>& argv, const ProgramResult& r,
                 const std::string& what) {
   const std::string message = Trimmed(r.err);
   const std::string verb = argv.size() > 4 ? argv[3] + " " + argv[4] : "";
+  if (r.interrupted) {
+    return Error(ExitCode::kInterrupted,
+                 fmt::format("{}: interrupted: `{} ... {}` stopped", what, argv[0], verb));
+  }
   return Error(ExitCode::kUnreachable,
                fmt::format("{}: `{} ... {}` failed{}{}", what, argv[0], verb,
                            r.exit_code > 0 ? fmt::format(" (exit {})", r.exit_code) : "",
@@ -39,8 +47,8 @@ Error FailureOf(const std::vector<std::string>& argv, const ProgramResult& r,
 std::optional<std::string> RunUnlessNotFound(const std::vector<std::string>& argv,
                                              const std::string& what) {
   ProgramResult r = RunProgram(argv);
-  if (r.exit_code == 0) return r.out;
-  if (r.err.find(kNotFound) != std::string::npos) return std::nullopt;
+  if (r.exit_code == 0 && !r.interrupted) return r.out;
+  if (!r.interrupted && r.err.find(kNotFound) != std::string::npos) return std::nullopt;
   throw FailureOf(argv, r, what);
 }
 
@@ -120,7 +128,7 @@ bool IsCapacityRefusal(const std::string& words) {
 
 std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
   ProgramResult r = RunProgram(argv);
-  if (r.exit_code == 0) return r.out;
+  if (r.exit_code == 0 && !r.interrupted) return r.out;
   throw FailureOf(argv, r, what);
 }
 

@@ -14,6 +14,9 @@
 
 namespace podrun {
 
+// The command lines check the node's names first: Error(kUsage) for a name the API would not
+// allow (tpu_names.h), so that none is read by gcloud as an option.
+
 // $PODRUN_GCLOUD, else "gcloud".
 std::string GcloudProgram();
 
@@ -41,7 +44,8 @@ std::vector<std::string> GcloudGuestAttributesCommand(const TpuQuery& node);
 bool IsCapacityRefusal(const std::string& gcloud_words);
 
 // Runs gcloud with `argv`; returns its stdout. Throws Error(kUnreachable) "WHAT: gcloud ...
-// failed (exit N): <gcloud's stderr>" when it fails or cannot be run.
+// failed (exit N): <gcloud's stderr>" when it fails or cannot be run, and Error(kInterrupted)
+// at once on a Ctrl-C while it runs (gcloud is stopped: see RunProgram).
 std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what);
 
 // The node, or nullopt when gcloud says NOT_FOUND; other failures throw as RunGcloud.

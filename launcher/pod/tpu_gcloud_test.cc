@@ -21,7 +21,7 @@ class TpuGcloudTest : public ::testing::Test {
  protected:
   void SetUp() override { ::unsetenv("PODRUN_GCLOUD"); }
   TpuQuery node_{"node-1", "us-central2-b", std::nullopt};
-  TpuQuery in_project_{"node-1", "us-central2-b", std::string("proj")};
+  TpuQuery in_project_{"node-1", "us-central2-b", std::string("my-proj")};
 };
 
 TEST_F(TpuGcloudTest, CreateCommandLines) {
@@ -32,7 +32,7 @@ TEST_F(TpuGcloudTest, CreateCommandLines) {
       Join(GcloudCreateNodeCommand(node_, spot)));
   TpuCreate preemptible{.accelerator_type = "v2-8", .version = "v", .preemptible = true};
   EXPECT_EQ(
-      "gcloud compute tpus tpu-vm create node-1 --zone us-central2-b --project proj "
+      "gcloud compute tpus tpu-vm create node-1 --zone us-central2-b --project my-proj "
       "--accelerator-type v2-8 --version v --preemptible --async --quiet",
       Join(GcloudCreateNodeCommand(in_project_, preemptible)));
   TpuCreate queued = spot;
@@ -46,8 +46,9 @@ TEST_F(TpuGcloudTest, CreateCommandLines) {
 }
 
 TEST_F(TpuGcloudTest, DeleteAndDescribeCommandLines) {
-  EXPECT_EQ("gcloud compute tpus tpu-vm delete node-1 --zone us-central2-b --project proj --quiet",
-            Join(GcloudDeleteNodeCommand(in_project_)));
+  EXPECT_EQ(
+      "gcloud compute tpus tpu-vm delete node-1 --zone us-central2-b --project my-proj --quiet",
+      Join(GcloudDeleteNodeCommand(in_project_)));
   EXPECT_EQ(
       "gcloud compute tpus queued-resources delete node-1 --zone us-central2-b --force --quiet",
       Join(GcloudDeleteQueuedCommand(node_)));

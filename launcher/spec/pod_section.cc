@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "launcher/base/error.h"
+#include "launcher/pod/tpu_names.h"
 #include "launcher/ssh/jump_spec.h"
 
 namespace podrun {
@@ -106,6 +107,39 @@ void ReadJump(const YamlReader& yaml, const Node& k, const Node& v, PodSettings*
   pod->jump = jump;
 }
 
+// tpu (a node, or several comma-separated: one pod of several slices), zone and project:
+// checked as the API would (pod/tpu_names.h) before they can reach gcloud or a cache path.
+void ReadTpu(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  const std::string list = yaml.NonEmptyString(k, v);
+  size_t start = 0;
+  for (;;) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    if (std::string problem = TpuNodeNameProblem(name); !problem.empty()) {
+      yaml.Fail(YamlReader::At(k, v), "bad tpu name '" + name + "': " + problem);
+    }
+    if (end == list.size()) break;
+    start = end + 1;
+  }
+  pod->tpu = list;
+}
+
+void ReadZone(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  const std::string zone = yaml.NonEmptyString(k, v);
+  if (std::string problem = ZoneNameProblem(zone); !problem.empty()) {
+    yaml.Fail(YamlReader::At(k, v), "bad zone '" + zone + "': " + problem);
+  }
+  pod->zone = zone;
+}
+
+void ReadProject(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  const std::string project = yaml.NonEmptyString(k, v);
+  if (std::string problem = ProjectIdProblem(project); !problem.empty()) {
+    yaml.Fail(YamlReader::At(k, v), "bad project '" + project + "': " + problem);
+  }
+  pod->project = project;
+}
+
 // `create:` (tpu_create.h): every key of it, then the whole checked.
 constexpr KeyReader<TpuCreate> kCreateKeys[] = {
     {"accelerator_type", ReadNonEmptyStringField<&TpuCreate::accelerator_type>},
@@ -136,9 +170,9 @@ void ReadCreate(const YamlReader& yaml, const Node& key, const Node& value, PodS
 // Every key of `pod:`, in the order in which "did you mean" prefers equally close ones.
 constexpr KeyReader<PodSettings> kPodKeys[] = {
     {"hosts", ReadHosts},
-    {"tpu", ReadNonEmptyStringField<&PodSettings::tpu>},
-    {"zone", ReadNonEmptyStringField<&PodSettings::zone>},
-    {"project", ReadNonEmptyStringField<&PodSettings::project>},
+    {"tpu", ReadTpu},
+    {"zone", ReadZone},
+    {"project", ReadProject},
     {"internal_ip", ReadBoolField<&PodSettings::internal_ip>},
     {"local", ReadIntField<&PodSettings::local, 1, 4096>},
     {"workers", ReadWorkers},

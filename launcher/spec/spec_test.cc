@@ -109,11 +109,11 @@ free_accelerators: false
 }
 
 TEST(Spec, TpuAndLocalPods) {
-  JobSpec tpu =
-      ParseSpecText("pod: {tpu: node-1, zone: us-central1-a, project: p}\nrun: x\n", "s.yaml");
+  JobSpec tpu = ParseSpecText("pod: {tpu: node-1, zone: us-central1-a, project: my-proj}\nrun: x\n",
+                              "s.yaml");
   EXPECT_EQ("node-1", tpu.pod.tpu);
   EXPECT_EQ("us-central1-a", tpu.pod.zone);
-  EXPECT_EQ("p", tpu.pod.project);
+  EXPECT_EQ("my-proj", tpu.pod.project);
   EXPECT_FALSE(tpu.pod.hosts);
   JobSpec local = ParseSpecText("pod: {local: 4}\nrun: x\n", "s.yaml");
   EXPECT_EQ(4, local.pod.local);
@@ -123,6 +123,29 @@ TEST(Spec, TpuAndLocalPods) {
   EXPECT_EQ(std::vector<std::string>{"@pod.txt"}, *file.pod.hosts);
   EXPECT_NE(std::string::npos,
             ParseError("pod: {hosts: ['@pod.txt', b]}\nrun: x\n").find("bad host '@pod.txt'"));
+}
+
+TEST(Spec, TpuZoneAndProjectNamesAreCheckedWhereTheyAreWritten) {
+  JobSpec two = ParseSpecText(
+      "pod:\n  tpu: slice-a,slice-b\n  zone: europe-west4-a\n  project: example.com:proj-1\n"
+      "run: x\n",
+      "s.yaml");
+  EXPECT_EQ("slice-a,slice-b", two.pod.tpu);
+  EXPECT_EQ("example.com:proj-1", two.pod.project);
+  EXPECT_EQ(
+      "spec.yaml:2:9: bad zone '-x': it must start with a letter: 1 to 63 lowercase letters, "
+      "digits and hyphens, starting with a letter and not ending with a hyphen (e.g. "
+      "us-central1-a)\n    zone: -x\n          ^",
+      ParseError("pod:\n  zone: -x\n  tpu: node-1\nrun: x\n"));
+  EXPECT_NE(std::string::npos, ParseError("pod:\n  tpu: ../x\n  zone: z\nrun: x\n")
+                                   .find("spec.yaml:2:8: bad tpu name '../x': '.' is not allowed"));
+  EXPECT_NE(std::string::npos, ParseError("pod: {tpu: 'node-1,a/b', zone: z}\nrun: x\n")
+                                   .find("spec.yaml:1:12: bad tpu name 'a/b': '/' is not allowed"));
+  EXPECT_NE(std::string::npos, ParseError("pod: {tpu: Node-1, zone: z}\nrun: x\n")
+                                   .find("spec.yaml:1:12: bad tpu name 'Node-1': 'N'"));
+  EXPECT_NE(std::string::npos,
+            ParseError("pod: {tpu: n, zone: z, project: p}\nrun: x\n")
+                .find("spec.yaml:1:33: bad project 'p': 1 characters: it must be 6 to 30"));
 }
 
 TEST(Spec, Defaults) {

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +17,7 @@
 #include <optional>
 
 #include "launcher/base/error.h"
-
-extern char** environ;
+#include "proto/spawn.h"
 
 namespace podrun {
 namespace {
@@ -126,33 +124,20 @@ StartedTransport StartProxyCommand(const std::string& command,
   }
   // Ours non-blocking (libssh on the event loop), the command's as a pipe from a shell is.
   ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  // The command gets the signals a shell would give it: podrun ignores SIGPIPE (its tunnels)
-  // and blocks SIGINT on its event loop's thread (the interrupt watcher takes it).
-  sigset_t defaults, empty;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigemptyset(&empty);
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setsigmask(&attributes, &empty);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  std::string shell = "/bin/sh", dash_c = "-c", script = "exec " + command;
-  char* argv[] = {shell.data(), dash_c.data(), script.data(), nullptr};
+  // The command starts clean (proto/spawn.h): podrun ignores SIGPIPE (its tunnels) and blocks
+  // SIGINT on its event loop's thread (the interrupt watcher takes it); a shell's child has
+  // neither.
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, shell.c_str(), &actions, &attributes, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  ::close(fds[1]);
-  if (rc != 0) {
+  try {
+    pid = SpawnProcess({.argv = {"/bin/sh", "-c", "exec " + command},
+                        .fds = {{STDIN_FILENO, fds[1]}, {STDOUT_FILENO, fds[1]}}});
+  } catch (const SpawnError& e) {
     ::close(fds[0]);
-    throw Error(ExitCode::kUnreachable, fmt::format("ProxyCommand '{}' cannot start: {}: {}",
-                                                    command, shell, std::strerror(rc)));
+    ::close(fds[1]);
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("ProxyCommand '{}' cannot start: {}", command, e.what()));
   }
+  ::close(fds[1]);
   return {std::make_unique<ProxyProcess>(executor, command, pid), fds[0]};
 }
 
