@@ -65,8 +65,12 @@ constexpr auto kRequestTimeout = milliseconds(2000);
 constexpr size_t kMaxClients = 8;
 constexpr size_t kMaxRequestBytes = 256;
 // While output is held in memory and a reader fetched it this recently, a full buffer pauses the
-// job's pipes (the job waits) rather than dropping output.
-constexpr auto kReaderActiveWindow = seconds(2);
+// job's pipes (the job waits) rather than dropping output. A reader that keeps up asks several
+// times a second; this long is for one whose own output (an SSH channel) is slow for a while.
+constexpr auto kReaderActiveWindow = seconds(10);
+// The most held output one LOG reply carries (the reader asks again for more), so that what a
+// reply costs in memory, on both sides, stays small beside LogWriter::kMaxHeldBytes.
+constexpr size_t kMaxLogReplyBytes = 2u << 20;
 
 inline bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
 
