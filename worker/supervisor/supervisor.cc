@@ -176,6 +176,9 @@ void Supervisor::OnChildReport() {
   }
   ran_.reset();
   ran_closed_ = true;
+  // The job runs now. An attached launch follows its log from the start: output is held for a
+  // reader until one has had kReaderActiveWindow to show up, not dropped before it first asks.
+  reader_seen_ = Clock::now();
 }
 
 void Supervisor::ReadPipe(int s) {

@@ -134,8 +134,8 @@ class Supervisor {
   Clock::time_point kill_at_ = Clock::time_point::max();
   Clock::time_point drain_until_ = Clock::time_point::max();
   Clock::time_point next_retry_ = Clock::time_point::max();
-  Clock::time_point reader_seen_ = Clock::time_point::min();
-  uint64_t fetched_through_ = 0;  // the highest seq a LOG request has been sent
+  Clock::time_point reader_seen_{};  // a LOG request was last served (or the job started)
+  uint64_t fetched_through_ = 0;     // the highest seq a LOG request has been sent
 
   // A control connection: its request line as read so far, then its reply as sent so far.
   struct Client {
