@@ -3,7 +3,8 @@
 // succeeds, every line arrives once), the agent and the job's supervisor both SIGKILLed (the
 // worker is lost within a bounded time and the gang is stopped), and a worker whose ~/.podrun
 // is a small tmpfs that fills up (every line still reaches the attached launcher, the full disk
-// is reported naming the worker, the exit status is right).
+// is reported naming the worker, the exit status is right), also when it is nearly full from the
+// start and the job prints more than the supervisor may hold in memory (issue 23).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
