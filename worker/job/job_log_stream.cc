@@ -14,6 +14,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kFollowCheckInterval = std::chrono::milliseconds(500);
 // How soon a follower looks again while the supervisor holds output in memory (a full disk).
 constexpr auto kHeldCheckInterval = std::chrono::milliseconds(20);
+// After the supervisor last served records from memory, how long it is looked at that often.
+constexpr auto kHeldRecently = std::chrono::seconds(2);
 
 }  // namespace
 
@@ -23,20 +25,27 @@ JobLogStreamEnd StreamJobLog(const std::filesystem::path& home, const JobDir& di
   JobDirWatch watch(dir);
   uint64_t next = std::max<uint64_t>(from_seq, 1);
   LogReader reader(dir.log_path(), next);
-  bool holding = false;  // the supervisor served records from memory lately
-  bool quiet = false;    // the last wait saw no change on disk
-  // Sends the held records that continue at `next` (before `before_seq`); nullopt if the
-  // reader went away, else whether there were any.
-  auto send_held = [&](uint64_t before_seq) -> std::optional<bool> {
-    if (snap.supervisor_pid <= 0) return false;
-    std::vector<LogRecord> held = FetchHeldRecords(home, snap.supervisor_pid, next);
-    if (held.empty() || held.front().seq != next) return false;
+  auto held_at = Clock::time_point::min();  // the supervisor last served records from memory
+  bool quiet = false;                       // the last wait saw no change on disk
+  // What the supervisor holds in memory (a full disk) from `next` on; asking tells it that
+  // every record before `next` was delivered.
+  auto fetch_held = [&]() -> std::vector<LogRecord> {
+    if (snap.supervisor_pid <= 0) return {};
+    return FetchHeldRecords(home, snap.supervisor_pid, next);
+  };
+  // Sends the contiguous records of `held` before `before_seq`. Records between `next` and the
+  // first of them are gone from memory, and the caller has made sure they are not on disk: they
+  // are the gap, skipped. nullopt if the reader went away, else whether any were sent.
+  auto send_held = [&](std::vector<LogRecord>&& held, uint64_t before_seq) -> std::optional<bool> {
     std::vector<LogRecord> batch;
     size_t bytes = 0;
+    bool sent = false;
     for (LogRecord& r : held) {
-      if (r.seq != next || r.seq >= before_seq) break;
+      if (r.seq < next) continue;
+      if (r.seq >= before_seq || (sent && r.seq != next)) break;
       bytes += r.data.size();
       next = r.seq + 1;
+      sent = true;
       batch.push_back(std::move(r));
       if (bytes >= kLogBatchBytes) {
         if (!sink.Records(std::move(batch))) return std::nullopt;
@@ -45,37 +54,54 @@ JobLogStreamEnd StreamJobLog(const std::filesystem::path& home, const JobDir& di
       }
     }
     if (!batch.empty() && !sink.Records(std::move(batch))) return std::nullopt;
-    return true;
+    if (sent) held_at = Clock::now();
+    return sent;
+  };
+  // Sends what was read from disk; false if the reader went away.
+  auto send_disk = [&](std::vector<LogRecord>&& records) {
+    std::vector<LogRecord> batch;
+    for (LogRecord& r : records) {
+      if (r.seq < next) continue;  // sent already (from the supervisor's memory)
+      if (r.seq > next) {          // a gap on disk: the supervisor may still hold what it replaced
+        if (!batch.empty() && !sink.Records(std::move(batch))) return false;
+        batch.clear();
+        // What it holds before this record, a few MiB per request, until it holds no more.
+        while (next <= r.seq) {
+          const std::optional<bool> sent = send_held(fetch_held(), r.seq + 1);
+          if (!sent) return false;
+          if (!*sent) break;
+        }
+        if (r.seq < next) continue;
+      }
+      next = r.seq + 1;
+      batch.push_back(std::move(r));
+    }
+    return batch.empty() || sink.Records(std::move(batch));
   };
   while (true) {
     // Taken before reading: if the job had ended by then, the read sees every record.
     const bool ended = snap.exit.has_value();
-    std::vector<LogRecord> records = reader.ReadSome();
-    if (!records.empty()) {
-      std::vector<LogRecord> batch;
-      for (LogRecord& r : records) {
-        if (r.seq < next) continue;  // sent already (from the supervisor's memory)
-        if (r.seq > next) {  // a gap on disk: the supervisor may still hold what it replaced
-          if (!batch.empty() && !sink.Records(std::move(batch)))
-            return JobLogStreamEnd::kReaderGone;
-          batch.clear();
-          if (!send_held(r.seq + 1)) return JobLogStreamEnd::kReaderGone;
-          if (r.seq < next) continue;
-        }
-        next = r.seq + 1;
-        batch.push_back(std::move(r));
-      }
-      if (!batch.empty() && !sink.Records(std::move(batch))) return JobLogStreamEnd::kReaderGone;
-      holding = quiet = false;
+    if (std::vector<LogRecord> records = reader.ReadSome(); !records.empty()) {
+      if (!send_disk(std::move(records))) return JobLogStreamEnd::kReaderGone;
+      quiet = false;
       continue;
     }
     // Nothing new on disk: what the supervisor holds in memory (a full disk) comes next, if
     // anything. Asked only once the disk has been quiet, so a busy log costs no requests.
+    const bool holding = Clock::now() - held_at < kHeldRecently;
     if (ended || quiet || holding) {
-      auto held = send_held(UINT64_MAX);
-      if (!held) return JobLogStreamEnd::kReaderGone;
-      holding = *held || (holding && quiet);
-      if (*held) continue;
+      std::vector<LogRecord> held = fetch_held();
+      if (!held.empty() && held.front().seq > next) {
+        // What comes before the first record held is on disk by now (the supervisor writes a
+        // record before it lets it go), or is gone: the disk is looked at again first.
+        if (std::vector<LogRecord> more = reader.ReadSome(); !more.empty()) {
+          if (!send_disk(std::move(more))) return JobLogStreamEnd::kReaderGone;
+          continue;
+        }
+      }
+      const std::optional<bool> sent = send_held(std::move(held), UINT64_MAX);
+      if (!sent) return JobLogStreamEnd::kReaderGone;
+      if (*sent) continue;
     }
     if (ended) {
       return sink.End(*snap.exit, snap.gap) ? JobLogStreamEnd::kEnded

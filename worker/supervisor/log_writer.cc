@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -52,14 +53,46 @@ void LogWriter::Append(LogStream stream, std::string_view data, int64_t time_ns)
   LogRecord record{next_seq_++, time_ns, stream, std::string(data)};
   if (held_.empty() && dropped_chunks_ == 0 && TryWrite(record)) return;
   held_bytes_ += record.data.size();
+  undelivered_bytes_ += record.data.size();  // newer than anything a reader had
   held_.push_back(std::move(record));
-  while (held_bytes_ > kMaxHeldBytes && held_.size() > 1) {
+  Trim();
+}
+
+LogRecord LogWriter::PopHeld() {
+  LogRecord r = std::move(held_.front());
+  held_.pop_front();
+  held_bytes_ -= r.data.size();
+  if (r.seq > delivered_through_) undelivered_bytes_ -= r.data.size();
+  return r;
+}
+
+void LogWriter::Trim() {
+  while (held_bytes_ > kMaxHeldBytes && held_.size() > 1 &&
+         (held_.front().seq <= delivered_through_ || !hold_for_reader_)) {
+    const LogRecord r = PopHeld();
     ++dropped_chunks_;
-    dropped_bytes_ += held_.front().data.size();
-    dropped_last_seq_ = held_.front().seq;
-    held_bytes_ -= held_.front().data.size();
-    held_.pop_front();
+    dropped_bytes_ += r.data.size();
+    dropped_last_seq_ = r.seq;
   }
+}
+
+void LogWriter::Delivered(uint64_t through_seq) {
+  through_seq = std::min(through_seq, last_seq());
+  if (through_seq <= delivered_through_) return;
+  if (!held_.empty()) {  // held_ is contiguous: the newly delivered ones are found by their seq
+    const uint64_t front = held_.front().seq;
+    for (uint64_t seq = std::max(delivered_through_ + 1, front);
+         seq <= through_seq && seq - front < held_.size(); ++seq) {
+      undelivered_bytes_ -= held_[seq - front].data.size();
+    }
+  }
+  delivered_through_ = through_seq;
+  Trim();
+}
+
+void LogWriter::HoldForReader(bool hold) {
+  hold_for_reader_ = hold;
+  Trim();
 }
 
 bool LogWriter::WriteMarker(size_t count, int64_t now_ns, bool final) {
@@ -73,20 +106,13 @@ bool LogWriter::WriteMarker(size_t count, int64_t now_ns, bool final) {
   gap_->chunks += chunks;
   gap_->bytes += bytes;
   dropped_chunks_ = dropped_bytes_ = dropped_last_seq_ = 0;
-  for (size_t i = 0; i < count; ++i) {
-    held_bytes_ -= held_.front().data.size();
-    marked_.push_back(std::move(held_.front()));
-    held_.pop_front();
-  }
+  for (size_t i = 0; i < count; ++i) marked_.push_back(PopHeld());
   return written;
 }
 
 void LogWriter::Retry(int64_t now_ns) {
   if (dropped_chunks_ > 0 && !WriteMarker(0, now_ns, false)) return;
-  while (!held_.empty() && TryWrite(held_.front())) {
-    held_bytes_ -= held_.front().data.size();
-    held_.pop_front();
-  }
+  while (!held_.empty() && TryWrite(held_.front())) PopHeld();
 }
 
 void LogWriter::Finish(int64_t now_ns) {
@@ -99,14 +125,22 @@ void LogWriter::Finish(int64_t now_ns) {
   WriteMarker(held_.size(), now_ns, /*final=*/true);  // the gap is counted even if it fails
 }
 
-std::vector<LogRecord> LogWriter::Held(uint64_t from_seq) const {
+std::vector<LogRecord> LogWriter::Held(uint64_t from_seq, size_t max_bytes) const {
   std::vector<LogRecord> out;
-  for (const auto& r : marked_) {
-    if (r.seq >= from_seq) out.push_back(r);
-  }
-  for (const auto& r : held_) {
-    if (r.seq >= from_seq) out.push_back(r);
-  }
+  size_t bytes = 0;
+  // Takes from `records` (contiguous seqs: the first one wanted is found by its number); false
+  // once max_bytes are taken.
+  auto take = [&](const auto& records) {
+    if (records.empty() || records.back().seq < from_seq) return true;
+    const uint64_t front = records.front().seq;
+    for (size_t i = from_seq > front ? from_seq - front : 0; i < records.size(); ++i) {
+      if (!out.empty() && bytes >= max_bytes) return false;
+      bytes += records[i].data.size();
+      out.push_back(records[i]);
+    }
+    return true;
+  };
+  if (take(marked_)) take(held_);
   return out;
 }
 

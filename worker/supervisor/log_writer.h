@@ -4,13 +4,17 @@
 // order, and served to live readers (the agent asks the supervisor for it), writing is retried
 // now and then, and what could never be written is replaced on disk by one gap marker: a stderr
 // record "podrun-agent: log gap: ..." that carries the sequence number of the last record it
-// stands for. Memory is bounded: past kMaxHeldBytes the oldest held records are dropped.
+// stands for. Memory is bounded: past kMaxHeldBytes the oldest held records are dropped, first
+// those a live reader has had already (Delivered); while a reader is attached (HoldForReader),
+// never one it has not had: the supervisor pauses the job's pipes instead (see
+// undelivered_bytes), so an attached launcher gets every record however little disk there is.
 // Not thread-safe: the supervisor's one loop owns it.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -47,15 +51,29 @@ class LogWriter {
   // the reserve is left for the job's exit status and log_gap files.
   void Finish(int64_t now_ns);
 
-  // Held records with seq >= from_seq (still in memory, not on disk).
-  std::vector<LogRecord> Held(uint64_t from_seq) const;
+  // A live reader has every record up to `through_seq`: held ones up to it may leave memory
+  // first when it is needed (they become part of the gap on disk).
+  void Delivered(uint64_t through_seq);
+  // While `hold` (a reader is attached), a record no reader has had is never dropped; otherwise
+  // the oldest held records go once memory is full.
+  void HoldForReader(bool hold);
+
+  // Held records with seq >= from_seq (still in memory, not on disk), in order, contiguous: at
+  // most about `max_bytes` of data (one record at least).
+  std::vector<LogRecord> Held(uint64_t from_seq, size_t max_bytes = SIZE_MAX) const;
   bool holding() const { return !held_.empty() || dropped_chunks_ > 0; }
   size_t held_bytes() const { return held_bytes_; }
+  // Of held_bytes, what no reader has had yet (Delivered).
+  size_t undelivered_bytes() const { return undelivered_bytes_; }
   uint64_t last_seq() const { return next_seq_ - 1; }
   const std::optional<LogGapInfo>& gap() const { return gap_; }
 
  private:
   bool TryWrite(const LogRecord& record);
+  // Takes held_.front() out of memory (its bytes off the counts) and returns it.
+  LogRecord PopHeld();
+  // Drops held records from the front, as the bounds say (the class comment).
+  void Trim();
   // Writes the marker for held_[0, count) plus what was dropped before them, and moves those
   // held records to marked_. Unless `final`, does nothing if the marker cannot be written.
   bool WriteMarker(size_t count, int64_t now_ns, bool final);
@@ -64,7 +82,9 @@ class LogWriter {
   ReleaseFn release_reserve_;
   uint64_t next_seq_ = 1;
   std::deque<LogRecord> held_;  // contiguous seqs, not on disk
-  size_t held_bytes_ = 0;
+  size_t held_bytes_ = 0, undelivered_bytes_ = 0;
+  uint64_t delivered_through_ = 0;  // a reader has had every record up to this seq
+  bool hold_for_reader_ = false;
   // Records dropped from the front of held_ (seqs just before held_.front()), not yet marked.
   uint64_t dropped_chunks_ = 0, dropped_bytes_ = 0, dropped_last_seq_ = 0;
   // Records replaced by a marker written at Finish, kept for live readers.

@@ -134,5 +134,59 @@ TEST_F(LogWriterTest, MemoryIsBoundedAndWhatIsDroppedIsMarked) {
   EXPECT_EQ(writer_.gap()->chunks, first_held - 1);
 }
 
+TEST_F(LogWriterTest, WhileAReaderIsAttachedOnlyWhatItHadLeavesMemory) {
+  full_ = true;
+  writer_.HoldForReader(true);
+  const std::string chunk(64 << 10, 'x');
+  const uint64_t chunks = LogWriter::kMaxHeldBytes / chunk.size() + 10;
+  for (uint64_t i = 0; i < chunks; ++i) writer_.Append(LogStream::kStdout, chunk, 1);
+  // Past the bound, but nothing the reader has not had is dropped (the job is paused instead).
+  EXPECT_EQ(Seqs(writer_.Held(1, 1)), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(writer_.held_bytes(), chunks * chunk.size());
+  EXPECT_EQ(writer_.undelivered_bytes(), writer_.held_bytes());
+  // The reader had the first 20: they make room, the rest stay.
+  writer_.Delivered(20);
+  EXPECT_EQ(writer_.undelivered_bytes(), (chunks - 20) * chunk.size());
+  EXPECT_LE(writer_.held_bytes(), LogWriter::kMaxHeldBytes);
+  const auto held = writer_.Held(1);
+  ASSERT_FALSE(held.empty());
+  EXPECT_LE(held.front().seq, 21u);
+  EXPECT_EQ(held.back().seq, chunks);
+  for (size_t i = 1; i < held.size(); ++i) EXPECT_EQ(held[i].seq, held[i - 1].seq + 1);
+  // Everything delivered: any of it may go; more output keeps memory within the bound.
+  writer_.Delivered(chunks);
+  EXPECT_EQ(writer_.undelivered_bytes(), 0u);
+  for (int i = 0; i < 30; ++i) writer_.Append(LogStream::kStdout, chunk, 2);
+  EXPECT_LE(writer_.held_bytes(), LogWriter::kMaxHeldBytes);
+  EXPECT_EQ(writer_.undelivered_bytes(), 30 * chunk.size());
+  // At the end the gap counts every record that never reached the disk, delivered or not.
+  writer_.Finish(3);
+  ASSERT_TRUE(writer_.gap());
+  EXPECT_EQ(writer_.gap()->chunks, chunks + 30);
+  EXPECT_EQ(writer_.gap()->bytes, (chunks + 30) * chunk.size());
+}
+
+TEST_F(LogWriterTest, WithNoReaderTheOldestGoEvenIfNeverDelivered) {
+  full_ = true;
+  writer_.HoldForReader(true);
+  const std::string chunk(64 << 10, 'x');
+  const uint64_t chunks = LogWriter::kMaxHeldBytes / chunk.size() + 10;
+  for (uint64_t i = 0; i < chunks; ++i) writer_.Append(LogStream::kStdout, chunk, 1);
+  EXPECT_GT(writer_.held_bytes(), LogWriter::kMaxHeldBytes);
+  writer_.HoldForReader(false);  // the reader went away
+  EXPECT_LE(writer_.held_bytes(), LogWriter::kMaxHeldBytes);
+  EXPECT_GT(writer_.Held(1).front().seq, 1u);
+}
+
+TEST_F(LogWriterTest, HeldServesABoundedContiguousSliceFromASequenceNumber) {
+  full_ = true;
+  const std::string chunk(1000, 'x');
+  for (int i = 0; i < 100; ++i) writer_.Append(LogStream::kStdout, chunk, 1);
+  EXPECT_EQ(Seqs(writer_.Held(40, 3000)), (std::vector<uint64_t>{40, 41, 42}));
+  EXPECT_EQ(Seqs(writer_.Held(100, 1)), (std::vector<uint64_t>{100}));
+  EXPECT_TRUE(writer_.Held(101).empty());
+  EXPECT_EQ(writer_.Held(1).size(), 100u);
+}
+
 }  // namespace
 }  // namespace podrun::agent

@@ -92,9 +92,12 @@ void Supervisor::Loop() {
     if (writer_->holding() && next_retry_ == Clock::time_point::max()) {
       next_retry_ = now + kRetryWriteInterval;
     }
-    // A full in-memory buffer with a reader fetching from it: the job waits for the reader.
-    const bool pause = writer_->held_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes &&
-                       now - reader_seen_ < kReaderActiveWindow;
+    // A full in-memory buffer with a reader fetching from it: what the reader has had already
+    // makes room; for what it has not had yet, the job waits.
+    const bool reader = now - reader_seen_ < kReaderActiveWindow;
+    writer_->HoldForReader(reader);
+    const bool pause =
+        reader && writer_->undelivered_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes;
 
     pollfd fds[kClientKind + kMaxClients];
     int kinds[kClientKind + kMaxClients];
@@ -173,6 +176,9 @@ void Supervisor::OnChildReport() {
   }
   ran_.reset();
   ran_closed_ = true;
+  // The job runs now. An attached launch follows its log from the start: output is held for a
+  // reader until one has had kReaderActiveWindow to show up, not dropped before it first asks.
+  reader_seen_ = Clock::now();
 }
 
 void Supervisor::ReadPipe(int s) {

@@ -85,8 +85,10 @@ void Supervisor::OnClient(size_t index) {
 
 std::string Supervisor::Answer(const std::string& line) {
   if (auto from = RequestNumber(line, kLogRequest)) {
+    // Asking from `from` on, the reader says it has every record before it.
+    if (*from > 1) writer_->Delivered(*from - 1);
     std::string reply;
-    for (const LogRecord& r : writer_->Held(*from)) {
+    for (const LogRecord& r : writer_->Held(*from, kMaxLogReplyBytes)) {
       reply += EncodeLogRecord(r);
       fetched_through_ = std::max(fetched_through_, r.seq);
     }

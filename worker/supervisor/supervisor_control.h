@@ -4,8 +4,12 @@
 //
 // On fd 3, once the plan is read: "READY <job pid>" or "ERROR <reason>".
 // On the control socket (SupervisorSocketPath), one request per connection:
-//   "LOG <from_seq>"  → the records it holds in memory (not on disk) from from_seq on, encoded
-//                       back to back as in the log file; then it closes the connection
+//   "LOG <from_seq>"  → the records it holds in memory (not on disk) from from_seq on (a few MiB
+//                       at most: ask again for more), encoded back to back as in the log file;
+//                       then it closes the connection. The asker has every record before
+//                       from_seq: those may leave memory when it is needed. A reply that starts
+//                       after from_seq means the records between are gone from memory (if they
+//                       are not on disk either, they are the log's gap)
 //   "STOP <seconds>"  → "OK": SIGTERM to the job's group, SIGKILL after that grace period; a job
 //                       not started yet ends without running once its go socket closes
 //   "DISCARD"         → "OK": a prepared job that ends without starting records nothing (it was

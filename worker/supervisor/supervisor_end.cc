@@ -53,7 +53,7 @@ void Supervisor::Linger() {
   const auto deadline = Clock::now() + kLingerForReaders;
   // Also until the clients being served have their replies (or are overdue).
   EndClients();
-  while ((!writer_->Held(fetched_through_ + 1).empty() || !clients_.empty()) &&
+  while ((!writer_->Held(fetched_through_ + 1, 1).empty() || !clients_.empty()) &&
          Clock::now() < deadline) {
     pollfd fds[kMaxClients + 1];
     int kinds[kMaxClients + 1];

@@ -65,8 +65,12 @@ constexpr auto kRequestTimeout = milliseconds(2000);
 constexpr size_t kMaxClients = 8;
 constexpr size_t kMaxRequestBytes = 256;
 // While output is held in memory and a reader fetched it this recently, a full buffer pauses the
-// job's pipes (the job waits) rather than dropping output.
-constexpr auto kReaderActiveWindow = seconds(2);
+// job's pipes (the job waits) rather than dropping output. A reader that keeps up asks several
+// times a second; this long is for one whose own output (an SSH channel) is slow for a while.
+constexpr auto kReaderActiveWindow = seconds(10);
+// The most held output one LOG reply carries (the reader asks again for more), so that what a
+// reply costs in memory, on both sides, stays small beside LogWriter::kMaxHeldBytes.
+constexpr size_t kMaxLogReplyBytes = 2u << 20;
 
 inline bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
 
@@ -130,8 +134,8 @@ class Supervisor {
   Clock::time_point kill_at_ = Clock::time_point::max();
   Clock::time_point drain_until_ = Clock::time_point::max();
   Clock::time_point next_retry_ = Clock::time_point::max();
-  Clock::time_point reader_seen_ = Clock::time_point::min();
-  uint64_t fetched_through_ = 0;  // the highest seq a LOG request has been sent
+  Clock::time_point reader_seen_{};  // a LOG request was last served (or the job started)
+  uint64_t fetched_through_ = 0;     // the highest seq a LOG request has been sent
 
   // A control connection: its request line as read so far, then its reply as sent so far.
   struct Client {
