@@ -239,9 +239,7 @@ TEST_F(AgentFaultTest, AFullDiskOnAWorkerLosesNoLineAndIsReported) {
   RestoreWorker1Home();
 }
 
-// Reproduces issue 23's nearly full disk (the attached launch stops receiving lines and never
-// sees the end). Disabled until the fix lands: it fails on main today, which is its point.
-TEST_F(AgentFaultTest, DISABLED_ADiskNearlyFullFromTheStartStillStreamsEveryLineLiveAndTheEnd) {
+TEST_F(AgentFaultTest, ADiskNearlyFullFromTheStartStillStreamsEveryLineLiveAndTheEnd) {
   // As a new user tried it: w1's ~/.podrun on a tmpfs that is nearly full once the agent is there
   // (about 12 MiB in all), a job printing 20 MB in lines of 100 bytes. The disk is full before
   // the log's first megabyte: nearly all of it is a gap on disk, and must still reach the

@@ -297,9 +297,7 @@ TEST_F(SupervisorTest, AFullDiskLosesNoLineForALiveReaderAndIsReported) {
   EXPECT_TRUE(marker || from_disk.records.size() == logs.records.size());
 }
 
-// Reproduces issue 23's full disk past the supervisor's memory bound. Disabled until the fix
-// lands: it fails on main today, which is its point.
-TEST_F(SupervisorTest, DISABLED_AFullDiskLosesNoLineForALiveReaderPastTheMemoryBound) {
+TEST_F(SupervisorTest, AFullDiskLosesNoLineForALiveReaderPastTheMemoryBound) {
   if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
   // The job's directory on a 1 MiB tmpfs; the job prints 20 MB in lines of 100 bytes, more than
   // the supervisor may hold in memory (LogWriter::kMaxHeldBytes): what the reader has had must
