@@ -1,6 +1,6 @@
 // ProcessIdentity: a process named so that a recycled pid is never mistaken for it
-// (docs/design.md decision 10): its pid, its start time in clock ticks since boot (/proc/<pid>/stat,
-// field 22, which exec does not change) and the boot it belongs to
+// (docs/design.md decision 10): its pid, its start time in clock ticks since boot
+// (/proc/<pid>/stat, field 22, which exec does not change) and the boot it belongs to
 // (/proc/sys/kernel/random/boot_id).
 #pragma once
 

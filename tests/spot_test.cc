@@ -356,12 +356,12 @@ TEST_F(SpotTest, TheKeepersBudgetCountsOnlyTheRestartsSinceTheLastRerun) {
         },
         std::chrono::seconds(40));
   };
-  ASSERT_TRUE(ended(2)) << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job +
-                                                            "/keeper.log");
+  ASSERT_TRUE(ended(2)) << Status(job).dump()
+                        << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
   r = RunCommand(Podrun() + " rerun " + job + " -d < /dev/null");
   ASSERT_EQ(0, r.exit_code) << r.output;
-  ASSERT_TRUE(ended(4)) << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job +
-                                                            "/keeper.log");
+  ASSERT_TRUE(ended(4)) << Status(job).dump()
+                        << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
   nlohmann::json status = Status(job);
   EXPECT_EQ("restart-after-failure", status["attempt"]["reason"]) << status.dump();
   EXPECT_EQ("failure", status["attempt"]["resumed_from"]) << status.dump();
@@ -470,9 +470,8 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
 }
 
 TEST_F(SpotTest, FourLostWorkersOfOneNodeCostOneDescribeAndTheirReasonIsSaidOnce) {
-  const std::string spec =
-      WriteSpec("four", "node-four", "accelerator_type: v4-32, version: base, spot: true",
-                "run: sleep 60\n");
+  const std::string spec = WriteSpec(
+      "four", "node-four", "accelerator_type: v4-32, version: base, spot: true", "run: sleep 60\n");
   std::thread preempt([&] {
     std::this_thread::sleep_for(std::chrono::seconds(8));
     Preempt("node-four");
@@ -492,14 +491,14 @@ TEST_F(SpotTest, FourLostWorkersOfOneNodeCostOneDescribeAndTheirReasonIsSaidOnce
 }
 
 TEST_F(SpotTest, TheSpecsCreateIsNeverAppliedToANodeChosenOnTheCommandLine) {
-  const std::string spec =
-      WriteSpec("other", "node-mine", "accelerator_type: v4-16, version: base, spot: true",
-                "run: true\n");
+  const std::string spec = WriteSpec(
+      "other", "node-mine", "accelerator_type: v4-16, version: base, spot: true", "run: true\n");
   const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
   CommandResult r =
       RunCommand(Podrun() + " launch " + spec + " --tpu node-other --zone zone-a < /dev/null");
   EXPECT_EQ(3, r.exit_code) << r.output;  // node-other does not exist: nothing creates it
-  EXPECT_NE(std::string::npos, r.output.find("the spec's create: is for tpu node-mine")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("the spec's create: is for tpu node-mine"))
+      << r.output;
   const std::string calls = ReadTextFile(State() + "/calls.log");
   EXPECT_EQ(0, Calls(calls, "create", "node-other", before)) << calls;
   EXPECT_EQ(0, Calls(calls, "create", "node-mine", before)) << calls;

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "proto/agent.grpc.pb.h"
+#include "proto/process_identity.h"
 #include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
-#include "proto/process_identity.h"
 #include "worker/jobdir/job_dir.h"
 
 extern "C" char** environ;

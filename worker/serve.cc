@@ -19,8 +19,8 @@
 
 #include "proto/agent.grpc.pb.h"
 #include "proto/private_state.h"
-#include "proto/protocol_version.h"
 #include "proto/process_identity.h"
+#include "proto/protocol_version.h"
 #include "worker/daemon.h"
 #include "worker/host/tpu_metadata.h"
 #include "worker/job/job_runner.h"

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "launcher/connect/pod.h"

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "launcher/commands/pod_options.h"
 #include "launcher/base/error.h"
+#include "launcher/base/open_files.h"
 #include "launcher/commands/doctor_command.h"
 #include "launcher/commands/exec_command.h"
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
-#include "launcher/base/open_files.h"
+#include "launcher/commands/pod_options.h"
 #include "launcher/commands/rerun_command.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"

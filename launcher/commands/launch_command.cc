@@ -4,18 +4,18 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "launcher/commands/pod_options.h"
 #include "launcher/attempt/attempt_runner.h"
-#include "launcher/recovery/restarts.h"
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/base/open_files.h"
+#include "launcher/commands/pod_options.h"
 #include "launcher/commands/up_command.h"
-#include "launcher/recovery/keeper.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/connect/pod.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "launcher/recovery/host_keys.h"
+#include "launcher/recovery/keeper.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
@@ -33,9 +33,10 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   }
   const PodSettings settings = MergePodSettings(request.pod, spec.pod);
   if (spec.pod.create && !settings.create) {
-    Say(fmt::format("the spec's create: is for tpu {} (zone {}); the pod chosen on the command line "
-                    "is used as it is: podrun never creates, deletes or recreates it",
-                    spec.pod.tpu.value_or("?"), spec.pod.zone.value_or("?")));
+    Say(fmt::format(
+        "the spec's create: is for tpu {} (zone {}); the pod chosen on the command line "
+        "is used as it is: podrun never creates, deletes or recreates it",
+        spec.pod.tpu.value_or("?"), spec.pod.zone.value_or("?")));
   }
   // pod.create: the node is made to exist and be READY first (nothing is recorded before).
   const std::vector<TpuQuery> created = ProvisionSpecNodes(settings);

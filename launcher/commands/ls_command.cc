@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "launcher/recovery/restarts.h"
-#include "launcher/recovery/recovery_report.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/recovery/recovery_report.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/store/job_store.h"
-#include "launcher/store/recovery_records.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recovery_records.h"
 
 namespace podrun {
 namespace {

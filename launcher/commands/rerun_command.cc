@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include "launcher/attempt/attempt_runner.h"
-#include "launcher/recovery/restarts.h"
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/base/open_files.h"
-#include "launcher/recovery/keeper.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/recovery/keeper.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
@@ -36,9 +36,10 @@ ExitCode RunRerun(const RerunRequest& request) {
   const JobRecord job = store.ResolveJob(request.job);
   // One driver per job: a keeper that watches it would restart or recover it under this rerun.
   if (const std::optional<RunningKeeper> keeper = FindKeeper(store, home, job.id)) {
-    throw UsageError(fmt::format("job {} is watched by its keeper (pid {} on {}): it restarts the "
-                                 "job itself; podrun stop {} first, then rerun",
-                                 job.id, keeper->pid, keeper->host, job.id));
+    throw UsageError(
+        fmt::format("job {} is watched by its keeper (pid {} on {}): it restarts the "
+                    "job itself; podrun stop {} first, then rerun",
+                    job.id, keeper->pid, keeper->host, job.id));
   }
   JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
   std::filesystem::path local_root;

@@ -11,11 +11,11 @@
 #include <optional>
 
 #include "launcher/base/exit_status.h"
-#include "launcher/recovery/recovery_report.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/recovery/recovery_report.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
 

@@ -14,9 +14,9 @@
 #include "launcher/base/exit_status.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/say.h"
+#include "launcher/recovery/keeper.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/job_store.h"
-#include "launcher/recovery/keeper.h"
 #include "launcher/store/podrun_home.h"
 
 namespace podrun {

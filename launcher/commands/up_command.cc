@@ -7,14 +7,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "launcher/commands/pod_options.h"
 #include "launcher/attempt/interrupt_watcher.h"
+#include "launcher/commands/pod_options.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/recovery/keeper.h"
+#include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
 #include "launcher/store/recovery_records.h"
-#include "launcher/spec/spec.h"
 
 namespace podrun {
 namespace {

@@ -118,7 +118,8 @@ ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
   const std::vector<AttemptRecord> attempts = store.Attempts(job.id);
   if (attempts.empty() || attempts.back().state == AttemptState::kSucceeded ||
       attempts.back().state == AttemptState::kStopped ||
-      (attempts.back().state == AttemptState::kStartFailed && records.Recreations(job.id).empty())) {
+      (attempts.back().state == AttemptState::kStartFailed &&
+       records.Recreations(job.id).empty())) {
     Say(fmt::format("job {} has no attempt left to watch ({})", job.id,
                     attempts.empty() ? "none" : AttemptStateName(attempts.back().state)));
     return ExitCode::kOk;
@@ -140,10 +141,9 @@ ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
   plan.resumed_from = attempts.back().resumed_from;
   ExitCode code = ExitCode::kFailed;
   try {
-    code = RunAttemptsWithRestarts(store, plan,
-                                   {.follow_running = true,
-                                    .restarts_used = AutomaticRestartsSince(attempts),
-                                    .wait = {}});
+    code = RunAttemptsWithRestarts(
+        store, plan,
+        {.follow_running = true, .restarts_used = AutomaticRestartsSince(attempts), .wait = {}});
   } catch (const Error& e) {
     heartbeat.reset();
     records.EndKeeper(job.id, e.what());
@@ -211,8 +211,8 @@ bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::st
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, keeper->pid, 0)));
   if (pidfd.get() < 0 || !keeper->Alive() ||
       ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0) != 0) {
-    Say(fmt::format("warning: could not end the keeper of job {} (pid {}): {}", job_id,
-                    keeper->pid, std::strerror(errno)));
+    Say(fmt::format("warning: could not end the keeper of job {} (pid {}): {}", job_id, keeper->pid,
+                    std::strerror(errno)));
     return false;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

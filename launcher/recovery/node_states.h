@@ -21,8 +21,8 @@ namespace podrun {
 // A TPU node as gcloud describes it now, with its queued resource when it has one.
 struct NodeNow {
   TpuQuery query;
-  std::optional<TpuNode> node;        // nullopt: gcloud says NOT_FOUND
-  std::optional<QueuedResource> qr;   // asked only for queued nodes
+  std::optional<TpuNode> node;       // nullopt: gcloud says NOT_FOUND
+  std::optional<QueuedResource> qr;  // asked only for queued nodes
 
   // PREEMPTED or TERMINATED (its queued resource SUSPENDED or FAILED): only a recreation
   // brings it back.
@@ -69,9 +69,9 @@ class NodeStates {
   std::chrono::seconds max_age_;
   bool queued_;
   mutable std::mutex mutex_;
-  std::map<size_t, Answer> answers_;  // guarded by mutex_
+  std::map<size_t, Answer> answers_;                      // guarded by mutex_
   std::map<size_t, std::unique_ptr<std::mutex>> asking_;  // one question per node at a time
-  int asked_ = 0;                                          // guarded by mutex_
+  int asked_ = 0;                                         // guarded by mutex_
 };
 
 }  // namespace podrun

@@ -9,8 +9,8 @@
 #include <exception>
 
 #include "launcher/base/error.h"
-#include "launcher/recovery/tpu_provisioner.h"
 #include "launcher/output/say.h"
+#include "launcher/recovery/tpu_provisioner.h"
 #include "proto/write_all.h"
 
 namespace podrun {

@@ -65,7 +65,8 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
       return false;
     }
     if (!said) {
-      Say(fmt::format("w{} lost while its TPU node still reads READY: asking gcloud every {} s "
+      Say(
+          fmt::format("w{} lost while its TPU node still reads READY: asking gcloud every {} s "
                       "until it says what happened",
                       lost.front(), poll.count()));
       said = true;
@@ -106,11 +107,10 @@ TpuNode RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, size_t slice,
   const std::vector<std::string> old_hosts = SliceHosts(plan.pod, static_cast<int>(slice));
   records.BeginRecreation(plan.job.id, RecreationOf(q));
   // What it waits for (a stockout, the queue, CREATING) is what status and ls show meanwhile.
-  TpuProvisioner provisioner(
-      q, create, TpuPollInterval(std::chrono::seconds(10)), wait,
-      {.on_wait = [&records, &plan](const std::string& what) {
-        records.SetRecovering(plan.job.id, "recreating: " + what);
-      }});
+  TpuProvisioner provisioner(q, create, TpuPollInterval(std::chrono::seconds(10)), wait,
+                             {.on_wait = [&records, &plan](const std::string& what) {
+                               records.SetRecovering(plan.job.id, "recreating: " + what);
+                             }});
   TpuNode node = provisioner.Recreate().node;
   records.EndRecreation(plan.job.id, RecreationOf(q));
   ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
@@ -141,9 +141,9 @@ std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptP
     wait_any = wait_any || !create;
     Say(fmt::format("TPU node {} is {}{}", n.query.name, n.state(),
                     create ? ": deleting it and creating it again (pod.create)" : ""));
-    records.SetRecovering(plan.job.id, fmt::format("{} TPU node {} ({})",
-                                                   create ? "recreating" : "waiting for",
-                                                   n.query.name, n.state()));
+    records.SetRecovering(plan.job.id,
+                          fmt::format("{} TPU node {} ({})", create ? "recreating" : "waiting for",
+                                      n.query.name, n.state()));
     preemptions.push_back(records.AddPreemption(plan.job.id, {.id = 0,
                                                               .attempt = plan.attempt,
                                                               .node = n.query.name,
@@ -234,15 +234,16 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
       if (!gone()) {
         const std::vector<int> lost = LostWorkers(store, plan);
         if (!lost.empty()) {
-          records.SetRecovering(plan.job.id, fmt::format("asking gcloud what happened to w{}",
-                                                         lost.front()));
+          records.SetRecovering(plan.job.id,
+                                fmt::format("asking gcloud what happened to w{}", lost.front()));
           std::optional<bool> said = WaitForTheApiToSay(plan, lost, nodes, wait);
           if (!said) return ExitCode::kInterrupted;
           if (*said) now = nodes.All();
         }
       }
       if (const auto deleted = DeletedByOthers(records, plan, now); !deleted.empty()) {
-        Say(fmt::format("TPU node {} no longer exists and podrun did not delete it: someone "
+        Say(
+            fmt::format("TPU node {} no longer exists and podrun did not delete it: someone "
                         "removed it, so podrun does not bring it back; the run ends here "
                         "(podrun up SPEC creates it again, then podrun rerun {})",
                         deleted.front(), plan.job.id));

@@ -52,7 +52,9 @@ class PodRecoveryTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  static std::string Gcloud() { return (fs::path(PODRUN_SOURCE_DIR) / "tests/fake-gcloud").string(); }
+  static std::string Gcloud() {
+    return (fs::path(PODRUN_SOURCE_DIR) / "tests/fake-gcloud").string();
+  }
   std::string Run(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {Gcloud()};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -229,8 +231,7 @@ TEST(AutomaticRestartsSince, CountsBackToTheLastLaunchOrRerun) {
   EXPECT_EQ(2, AutomaticRestartsSince(
                    attempts({R::kLaunch, R::kRestartAfterFailure, R::kRecoveryAfterPreemption})));
   // A rerun starts the count again: `rerun -d` with restarts: 1 gets its own restart.
-  EXPECT_EQ(0, AutomaticRestartsSince(
-                   attempts({R::kLaunch, R::kRestartAfterFailure, R::kRerun})));
+  EXPECT_EQ(0, AutomaticRestartsSince(attempts({R::kLaunch, R::kRestartAfterFailure, R::kRerun})));
   EXPECT_EQ(1, AutomaticRestartsSince(attempts(
                    {R::kLaunch, R::kRestartAfterFailure, R::kRerun, R::kRestartAfterHang})));
 }

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "launcher/recovery/restarts.h"
 #include "launcher/output/time_format.h"
 #include "launcher/recovery/keeper_lock.h"
+#include "launcher/recovery/restarts.h"
 #include "launcher/store/recovery_records.h"
 
 namespace podrun {

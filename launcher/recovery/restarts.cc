@@ -6,11 +6,11 @@
 #include <algorithm>
 
 #include "launcher/attempt/interrupt_watcher.h"
-#include "launcher/recovery/node_states.h"
-#include "launcher/recovery/pod_recovery.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/recovery/node_states.h"
+#include "launcher/recovery/pod_recovery.h"
 #include "proto/write_all.h"
 
 namespace podrun {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/spec/pod_create.h"
 #include "launcher/base/error.h"
+#include "launcher/spec/pod_create.h"
 
 namespace podrun {
 namespace {

@@ -6,9 +6,8 @@
 namespace podrun {
 namespace {
 
-constexpr std::array<const char*, 5> kReasonNames = {"launch", "rerun", "restart-after-failure",
-                                                     "restart-after-hang",
-                                                     "recovery-after-preemption"};
+constexpr std::array<const char*, 5> kReasonNames = {
+    "launch", "rerun", "restart-after-failure", "restart-after-hang", "recovery-after-preemption"};
 constexpr std::array<const char*, 4> kEndNames = {"", "failure", "hang", "preemption"};
 
 }  // namespace

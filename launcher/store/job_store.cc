@@ -212,8 +212,9 @@ int JobStore::AddAttempt(const std::string& job_id, const std::vector<int>& work
                  "SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE job_id = ?1");
   next.Bind(1, job_id).Step();
   int number = static_cast<int>(next.Int(0));
-  Statement previous(db_.get(), path_,
-                     "SELECT COALESCE(ended_by, '') FROM attempts WHERE job_id = ?1 AND number = ?2");
+  Statement previous(
+      db_.get(), path_,
+      "SELECT COALESCE(ended_by, '') FROM attempts WHERE job_id = ?1 AND number = ?2");
   previous.Bind(1, job_id).Bind(2, number - 1);
   const AttemptEnd previous_end =
       previous.Step() ? ParseAttemptEnd(previous.Text(0)) : AttemptEnd::kNone;

@@ -81,8 +81,8 @@ CREATE TABLE keepers (
 )sql",
     // 4: typed facts (docs/design.md decisions 17, 18): why each attempt ran and what ended it,
     // the keeper's process identity (pid, start time, boot id), what a job being recovered waits
-    // for, and a recreation podrun has begun (recorded before the delete, so that a keeper killed between the delete and the
-    // create finishes it).
+    // for, and a recreation podrun has begun (recorded before the delete, so that a keeper killed
+    // between the delete and the create finishes it).
     R"sql(
 ALTER TABLE attempts ADD COLUMN reason TEXT;    -- launch | rerun | restart-after-failure | ...
 ALTER TABLE attempts ADD COLUMN ended_by TEXT;  -- failure | hang | preemption; NULL: none

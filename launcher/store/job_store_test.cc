@@ -1,8 +1,6 @@
 // Tests of the job store on a real SQLite file: round trips, JOB resolution, two stores on one
 // file, and that no secret's value ever reaches the database.
 #include "launcher/store/job_store.h"
-#include "launcher/store/job_store_schema.h"
-#include "launcher/store/recovery_records.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -14,6 +12,8 @@
 
 #include "launcher/base/error.h"
 #include "launcher/spec/job_env.h"
+#include "launcher/store/job_store_schema.h"
+#include "launcher/store/recovery_records.h"
 
 namespace podrun {
 namespace {

@@ -21,8 +21,8 @@
 #include <thread>
 #include <utility>
 
-#include "proto/unique_fd.h"
 #include "proto/process_identity.h"
+#include "proto/unique_fd.h"
 
 namespace podrun::agent {
 namespace {

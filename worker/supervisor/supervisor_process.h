@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "proto/log_record.h"
+#include "proto/process_identity.h"
 #include "proto/unique_fd.h"
 #include "worker/base/agent_error.h"
-#include "proto/process_identity.h"
 #include "worker/base/unix_socket.h"
 #include "worker/base/wall_clock.h"
 #include "worker/jobdir/job_dir.h"
