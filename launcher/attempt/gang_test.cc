@@ -174,7 +174,7 @@ TEST(GangDriver, ACtrlCIsTakenAtOnceWhileTheJobStoreIsLocked) {
   job.spec_text = "run: 'true'\n";
   job.hosts = {{0, "", "127.0.0.1", 0, "127.0.0.1"}, {1, "", "127.0.0.1", 0, "127.0.0.1"}};
   job = store.CreateJob(job);
-  store.AddAttempt(job.id, {0, 1});
+  store.AddAttempt(job.id, {0, 1}, AttemptReason::kLaunch);
   AttemptPlan plan;
   plan.job = job;
   plan.pod.local = 2;
