@@ -106,7 +106,7 @@ TEST_F(TpuGcloudTest, ReadsAQueuedResourceAndTheNodeItMade) {
 TEST_F(TpuGcloudTest, GuestAttributesCommandLine) {
   EXPECT_EQ(
       "gcloud compute tpus tpu-vm get-guest-attributes node-1 --zone us-central2-b --project "
-      "proj --format=json",
+      "my-proj --format=json",
       Join(GcloudGuestAttributesCommand(in_project_)));
 }
 
