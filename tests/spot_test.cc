@@ -465,6 +465,9 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
   ASSERT_EQ(0, ::kill(keeper, SIGKILL));  // mid-delete: the node goes, nobody creates it
   std::this_thread::sleep_for(std::chrono::seconds(4));
   EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-mid", before));
+  // gcloud's default project changes meanwhile: the keeper keeps to the one pinned at launch.
+  config["project"] = "elsewhere";
+  std::ofstream(State() + "/config.json") << config.dump();
   // The next keeper finds podrun's own recreation half done, and finishes it.
   r = RunCommand(Podrun() + " watch " + job);
   ASSERT_EQ(0, r.exit_code) << r.output;
@@ -478,9 +481,13 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
   nlohmann::json status = Status(job);
   EXPECT_EQ("recovery-after-preemption", status["attempt"]["reason"]) << status.dump();
   EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
-  EXPECT_EQ(1, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-mid", before));
+  const std::string calls = ReadTextFile(State() + "/calls.log");
+  EXPECT_EQ(1, Calls(calls, "create", "node-mid", before));
+  EXPECT_EQ(1, CountLines(calls, R"(["compute", "tpus", "tpu-vm", "create", "node-mid", )"
+                                 R"("--zone", "zone-a", "--project", "fake-project")"))
+      << calls;
   RunCommand(Podrun() + " stop " + job + " --grace 1");
-  RunCommand(Podrun() + " down --tpu node-mid --zone zone-a -y");
+  RunCommand(Podrun() + " down --tpu node-mid --zone zone-a --project fake-project -y");
 }
 
 TEST_F(SpotTest, FourLostWorkersOfOneNodeCostOneDescribeAndTheirReasonIsSaidOnce) {
