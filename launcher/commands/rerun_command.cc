@@ -11,6 +11,7 @@
 #include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/recovery/keeper.h"
+#include "launcher/recovery/recovery_report.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/spec/spec.h"
@@ -35,11 +36,12 @@ ExitCode RunRerun(const RerunRequest& request) {
   JobStore store(home / "podrun.db");
   const JobRecord job = store.ResolveJob(request.job);
   // One driver per job: a keeper that watches it would restart or recover it under this rerun.
-  if (const std::optional<RunningKeeper> keeper = FindKeeper(store, home, job.id)) {
-    throw UsageError(
-        fmt::format("job {} is watched by its keeper (pid {} on {}): it restarts the "
-                    "job itself; podrun stop {} first, then rerun",
-                    job.id, keeper->pid, keeper->host, job.id));
+  // Here, the keeper identified by its lock; on another machine, one whose heartbeat is fresh.
+  if (const KeeperView keeper = ViewKeeper(store, home, job); keeper.state == "running") {
+    throw UsageError(fmt::format(
+        "job {} is watched by its keeper (pid {} on {}): it restarts the job itself; podrun "
+        "stop {} first, then rerun",
+        job.id, keeper.json["pid"].get<int>(), keeper.json["host"].get<std::string>(), job.id));
   }
   JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
   std::filesystem::path local_root;

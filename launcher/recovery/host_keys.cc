@@ -15,6 +15,7 @@
 #include "launcher/base/error.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/tpu_gcloud.h"
+#include "launcher/ssh/known_hosts_editor.h"
 #include "proto/run_program.h"
 #include "proto/write_all.h"
 
@@ -120,13 +121,12 @@ void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::strin
                     known_hosts));
     return;
   }
-  for (const std::string& host : hosts) {
-    const std::string name = KnownHostsName({host, port});
-    ProgramResult r = RunProgram({"ssh-keygen", "-R", name, "-f", known_hosts});
-    if (r.exit_code != 0) {
-      Say(fmt::format("warning: could not forget the old host key of {} in {}: {}", name,
-                      known_hosts, r.err));
-    }
+  std::vector<std::string> names;
+  for (const std::string& host : hosts) names.push_back(KnownHostsName({host, port}));
+  try {
+    RemoveKnownHosts(known_hosts, names);  // one pass, whatever the number of workers
+  } catch (const Error& e) {
+    Say(fmt::format("warning: could not forget the old host keys of the new VMs: {}", e.what()));
   }
 }
 
@@ -169,9 +169,15 @@ PinnedHostKeys PinHostKeys(const std::string& known_hosts,
                             "the file itself (name it in known_hosts:)",
                             known_hosts));
   }
+  std::vector<std::string> names;
+  for (const HostKeyAddress& w : workers) names.push_back(KnownHostsName(w));
+  try {
+    RemoveKnownHosts(known_hosts, names);
+  } catch (const Error& e) {
+    throw Error(ExitCode::kUnreachable, e.what());
+  }
   std::string lines;
   for (size_t i = 0; i < workers.size(); ++i) {
-    ForgetHostKeys(known_hosts, {workers[i].host}, workers[i].port);
     auto keys = published.find(static_cast<int>(i));
     if (keys == published.end() || keys->second.empty()) {
       done.first_use.push_back(static_cast<int>(i));
