@@ -224,13 +224,18 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
   const bool tpu = plan.pod.cloud_tpu && !plan.pod.tpu_nodes.empty();
   if (tpu) {
     try {
-      nodes.Forget();
+      // A node the gang's followers just saw gone stays gone (it never comes back by itself):
+      // that answer serves. Otherwise gcloud is asked afresh.
       std::vector<NodeNow> now = nodes.All();
       auto gone = [&] {
         return std::any_of(now.begin(), now.end(), [&](const NodeNow& n) {
           return ToRecreate(records, plan, n) || n.deleted();
         });
       };
+      if (!gone()) {
+        nodes.Forget();
+        now = nodes.All();
+      }
       if (!gone()) {
         const std::vector<int> lost = LostWorkers(store, plan);
         if (!lost.empty()) {
