@@ -62,7 +62,9 @@ bool DiscoverTpuWorkers(const PodSettings& s, bool refresh, Pod* pod) {
     // The project gcloud chose by default is pinned: a keeper or rerun later asks the same one,
     // whatever gcloud's default says then.
     TpuQuery pinned = query;
-    if (!pinned.project && !node.project.empty()) pinned.project = node.project;
+    if (!pinned.project && !node.project.empty() && ProjectIdProblem(node.project).empty()) {
+      pinned.project = node.project;
+    }
     pod->tpu_nodes.push_back(pinned);
     if (node.state != "READY") {
       throw Error(ExitCode::kUnreachable,
