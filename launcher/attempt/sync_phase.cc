@@ -79,14 +79,14 @@ void PhaseFanOut::SyncAll() {
     for (const auto& [sha, file] : files) wanted.push_back(sha);
     wanted.push_back(manifest_sha);  // last: a cached manifest means its blobs came first
     std::vector<AgentBlob> blobs;
-    for (const std::string& sha : w.client()->BlobsMissing(wanted)) {
+    for (const std::string& sha : w.client()->sync().BlobsMissing(wanted)) {
       if (sha == manifest_sha) {
         blobs.push_back(manifest_blob);
       } else {
         blobs.push_back(AgentBlob{sha, files.at(sha), {}});
       }
     }
-    return blobs.empty() ? 0 : w.client()->PutBlobs(blobs);
+    return blobs.empty() ? 0 : w.client()->sync().PutBlobs(blobs);
   };
   std::atomic<uint64_t> uplink{0}, relayed{0};
   std::atomic<int> direct_fallbacks{0};
@@ -119,7 +119,7 @@ void PhaseFanOut::SyncAll() {
       const size_t p = parents[i];
       AttemptWorker& w = *live[p];
       try {
-        ports[p] = w.client()->ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
+        ports[p] = w.client()->sync().ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
       } catch (const std::exception& e) {
         std::lock_guard lock(fallback_mu);
         if (first_relay_error.empty()) {
@@ -136,8 +136,8 @@ void PhaseFanOut::SyncAll() {
       try {
         if (ports[parent] != 0 && live[parent]->error.empty()) {
           try {
-            relayed +=
-                w.client()->FetchBlobs(address_of(*live[parent]), ports[parent], key, manifest_sha);
+            relayed += w.client()->sync().FetchBlobs(address_of(*live[parent]), ports[parent], key,
+                                                     manifest_sha);
             return;
           } catch (const std::exception& e) {
             std::lock_guard lock(fallback_mu);
@@ -161,7 +161,7 @@ void PhaseFanOut::SyncAll() {
   ParallelFor(serving.size(), [&](size_t i) {
     const size_t p = serving[i];
     try {
-      live[p]->client()->EndServe(ports[p]);
+      live[p]->client()->sync().EndServe(ports[p]);
     } catch (const std::exception&) {
       // It closes by itself when its time is up.
     }
@@ -181,14 +181,14 @@ void PhaseFanOut::SyncAll() {
     try {
       AgentSyncApplied applied;
       try {
-        applied = w.client()->ApplySync(plan_.spec.workdir, manifest_sha);
+        applied = w.client()->sync().ApplySync(plan_.spec.workdir, manifest_sha);
       } catch (const AgentRefusal&) {
         throw;
       } catch (const std::exception& e) {
         // Its agent died (a serving parent killed while peers fetched): the blobs are on its
         // disk, so a new agent applies them.
         Say(fmt::format("{}: sync: {}; connecting to a new agent", w.description(), e.what()));
-        applied = w.Reconnect()->ApplySync(plan_.spec.workdir, manifest_sha);
+        applied = w.Reconnect()->sync().ApplySync(plan_.spec.workdir, manifest_sha);
       }
       written += applied.written;
       deleted += applied.deleted;
