@@ -1,17 +1,19 @@
-// The launcher's gRPC calls to an agent, with deadlines, and conversion between the
-// generated messages and the launcher's types (see agent_client.h).
+// The launcher's gRPC calls to an agent for its jobs' lifecycle and the worker's health, with
+// deadlines, and conversion between the generated messages and the launcher's types (see
+// agent_client.h).
 #include "launcher/agent_link/agent_client.h"
 
-#include <grpcpp/grpcpp.h>
-
-#include <atomic>
-
-#include "launcher/agent_link/agent_client_internal.h"
+#include "launcher/agent_link/agent_rpc.h"
 #include "launcher/base/error.h"
 #include "proto/agent.grpc.pb.h"
 #include "proto/protocol_version.h"
 
 namespace podrun {
+
+using agent_rpc::Check;
+using agent_rpc::FromProto;
+using agent_rpc::GapFromProto;
+using agent_rpc::SetTimeout;
 
 namespace {
 
@@ -25,65 +27,6 @@ constexpr auto kTopTimeout = std::chrono::seconds(10);      // /proc and a log's
 // Stop waits for the grace period, then for the killed group to disappear.
 constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(30);
-// StreamLogs has no deadline: a follow lasts as long as the job; the channel's keepalive
-// detects a dead connection.
-
-std::string CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "code " + std::to_string(static_cast<int>(code));
-  }
-}
-
-// True for the codes of an agent that answered and said no: another connection cannot help.
-bool IsRefusal(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::NOT_FOUND:
-    case grpc::StatusCode::ALREADY_EXISTS:
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::OUT_OF_RANGE:
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return true;
-    default:
-      return false;
-  }
-}
 
 AgentJobState FromProto(v1::StatusReply::State state) {
   switch (state) {
@@ -104,53 +47,14 @@ AgentJobState FromProto(v1::StatusReply::State state) {
 
 }  // namespace
 
-namespace agent_client_internal {
-
-// The one place gRPC statuses become podrun errors.
-void Check(const grpc::Status& status, const char* rpc) {
-  if (status.ok()) return;
-  const std::string message = std::string("agent ") + rpc + ": " + CodeName(status.error_code()) +
-                              ": " + status.error_message();
-  if (IsRefusal(status.error_code())) throw AgentRefusal(message);
-  throw Error(ExitCode::kUnreachable, message);
-}
-
-ProcessEnd FromProto(const v1::ProcessEnd& end) {
-  ProcessEnd out;
-  if (end.outcome_case() == v1::ProcessEnd::kExitCode) out.exit_code = end.exit_code();
-  if (end.outcome_case() == v1::ProcessEnd::kSignal) out.signal = end.signal();
-  out.end_time_ns = end.end_time_ns();
-  out.stopped_by_request = end.stopped_by_request();
-  out.never_started = end.never_started();
-  out.lost = end.lost();
-  return out;
-}
-
-std::optional<AgentLogGap> GapFromProto(bool has, const v1::LogGap& gap) {
-  if (!has || (gap.bytes() == 0 && gap.chunks() == 0)) return std::nullopt;
-  return AgentLogGap{gap.from_seq(), gap.bytes(), gap.chunks(), gap.cause()};
-}
-
-}  // namespace agent_client_internal
-
-using agent_client_internal::Check;
-using agent_client_internal::FromProto;
-using agent_client_internal::GapFromProto;
-using agent_client_internal::SetTimeout;
-
-std::optional<AgentLogStreamEnd> LogStreamEndFromBytes(std::string_view payload) {
-  v1::LogBatch batch;
-  if (!batch.ParseFromArray(payload.data(), static_cast<int>(payload.size())) || !batch.has_end()) {
-    return std::nullopt;
-  }
-  AgentLogStreamEnd out;
-  out.end = FromProto(batch.end());
-  out.gap = GapFromProto(batch.has_log_gap(), batch.log_gap());
-  return out;
-}
+struct AgentClient::Stub {
+  std::unique_ptr<v1::Agent::Stub> stub;
+};
 
 AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel)
-    : stub_(std::make_unique<Stub>(Stub{v1::Agent::NewStub(std::move(channel))})) {}
+    : stub_(std::make_unique<Stub>(Stub{v1::Agent::NewStub(channel)})),
+      logs_(channel),
+      sync_(std::move(channel)) {}
 
 AgentClient::~AgentClient() = default;
 

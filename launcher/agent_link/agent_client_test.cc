@@ -92,8 +92,8 @@ TEST_F(AgentClientTest, RunsAJobAndStreamsItsLog) {
   EXPECT_FALSE(start.already_started);
 
   std::string out, err;
-  AgentLogStreamEnd end =
-      client_->StreamLogs("job1", 1, 1, /*follow=*/true, [&](std::vector<LogRecord>&& records) {
+  AgentLogStreamEnd end = client_->logs().StreamLogs(
+      "job1", 1, 1, /*follow=*/true, [&](std::vector<LogRecord>&& records) {
         for (auto& r : records) {
           (r.stream == LogStream::kStdout ? out : err) += r.data;
         }
@@ -122,7 +122,7 @@ TEST_F(AgentClientTest, StopAndCancel) {
     std::this_thread::sleep_for(200ms);
     stop.request_stop();
   });
-  AgentLogStreamEnd end = client_->StreamLogs(
+  AgentLogStreamEnd end = client_->logs().StreamLogs(
       "sleeper", 1, 1, true, [](std::vector<LogRecord>&&) { return true; }, stop.get_token());
   EXPECT_TRUE(end.cancelled);
   EXPECT_FALSE(end.end);
@@ -161,7 +161,8 @@ namespace {
 TEST_F(AgentClientTest, RefusedStreamIsNotTakenForALostConnection) {
   std::shared_ptr<AgentClient> client(std::move(client_));
   try {
-    client->StreamLogs("no-such-job", 1, 1, true, [](std::vector<LogRecord>&&) { return true; });
+    client->logs().StreamLogs("no-such-job", 1, 1, true,
+                              [](std::vector<LogRecord>&&) { return true; });
     ADD_FAILURE() << "no error";
   } catch (const AgentRefusal& e) {
     EXPECT_NE(std::string(e.what()).find("NOT_FOUND"), std::string::npos) << e.what();

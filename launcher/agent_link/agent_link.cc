@@ -69,8 +69,8 @@ class SshAgentLink : public AgentLink {
 
   std::shared_ptr<AgentLogStream> StartLogStream(const std::string& job_id, uint32_t attempt,
                                                  uint64_t from_seq, bool follow,
-                                                 AgentClient::OnBatch on_batch,
-                                                 AgentClient::OnStreamDone on_done) override {
+                                                 AgentLogReader::OnBatch on_batch,
+                                                 AgentLogReader::OnStreamDone on_done) override {
     SshLogStreamRequest request;
     request.agent_path = RemoteAgentPath(*ctx_.agent);
     request.job_id = job_id;

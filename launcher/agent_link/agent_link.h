@@ -37,12 +37,13 @@ class AgentLink {
   virtual std::string description() const = 0;
 
   // Streams a job attempt's log over a channel of its own (the SSH link: ssh_log_stream.h),
-  // with the contract of AgentClient::StartStreamLogs; null when the link has none (local
+  // with the contract of AgentLogReader::StartStreamLogs; null when the link has none (local
   // agents are reached without a tunnel: their StreamLogs is as fast). Call after Connect().
   virtual std::shared_ptr<AgentLogStream> StartLogStream(const std::string& job_id,
                                                          uint32_t attempt, uint64_t from_seq,
-                                                         bool follow, AgentClient::OnBatch on_batch,
-                                                         AgentClient::OnStreamDone on_done) {
+                                                         bool follow,
+                                                         AgentLogReader::OnBatch on_batch,
+                                                         AgentLogReader::OnStreamDone on_done) {
     (void)job_id, (void)attempt, (void)from_seq, (void)follow, (void)on_batch, (void)on_done;
     return nullptr;
   }

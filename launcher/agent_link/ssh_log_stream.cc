@@ -42,7 +42,8 @@ std::mutex paused_mutex;
 std::vector<std::weak_ptr<StreamState>> paused_streams;
 
 struct StreamState {
-  StreamState(asio::any_io_executor ex, AgentClient::OnBatch batch, AgentClient::OnStreamDone done)
+  StreamState(asio::any_io_executor ex, AgentLogReader::OnBatch batch,
+              AgentLogReader::OnStreamDone done)
       : executor(std::move(ex)),
         wake(std::make_shared<asio::steady_timer>(executor)),
         on_batch(std::move(batch)),
@@ -54,8 +55,8 @@ struct StreamState {
   std::atomic<size_t> undelivered{0};
   std::atomic<bool> paused{false};               // the reader waits for the delivery thread
   bool read_armed = false, write_armed = false;  // loop thread
-  AgentClient::OnBatch on_batch;
-  AgentClient::OnStreamDone on_done;
+  AgentLogReader::OnBatch on_batch;
+  AgentLogReader::OnStreamDone on_done;
   // Delivery thread only:
   bool stopped_by_reader = false;  // on_batch returned false
   uint64_t next_seq = 1;
@@ -291,7 +292,8 @@ std::string StreamLogCommand(const SshLogStreamRequest& r) {
 
 std::shared_ptr<AgentLogStream> StartSshLogStream(
     asio::any_io_executor executor, std::function<std::shared_ptr<SshSession>()> session,
-    SshLogStreamRequest request, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done) {
+    SshLogStreamRequest request, AgentLogReader::OnBatch on_batch,
+    AgentLogReader::OnStreamDone on_done) {
   auto state = std::make_shared<StreamState>(executor, std::move(on_batch), std::move(on_done));
   state->next_seq = request.from_seq;
   asio::co_spawn(executor, Run(state, std::move(session), std::move(request)), asio::detached);

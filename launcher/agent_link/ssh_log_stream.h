@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "launcher/agent_link/agent_client.h"
+#include "launcher/agent_link/agent_log_reader.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
@@ -32,14 +32,15 @@ struct SshLogStreamRequest {
   std::string description;  // "w3 (root@10.0.0.5:22)", for errors
 };
 
-// The same contract as AgentClient::StartStreamLogs: on_batch runs for each batch in order,
+// The same contract as AgentLogReader::StartStreamLogs: on_batch runs for each batch in order,
 // one call at a time; on_done runs once, last, with how the stream ended or the error
 // (AgentRefusal when the agent refused: no such job; Error(kUnreachable) when the channel or
 // connection failed). Call from any thread; `session()` is called on the loop (`executor`) and
 // may return null (not connected: on_done gets the error). Cancel() ends it early.
 std::shared_ptr<AgentLogStream> StartSshLogStream(
     asio::any_io_executor executor, std::function<std::shared_ptr<SshSession>()> session,
-    SshLogStreamRequest request, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done);
+    SshLogStreamRequest request, AgentLogReader::OnBatch on_batch,
+    AgentLogReader::OnStreamDone on_done);
 
 // The command line that runs stream-log on the worker for `request`.
 std::string StreamLogCommand(const SshLogStreamRequest& request);

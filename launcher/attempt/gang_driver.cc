@@ -252,8 +252,8 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
                  Say,
                  {}};
     // Bulk output over a channel of its own where the link has one (SSH).
-    job.hooks.open_stream = [this, w](uint64_t from_seq, AgentClient::OnBatch on_batch,
-                                      AgentClient::OnStreamDone on_done) {
+    job.hooks.open_stream = [this, w](uint64_t from_seq, AgentLogReader::OnBatch on_batch,
+                                      AgentLogReader::OnStreamDone on_done) {
       return w->connection.link().StartLogStream(
           plan_.job.id, static_cast<uint32_t>(plan_.attempt), from_seq,
           /*follow=*/true, std::move(on_batch), std::move(on_done));

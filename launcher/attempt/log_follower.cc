@@ -236,8 +236,8 @@ class Followers {
     Log& log = logs_[i];
     log.policy.Opened();
     auto progressed = log.policy.progressed;
-    AgentClient::OnBatch on_batch = [progressed,
-                                     on_batch = job.on_batch](std::vector<LogRecord>&& records) {
+    AgentLogReader::OnBatch on_batch = [progressed,
+                                        on_batch = job.on_batch](std::vector<LogRecord>&& records) {
       if (!records.empty()) progressed->store(true);
       return on_batch(std::move(records));
     };
@@ -264,9 +264,9 @@ class Followers {
       ++owed_;
       return;
     }
-    log.stream =
-        client->StartStreamLogs(job.params.job_id, job.params.attempt, log.policy.result.next_seq,
-                                job.params.follow, std::move(on_batch), std::move(on_done));
+    log.stream = client->logs().StartStreamLogs(job.params.job_id, job.params.attempt,
+                                                log.policy.result.next_seq, job.params.follow,
+                                                std::move(on_batch), std::move(on_done));
     ++owed_;  // its on_done
   }
 
@@ -309,7 +309,7 @@ std::vector<LogFollowResult> FollowLogs(
 }
 
 LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& hooks,
-                          const AgentClient::OnBatch& on_batch) {
+                          const AgentLogReader::OnBatch& on_batch) {
   FollowPolicy policy(params, hooks);
   for (;;) {
     policy.Opened();
@@ -320,14 +320,14 @@ LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& h
       std::shared_ptr<AgentClient> client = hooks.client();
       if (!client) throw Error(ExitCode::kUnreachable, "not connected");
       auto progressed = policy.progressed;
-      end = client->StreamLogs(params.job_id, params.attempt, policy.result.next_seq, params.follow,
-                               [&](std::vector<LogRecord>&& records) {
-                                 if (!records.empty()) {
-                                   progressed->store(true);
-                                   policy.result.next_seq = records.back().seq + 1;
-                                 }
-                                 return on_batch(std::move(records));
-                               });
+      end = client->logs().StreamLogs(params.job_id, params.attempt, policy.result.next_seq,
+                                      params.follow, [&](std::vector<LogRecord>&& records) {
+                                        if (!records.empty()) {
+                                          progressed->store(true);
+                                          policy.result.next_seq = records.back().seq + 1;
+                                        }
+                                        return on_batch(std::move(records));
+                                      });
     } catch (const Error&) {
       error = std::current_exception();
       end.next_seq = policy.result.next_seq;

@@ -54,8 +54,8 @@ struct LogFollowHooks {
   // Optional: opens the stream over a channel of its own (AgentLink::StartLogStream) instead
   // of the client's StreamLogs; returns null when there is none. Called on the calling thread
   // of FollowLogs with the next sequence number; not used by FollowLog.
-  std::function<std::shared_ptr<AgentLogStream>(uint64_t from_seq, AgentClient::OnBatch,
-                                                AgentClient::OnStreamDone)>
+  std::function<std::shared_ptr<AgentLogStream>(uint64_t from_seq, AgentLogReader::OnBatch,
+                                                AgentLogReader::OnStreamDone)>
       open_stream;
 };
 
@@ -65,7 +65,7 @@ struct LogFollowJob {
   LogFollowHooks hooks;
   // Runs on one of gRPC's threads, one call at a time per log, different logs' calls
   // concurrently; return false to stop following that log. Must not throw.
-  AgentClient::OnBatch on_batch;
+  AgentLogReader::OnBatch on_batch;
 };
 
 // Follows every job's log at once, without a thread per log: the streams run on gRPC's
@@ -84,6 +84,6 @@ std::vector<LogFollowResult> FollowLogs(
 // and may block (e.g. to bound what is queued), which FollowLogs' on_batch must not. The same
 // rules as FollowLogs.
 LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& hooks,
-                          const AgentClient::OnBatch& on_batch);
+                          const AgentLogReader::OnBatch& on_batch);
 
 }  // namespace podrun

@@ -81,7 +81,7 @@ TEST(LogFollower, StartsWhereAsked) {
 // runs once, on the thread that ends it.
 class FakeStream : public AgentLogStream {
  public:
-  explicit FakeStream(AgentClient::OnStreamDone on_done) : on_done_(std::move(on_done)) {}
+  explicit FakeStream(AgentLogReader::OnStreamDone on_done) : on_done_(std::move(on_done)) {}
   void Cancel() override {
     cancelled = true;
     AgentLogStreamEnd end;
@@ -89,7 +89,7 @@ class FakeStream : public AgentLogStream {
     End(end, nullptr);
   }
   void End(AgentLogStreamEnd end, std::exception_ptr error) {
-    AgentClient::OnStreamDone on_done;
+    AgentLogReader::OnStreamDone on_done;
     {
       std::lock_guard lock(mutex_);
       on_done = std::move(on_done_);
@@ -101,7 +101,7 @@ class FakeStream : public AgentLogStream {
 
  private:
   std::mutex mutex_;
-  AgentClient::OnStreamDone on_done_;
+  AgentLogReader::OnStreamDone on_done_;
 };
 
 AgentLogStreamEnd ProcessEnded() {
@@ -128,7 +128,8 @@ TEST(FollowLogs, ReconnectsAndFinishesEveryLog) {
     job.hooks.say = [](const std::string&) {};
     job.on_batch = [](std::vector<LogRecord>&&) { return true; };
   }
-  jobs[0].hooks.open_stream = [&](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+  jobs[0].hooks.open_stream = [&](uint64_t, AgentLogReader::OnBatch,
+                                  AgentLogReader::OnStreamDone done) {
     auto stream = std::make_shared<FakeStream>(std::move(done));
     if (opened0++ == 0) {
       stream->End(AgentLogStreamEnd{}, ConnectionLost());
@@ -137,7 +138,8 @@ TEST(FollowLogs, ReconnectsAndFinishesEveryLog) {
     }
     return stream;
   };
-  jobs[1].hooks.open_stream = [](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+  jobs[1].hooks.open_stream = [](uint64_t, AgentLogReader::OnBatch,
+                                 AgentLogReader::OnStreamDone done) {
     auto stream = std::make_shared<FakeStream>(std::move(done));
     stream->End(ProcessEnded(), nullptr);
     return stream;
@@ -169,17 +171,20 @@ TEST(FollowLogs, ACallbackThatThrowsLeavesNoThreadOrStreamBehind) {
     job.hooks.say = [](const std::string&) {};
     job.on_batch = [](std::vector<LogRecord>&&) { return true; };
   }
-  jobs[0].hooks.open_stream = [](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+  jobs[0].hooks.open_stream = [](uint64_t, AgentLogReader::OnBatch,
+                                 AgentLogReader::OnStreamDone done) {
     auto stream = std::make_shared<FakeStream>(std::move(done));
     stream->End(AgentLogStreamEnd{}, ConnectionLost());  // then a reconnect thread
     return stream;
   };
   std::shared_ptr<FakeStream> open;
-  jobs[1].hooks.open_stream = [&](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+  jobs[1].hooks.open_stream = [&](uint64_t, AgentLogReader::OnBatch,
+                                  AgentLogReader::OnStreamDone done) {
     open = std::make_shared<FakeStream>(std::move(done));
     return open;
   };
-  jobs[2].hooks.open_stream = [](uint64_t, AgentClient::OnBatch, AgentClient::OnStreamDone done) {
+  jobs[2].hooks.open_stream = [](uint64_t, AgentLogReader::OnBatch,
+                                 AgentLogReader::OnStreamDone done) {
     auto stream = std::make_shared<FakeStream>(std::move(done));
     stream->End(ProcessEnded(), nullptr);
     return stream;

@@ -1,23 +1,24 @@
-// An attempt's mounts phase: the spec's `mounts:` on every worker before setup, the workers
-// that serve an nfs export first.
+// An attempt's mounts phase, the nfs servers first (see mounts_phase.h).
+#include "launcher/attempt/mounts_phase.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include "launcher/attempt/phase_fan_out.h"
+#include "launcher/attempt/run_request.h"
 #include "launcher/output/say.h"
 #include "launcher/spec/mount_request.h"
 
 namespace podrun {
 
-void PhaseFanOut::MountAll() {
+void MountsPhase::Run(PhaseProgress& progress) {
   if (plan_.spec.mounts.empty()) return;
   const auto began = std::chrono::steady_clock::now();
-  const std::vector<std::string> addresses = WorkerAddresses();
+  const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   const std::vector<int> servers = NfsServers(plan_.spec.mounts, plan_.pod.workers.size());
   Say(fmt::format("mounts on {} worker{}", workers_.size(), workers_.size() == 1 ? "" : "s"));
-  BeginProgress("mounts");
+  progress.Begin("mounts");
   auto mount = [&](AttemptWorker& w) {
     if (!w.error.empty()) return;
     try {
@@ -28,7 +29,7 @@ void PhaseFanOut::MountAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: {}", w.description(), e.what());
     }
-    Progressed(w.index);
+    progress.Done(w.index);
   };
   auto serves = [&](const AttemptWorker& w) {
     return std::find(servers.begin(), servers.end(), w.index) != servers.end();

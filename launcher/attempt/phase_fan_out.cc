@@ -1,5 +1,5 @@
-// An attempt's phases before the run: connect, the TPU identity check, setup, prepare, start.
-// (sync_phase.cc and mounts_phase.cc hold the sync and the mounts.)
+// An attempt's phases before the run: connect, the TPU identity check, setup, prepare, start
+// (the sync and the mounts are SyncPhase's and MountsPhase's).
 #include "launcher/attempt/phase_fan_out.h"
 
 #include <fmt/format.h>
@@ -10,8 +10,8 @@
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/connect/clock_sync.h"
 #include "launcher/connect/job_pod.h"
-#include "launcher/output/labelled_output.h"
 #include "launcher/output/attempt_output.h"
+#include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 
 namespace podrun {
@@ -25,15 +25,6 @@ constexpr auto kMinStartLead = std::chrono::milliseconds(25);
 
 }  // namespace
 
-void PhaseFanOut::BeginProgress(const std::string& phase) {
-  if (!progress_) return;
-  std::vector<int> indexes;
-  for (auto& w : workers_.all()) {
-    if (w->error.empty()) indexes.push_back(w->index);
-  }
-  progress_->BeginPhase(phase, indexes);
-}
-
 void PhaseFanOut::ConnectAll() {
   workers_.ForEach([&](AttemptWorker& w) {
     recorder_.UpdateWorker(w.index, {.state = WorkerState::kConnecting});
@@ -44,21 +35,8 @@ void PhaseFanOut::ConnectAll() {
     } catch (const std::exception& e) {
       w.error = e.what();
     }
-    Progressed(w.index);
+    progress_.Done(w.index);
   });
-}
-
-std::vector<std::string> PhaseFanOut::WorkerAddresses() const {
-  std::vector<std::string> addresses;
-  for (const PodWorker& pw : plan_.pod.workers) {
-    const AttemptWorker* w = workers_.Find(pw.index);
-    if (!pw.peer_address.empty()) {  // a discovered TPU VM: its internal IP
-      addresses.push_back(pw.peer_address);
-      continue;
-    }
-    addresses.push_back(w && w->error.empty() ? w->connection.link().peer_address() : pw.host.host);
-  }
-  return addresses;
 }
 
 bool PhaseFanOut::CheckTpuWorkerNumbers() {
@@ -88,7 +66,7 @@ bool PhaseFanOut::CheckTpuWorkerNumbers() {
 
 void PhaseFanOut::SetupAll() {
   if (plan_.spec.setup.empty()) return;
-  const std::vector<std::string> addresses = WorkerAddresses();
+  const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   std::vector<SetupWorker> setup;
   for (auto& w : workers_.all()) {
     if (!w->error.empty()) continue;
@@ -111,7 +89,7 @@ void PhaseFanOut::SetupAll() {
   Say(fmt::format("setup on {} worker{}{}", setup.size(), setup.size() == 1 ? "" : "s",
                   plan_.force_setup ? " (--force-setup)" : ""));
   AttemptOutput output(plan_.home / "jobs" / plan_.job.id / std::to_string(plan_.attempt) / "setup",
-                   LabelledOutput::ShouldColor(STDOUT_FILENO));
+                       LabelledOutput::ShouldColor(STDOUT_FILENO));
   std::vector<int> cached, ran;
   for (const SetupResult& r :
        RunSetup(plan_.spec, plan_.setup_stamp, plan_.force_setup, setup, output)) {
@@ -129,10 +107,10 @@ void PhaseFanOut::SetupAll() {
 }
 
 void PhaseFanOut::PrepareAll() {
-  const std::vector<std::string> addresses = WorkerAddresses();
+  const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   recorder_.SetJobHosts(JobHostsOf(plan_.pod, addresses));
   const auto fan_out_began = Clock::now();
-  BeginProgress("prepare");
+  progress_.Begin("prepare");
   workers_.ForEach([&](AttemptWorker& w) {
     if (!w.error.empty()) return;
     try {
@@ -145,7 +123,7 @@ void PhaseFanOut::PrepareAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: prepare: {}", w.description(), e.what());
     }
-    Progressed(w.index);
+    progress_.Done(w.index);
   });
   prepare_fan_out_ = Clock::now() - fan_out_began;
 }
@@ -157,7 +135,7 @@ void PhaseFanOut::StartAll() {
   for (auto& w : workers_.all()) slowest_rtt_ns = std::max(slowest_rtt_ns, w->connection.rtt_ns());
   const int64_t target_ns =
       NowUnixNs() + StartLead(kMinStartLead, slowest_rtt_ns, prepare_fan_out_).count();
-  BeginProgress("start");
+  progress_.Begin("start");
   workers_.ForEach([&](AttemptWorker& w) {
     auto client = w.client();
     try {
@@ -166,7 +144,7 @@ void PhaseFanOut::StartAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: start: {}", w.description(), e.what());
     }
-    Progressed(w.index);
+    progress_.Done(w.index);
   });
 }
 

@@ -1,9 +1,23 @@
-// The Prepare request of a job's run on one worker (see run_request.h).
+// The Prepare request of a job's run on one worker, and the workers' addresses (see
+// run_request.h).
 #include "launcher/attempt/run_request.h"
 
 #include "launcher/spec/job_env.h"
 
 namespace podrun {
+
+std::vector<std::string> WorkerAddresses(const AttemptPlan& plan, const AttemptWorkers& workers) {
+  std::vector<std::string> addresses;
+  for (const PodWorker& pw : plan.pod.workers) {
+    const AttemptWorker* w = workers.Find(pw.index);
+    if (!pw.peer_address.empty()) {  // a discovered TPU VM: its internal IP
+      addresses.push_back(pw.peer_address);
+      continue;
+    }
+    addresses.push_back(w && w->error.empty() ? w->connection.link().peer_address() : pw.host.host);
+  }
+  return addresses;
+}
 
 AgentPrepareRequest MakeRunRequest(const AttemptPlan& plan, int index,
                                    const std::vector<std::string>& addresses, bool on_tpu_vms) {

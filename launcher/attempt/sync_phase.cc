@@ -1,14 +1,14 @@
-// An attempt's sync phase (docs/reference.md, the spec's `sync`; docs/design.md decision 11): the
-// local tree becomes a manifest of content-addressed blobs; the blobs the first worker lacks go to
-// it through its SSH connection, the other workers fetch them from each other down a relay tree
-// (encrypted, over the pod's network), and every workdir is brought to the manifest.
+// An attempt's sync phase: the manifest, the blobs sent and relayed, the workdirs brought to it
+// (see sync_phase.h).
+#include "launcher/attempt/sync_phase.h"
+
 #include <fmt/format.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include "launcher/attempt/phase_fan_out.h"
+#include "launcher/attempt/run_request.h"
 #include "launcher/output/say.h"
 #include "launcher/sync/manifest.h"
 #include "launcher/sync/relay_tree.h"
@@ -36,10 +36,10 @@ std::string RandomKey() {
 
 }  // namespace
 
-bool PhaseFanOut::BuildSyncManifest() {
+bool SyncPhase::BuildManifest() {
   if (plan_.spec.sync.empty()) return true;
   try {
-    manifest_ = BuildManifest(SyncDirectory(plan_.spec));
+    manifest_ = podrun::BuildManifest(SyncDirectory(plan_.spec));  // sync/manifest.h, not this
     return true;
   } catch (const std::exception& e) {
     Say(fmt::format("{}: sync: {}", plan_.spec.path, e.what()));
@@ -47,7 +47,7 @@ bool PhaseFanOut::BuildSyncManifest() {
   }
 }
 
-void PhaseFanOut::SyncAll() {
+void SyncPhase::Run(PhaseProgress& progress) {
   if (!manifest_) return;
   const auto began = std::chrono::steady_clock::now();
   const std::filesystem::path root = SyncDirectory(plan_.spec);
@@ -69,8 +69,8 @@ void PhaseFanOut::SyncAll() {
   Say(fmt::format("sync {} ({} file{}, {}) to {} worker{}", root.string(), manifest.files.size(),
                   manifest.files.size() == 1 ? "" : "s", Megabytes(manifest.bytes), live.size(),
                   live.size() == 1 ? "" : "s"));
-  BeginProgress("sync");
-  if (progress_) progress_->SetDetail(Megabytes(manifest.bytes));
+  progress.Begin("sync");
+  progress.SetDetail(Megabytes(manifest.bytes));
 
   // Sends what `w` lacks through its own connection; returns the bytes sent.
   auto send_direct = [&](AttemptWorker& w) -> uint64_t {
@@ -79,14 +79,14 @@ void PhaseFanOut::SyncAll() {
     for (const auto& [sha, file] : files) wanted.push_back(sha);
     wanted.push_back(manifest_sha);  // last: a cached manifest means its blobs came first
     std::vector<AgentBlob> blobs;
-    for (const std::string& sha : w.client()->BlobsMissing(wanted)) {
+    for (const std::string& sha : w.client()->sync().BlobsMissing(wanted)) {
       if (sha == manifest_sha) {
         blobs.push_back(manifest_blob);
       } else {
         blobs.push_back(AgentBlob{sha, files.at(sha), {}});
       }
     }
-    return blobs.empty() ? 0 : w.client()->PutBlobs(blobs);
+    return blobs.empty() ? 0 : w.client()->sync().PutBlobs(blobs);
   };
   std::atomic<uint64_t> uplink{0}, relayed{0};
   std::atomic<int> direct_fallbacks{0};
@@ -96,7 +96,7 @@ void PhaseFanOut::SyncAll() {
   // The root gets everything through the launcher; then each level of the tree fetches from
   // the level above, whose members serve while their children fetch.
   const RelayTree tree = MakeRelayTree(live.size(), kRelayFanout);
-  const std::vector<std::string> addresses = WorkerAddresses();
+  const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   const std::string key = RandomKey();
   std::vector<uint16_t> ports(live.size(), 0);  // per position: its listener, 0 if none
   auto address_of = [&](const AttemptWorker& w) {
@@ -119,7 +119,7 @@ void PhaseFanOut::SyncAll() {
       const size_t p = parents[i];
       AttemptWorker& w = *live[p];
       try {
-        ports[p] = w.client()->ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
+        ports[p] = w.client()->sync().ServeBlobs(address_of(w), key, manifest_sha, kServeFor);
       } catch (const std::exception& e) {
         std::lock_guard lock(fallback_mu);
         if (first_relay_error.empty()) {
@@ -136,8 +136,8 @@ void PhaseFanOut::SyncAll() {
       try {
         if (ports[parent] != 0 && live[parent]->error.empty()) {
           try {
-            relayed +=
-                w.client()->FetchBlobs(address_of(*live[parent]), ports[parent], key, manifest_sha);
+            relayed += w.client()->sync().FetchBlobs(address_of(*live[parent]), ports[parent], key,
+                                                     manifest_sha);
             return;
           } catch (const std::exception& e) {
             std::lock_guard lock(fallback_mu);
@@ -161,7 +161,7 @@ void PhaseFanOut::SyncAll() {
   ParallelFor(serving.size(), [&](size_t i) {
     const size_t p = serving[i];
     try {
-      live[p]->client()->EndServe(ports[p]);
+      live[p]->client()->sync().EndServe(ports[p]);
     } catch (const std::exception&) {
       // It closes by itself when its time is up.
     }
@@ -181,14 +181,14 @@ void PhaseFanOut::SyncAll() {
     try {
       AgentSyncApplied applied;
       try {
-        applied = w.client()->ApplySync(plan_.spec.workdir, manifest_sha);
+        applied = w.client()->sync().ApplySync(plan_.spec.workdir, manifest_sha);
       } catch (const AgentRefusal&) {
         throw;
       } catch (const std::exception& e) {
         // Its agent died (a serving parent killed while peers fetched): the blobs are on its
         // disk, so a new agent applies them.
         Say(fmt::format("{}: sync: {}; connecting to a new agent", w.description(), e.what()));
-        applied = w.Reconnect()->ApplySync(plan_.spec.workdir, manifest_sha);
+        applied = w.Reconnect()->sync().ApplySync(plan_.spec.workdir, manifest_sha);
       }
       written += applied.written;
       deleted += applied.deleted;
@@ -196,7 +196,7 @@ void PhaseFanOut::SyncAll() {
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: sync: {}", w.description(), e.what());
     }
-    Progressed(w.index);
+    progress.Done(w.index);
   });
   Say(
       fmt::format("sync done in {:.2f} s: {} sent from here, {} relayed between workers; "

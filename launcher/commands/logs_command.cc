@@ -115,9 +115,9 @@ ExitCode RunLogs(const LogsRequest& request) {
                      Say,
                      {}};
     // Bulk output over a channel of its own where the link has one (SSH), as launch does.
-    h.open_stream = [&agents, &job, &attempt, &request, agent](uint64_t from_seq,
-                                                               AgentClient::OnBatch on_batch,
-                                                               AgentClient::OnStreamDone on_done) {
+    h.open_stream = [&agents, &job, &attempt, &request, agent](
+                        uint64_t from_seq, AgentLogReader::OnBatch on_batch,
+                        AgentLogReader::OnStreamDone on_done) {
       return agents.StartLogStream(*agent, job.id, static_cast<uint32_t>(attempt->number), from_seq,
                                    request.follow, std::move(on_batch), std::move(on_done));
     };

@@ -68,7 +68,7 @@ JobAgents::JobAgents(const Pod& pod, const std::filesystem::path& local_root,
 
 std::shared_ptr<AgentLogStream> JobAgents::StartLogStream(
     const JobAgent& agent, const std::string& job_id, uint32_t attempt, uint64_t from_seq,
-    bool follow, AgentClient::OnBatch on_batch, AgentClient::OnStreamDone on_done) {
+    bool follow, AgentLogReader::OnBatch on_batch, AgentLogReader::OnStreamDone on_done) {
   const auto i = static_cast<size_t>(&agent - agents_.data());
   return connections_->all().at(i)->link().StartLogStream(job_id, attempt, from_seq, follow,
                                                           std::move(on_batch), std::move(on_done));

@@ -60,8 +60,8 @@ class JobAgents {
   // StartLogStream), else null.
   std::shared_ptr<AgentLogStream> StartLogStream(const JobAgent& agent, const std::string& job_id,
                                                  uint32_t attempt, uint64_t from_seq, bool follow,
-                                                 AgentClient::OnBatch on_batch,
-                                                 AgentClient::OnStreamDone on_done);
+                                                 AgentLogReader::OnBatch on_batch,
+                                                 AgentLogReader::OnStreamDone on_done);
 
   // Runs f(agent) for every reachable agent on a thread of its own; waits for all.
   void ForEachReachable(const std::function<void(JobAgent&)>& f);

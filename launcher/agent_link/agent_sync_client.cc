@@ -1,20 +1,27 @@
-// AgentClient's code sync calls (see agent_client.h; docs/design.md decision 11).
+// AgentSyncClient's code sync calls (see agent_sync_client.h; docs/design.md decision 11).
+#include "launcher/agent_link/agent_sync_client.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/agent_link/agent_client_internal.h"
+#include "launcher/agent_link/agent_rpc.h"
 #include "launcher/base/error.h"
 #include "proto/unique_fd.h"
 
 namespace podrun {
 
-using agent_client_internal::Check;
-using agent_client_internal::SetTimeout;
+using agent_rpc::Check;
+using agent_rpc::SetTimeout;
+
+struct AgentSyncClient::Stub {
+  std::unique_ptr<v1::Agent::Stub> stub;
+};
 
 namespace {
 
@@ -74,7 +81,12 @@ bool SendBlob(grpc::ClientWriter<v1::BlobChunk>& writer, const AgentBlob& blob, 
 
 }  // namespace
 
-std::vector<std::string> AgentClient::BlobsMissing(const std::vector<std::string>& sha256s) {
+AgentSyncClient::AgentSyncClient(std::shared_ptr<grpc::Channel> channel)
+    : stub_(std::make_unique<Stub>(Stub{v1::Agent::NewStub(std::move(channel))})) {}
+
+AgentSyncClient::~AgentSyncClient() = default;
+
+std::vector<std::string> AgentSyncClient::BlobsMissing(const std::vector<std::string>& sha256s) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kQuickTimeout);
   v1::BlobsMissingRequest req;
@@ -84,7 +96,7 @@ std::vector<std::string> AgentClient::BlobsMissing(const std::vector<std::string
   return {reply.sha256().begin(), reply.sha256().end()};
 }
 
-uint64_t AgentClient::PutBlobs(const std::vector<AgentBlob>& blobs) {
+uint64_t AgentSyncClient::PutBlobs(const std::vector<AgentBlob>& blobs) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kBulkTimeout);
   v1::PutBlobsReply reply;
@@ -98,9 +110,9 @@ uint64_t AgentClient::PutBlobs(const std::vector<AgentBlob>& blobs) {
   return sent;
 }
 
-uint16_t AgentClient::ServeBlobs(const std::string& address, const std::string& key,
-                                 const std::string& manifest_sha256,
-                                 std::chrono::seconds lifetime) {
+uint16_t AgentSyncClient::ServeBlobs(const std::string& address, const std::string& key,
+                                     const std::string& manifest_sha256,
+                                     std::chrono::seconds lifetime) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kQuickTimeout);
   v1::ServeBlobsRequest req;
@@ -113,8 +125,8 @@ uint16_t AgentClient::ServeBlobs(const std::string& address, const std::string& 
   return static_cast<uint16_t>(reply.port());
 }
 
-uint64_t AgentClient::FetchBlobs(const std::string& host, uint16_t port, const std::string& key,
-                                 const std::string& manifest_sha256) {
+uint64_t AgentSyncClient::FetchBlobs(const std::string& host, uint16_t port, const std::string& key,
+                                     const std::string& manifest_sha256) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kBulkTimeout);
   v1::FetchBlobsRequest req;
@@ -127,7 +139,7 @@ uint64_t AgentClient::FetchBlobs(const std::string& host, uint16_t port, const s
   return reply.bytes();
 }
 
-uint64_t AgentClient::EndServe(uint16_t port) {
+uint64_t AgentSyncClient::EndServe(uint16_t port) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kQuickTimeout);
   v1::EndServeRequest req;
@@ -137,8 +149,8 @@ uint64_t AgentClient::EndServe(uint16_t port) {
   return reply.bytes_served();
 }
 
-AgentSyncApplied AgentClient::ApplySync(const std::string& workdir,
-                                        const std::string& manifest_sha256) {
+AgentSyncApplied AgentSyncClient::ApplySync(const std::string& workdir,
+                                            const std::string& manifest_sha256) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kBulkTimeout);
   v1::ApplySyncRequest req;

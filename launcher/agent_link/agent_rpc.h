@@ -1,6 +1,6 @@
-// What agent_client.cc and agent_client_logs.cc share: the generated stub, the one place
-// gRPC statuses become podrun errors, deadlines, and the conversions both need. Not for
-// other files.
+// What the launcher's gRPC clients of an agent share (AgentClient, AgentLogReader,
+// AgentSyncClient): the generated stub, the one place gRPC statuses become podrun errors,
+// deadlines, and the conversions of messages more than one of them reads. Only for those three.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -8,18 +8,15 @@
 #include <chrono>
 #include <optional>
 
-#include "launcher/agent_link/agent_client.h"
+#include "launcher/agent_link/agent_log_reader.h"
 #include "proto/agent.grpc.pb.h"
+#include "proto/process_end.h"
 
 namespace podrun {
 
 namespace v1 = agent::v1;
 
-struct AgentClient::Stub {
-  std::unique_ptr<v1::Agent::Stub> stub;
-};
-
-namespace agent_client_internal {
+namespace agent_rpc {
 
 // Throws AgentRefusal when the agent refused, Error(kUnreachable) when the transport failed:
 // "agent <rpc>: <gRPC code>: <detail>".
@@ -33,5 +30,5 @@ void SetTimeout(grpc::ClientContext& ctx, Duration timeout) {
 ProcessEnd FromProto(const v1::ProcessEnd& end);
 std::optional<AgentLogGap> GapFromProto(bool has, const v1::LogGap& gap);
 
-}  // namespace agent_client_internal
+}  // namespace agent_rpc
 }  // namespace podrun
