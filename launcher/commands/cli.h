@@ -1,4 +1,5 @@
-// The podrun command line: one table of subcommands (name, one-line help, handler), Ninja style.
+// The podrun command line: one table of subcommands (name, one-line help, options and run; each
+// command's file makes its entry: command.h), Ninja style, with help and "did you mean".
 #pragma once
 
 namespace podrun {

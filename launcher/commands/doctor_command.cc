@@ -4,9 +4,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "launcher/base/open_files.h"
+#include "launcher/commands/pod_options.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/store/podrun_home.h"
 #include "proto/write_all.h"
@@ -125,6 +129,39 @@ ExitCode RunDoctor(const DoctorRequest& request) {
   WriteAll(STDOUT_FILENO, out);
   if (unreachable > 0) return ExitCode::kUnreachable;
   return troubled > 0 ? ExitCode::kFailed : ExitCode::kOk;
+}
+
+namespace {
+
+CommandRun AddDoctorOptions(CLI::App& app) {
+  app.description(
+      "Per worker: reachable and authenticated, agent version, clock offset, accelerator\n"
+      "devices and the processes holding them, a stale /tmp/libtpu_lockfile, free disk,\n"
+      "and a TCMalloc LD_PRELOAD in the login environment. Exit: 3 if a worker cannot be\n"
+      "reached, 1 if a problem is left, else 0.");
+  auto settings = std::make_shared<PodSettings>();
+  auto request = std::make_shared<DoctorRequest>();
+  AddPodOptions(app, *settings);
+  app.add_flag("--fix", request->fix,
+               "End the processes holding the accelerators (this user's only), remove a "
+               "stale lockfile");
+  app.add_flag("--all-users", request->all_users,
+               "With --fix: end other users' holders too (needs root on the workers)")
+      ->needs("--fix");
+  app.add_flag("--json", request->json, "One JSON object per worker");
+  app.footer("Example: podrun doctor --tpu node-1 --zone us-central2-b --fix");
+  return [settings, request] {
+    request->pod = ResolvePod(*settings);
+    EnsureOpenFiles(request->pod.selected.size());
+    return RunDoctor(*request);
+  };
+}
+
+}  // namespace
+
+Command DoctorCommand() {
+  return {"doctor", "check every worker: reachability, accelerators, lockfile, disk",
+          AddDoctorOptions};
 }
 
 }  // namespace podrun

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 #include "launcher/connect/pod.h"
 
 namespace podrun {
@@ -19,5 +20,8 @@ struct DoctorRequest {
 // Prints one block per worker (stdout), or one JSON object per worker. Returns 3 if a worker
 // could not be reached, 1 if a problem was found (and not fixed), else 0.
 ExitCode RunDoctor(const DoctorRequest& request);
+
+// `podrun doctor` in the command table (command.h): its options, registered on its app.
+Command DoctorCommand();
 
 }  // namespace podrun

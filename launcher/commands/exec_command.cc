@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,10 +12,13 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "launcher/agent_link/local_process.h"
+#include "launcher/base/open_files.h"
+#include "launcher/commands/pod_options.h"
 #include "launcher/output/bounded_capture.h"
 #include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
@@ -247,6 +251,44 @@ ExitCode RunExec(const ExecRequest& request) {
   std::string summary = SummarizeFailures(outcomes);
   if (!summary.empty()) Say(summary);
   return AggregateExitCode(outcomes);
+}
+
+namespace {
+
+CommandRun AddExecOptions(CLI::App& app) {
+  app.description(
+      "Run COMMAND through the login shell on every selected worker, in parallel.\n"
+      "Each output line is printed as '[wK] text'. Needs no agent.");
+  auto settings = std::make_shared<PodSettings>();
+  auto request = std::make_shared<ExecRequest>();
+  AddPodOptions(app, *settings);
+  app.add_flag("--json", request->json,
+               "One JSON object per worker at the end. Of a stream past 2 MiB it keeps the first "
+               "and the last MiB: \"truncated\": true and \"stdout_dropped_bytes\"/"
+               "\"stderr_dropped_bytes\" count what was left out between them");
+  app.add_flag("--fold", request->fold,
+               "Print each distinct line once, labelled with the workers that printed it as\n"
+               "ranges ('[w0-3,5] text'), as clush -b does");
+  app.add_option("command", request->command,
+                 "The command (after --). Its words are joined with spaces, as ssh does, and\n"
+                 "the worker's login shell runs the result: -- echo 'a  b' prints 'a b'.\n"
+                 "Quote for that shell: -- \"echo 'a  b'\"")
+      ->expected(-1);
+  app.footer("Example: podrun exec --hosts @pod.txt -w 0-3 -- nproc");
+  return [settings, request] {
+    if (request->command.empty())
+      throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
+    if (request->json && request->fold) throw UsageError("--json and --fold do not go together");
+    request->pod = ResolvePod(*settings);
+    EnsureOpenFiles(request->pod.selected.size());
+    return RunExec(*request);
+  };
+}
+
+}  // namespace
+
+Command ExecCommand() {
+  return {"exec", "run a command on every worker, output labelled [wK]", AddExecOptions};
 }
 
 }  // namespace podrun

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/commands/command.h"
 #include "launcher/commands/outcome.h"
 #include "launcher/connect/pod.h"
 
@@ -23,5 +24,8 @@ ExitCode RunExec(const ExecRequest& request);
 
 // The command line sent to the server: `command` run by the user's login shell.
 std::string LoginShellCommand(const std::string& command);
+
+// `podrun exec` in the command table (command.h): its options, registered on its app.
+Command ExecCommand();
 
 }  // namespace podrun

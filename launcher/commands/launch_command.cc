@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/base/open_files.h"
@@ -78,6 +81,32 @@ ExitCode RunLaunch(const LaunchRequest& request) {
       job.id, keeper, spec.restarts, settings.create ? " and recreates a preempted node" : "",
       job.id, (JobDir(home, job.id) / "keeper.log").string()));
   return code;
+}
+
+namespace {
+
+CommandRun AddLaunchOptions(CLI::App& app) {
+  app.description(
+      "Run the job of SPEC.yaml on every worker in lockstep: connect, bootstrap the\n"
+      "agent, sync the spec's directory, mount, run the setup (cached), free the\n"
+      "accelerators, start everywhere at once, stream the merged log, report.\n"
+      "Prints 'job: <id>' first. Ctrl-C stops the job on every worker; losing the\n"
+      "launcher any other way leaves it running (see 'podrun logs JOB -f').");
+  auto request = std::make_shared<LaunchRequest>();
+  app.add_option("spec", request->spec_path, "The job spec (YAML)")->required();
+  AddPodOptions(app, request->pod);
+  app.add_option("-n,--name", request->name, "Job name (default: the spec's name)");
+  app.add_flag("-d,--detach", request->detach, "Return once every worker has started");
+  app.add_option("-e,--env", request->env, "KEY=VALUE for the run process (repeatable)");
+  app.add_flag("--force-setup", request->force_setup, "Run setup even when cached");
+  app.footer("Example: podrun launch examples/torch-ddp.yaml --local 4 -e EXAMPLES=$PWD/examples");
+  return [request] { return RunLaunch(*request); };
+}
+
+}  // namespace
+
+Command LaunchCommand() {
+  return {"launch", "run a job spec on every worker in lockstep, merged logs", AddLaunchOptions};
 }
 
 }  // namespace podrun

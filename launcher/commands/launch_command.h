@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 #include "launcher/spec/spec.h"
 
 namespace podrun {
@@ -21,5 +22,8 @@ struct LaunchRequest {
 // Validates everything first (bad spec or usage: exit 2, nothing recorded or started), then
 // records the job, prints "job: <id>" on stdout, and runs attempt 1.
 ExitCode RunLaunch(const LaunchRequest& request);
+
+// `podrun launch` in the command table (command.h): its options, registered on its app.
+Command LaunchCommand();
 
 }  // namespace podrun

@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <queue>
@@ -224,6 +226,43 @@ ExitCode RunLogs(const LogsRequest& request) {
   if (unreachable > 0) return ExitCode::kUnreachable;
   if (request.follow && failed) return ExitCode::kFailed;
   return ExitCode::kOk;
+}
+
+namespace {
+
+CommandRun AddLogsOptions(CLI::App& app) {
+  app.description(
+      "Print the merged log of JOB's latest attempt, from the start, read from the\n"
+      "workers' agents (the authoritative copy); works whether or not the launcher\n"
+      "still runs. Lines are '[wK] text', stdout lines on stdout, stderr lines on\n"
+      "stderr; without -f merged in time order. JOB: an id, a unique prefix of one,\n"
+      "or a name (its latest job).\n"
+      "Exit: 3 if a worker's agent cannot be reached (the others are printed);\n"
+      "with -f, 1 if the process failed or was stopped on a selected worker; else 0.");
+  struct Options {
+    LogsRequest request;
+    bool no_prefix = false;
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("job", o->request.job, "Job id, unique id prefix, or name")->required();
+  app.add_flag("-f,--follow", o->request.follow,
+               "Keep printing as lines come until every selected worker's process has ended");
+  app.add_option("-w,--workers", o->request.workers, "Only these workers, e.g. 0,2-3 (pod-wide)");
+  app.add_flag("--fold", o->request.fold,
+               "Print a line that all selected workers printed alike (at the same line) once, "
+               "as '[w0-3] text'");
+  app.add_flag("--no-prefix", o->no_prefix, "Print the text alone, without '[wK] '");
+  app.footer("Example: podrun logs bert-base -f -w 0-3 --fold");
+  return [o] {
+    o->request.prefix = !o->no_prefix;
+    return RunLogs(o->request);
+  };
+}
+
+}  // namespace
+
+Command LogsCommand() {
+  return {"logs", "print (-f: follow) the merged log of a job", AddLogsOptions};
 }
 
 }  // namespace podrun

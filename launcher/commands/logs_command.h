@@ -5,6 +5,7 @@
 #include <string>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 
 namespace podrun {
 
@@ -21,5 +22,8 @@ struct LogsRequest {
 // with follow, 1 if the process failed, was stopped or never started on a selected worker;
 // else 0. Throws Error(kUsage) for an unknown job or a bad -w.
 ExitCode RunLogs(const LogsRequest& request);
+
+// `podrun logs` in the command table (command.h): its options, registered on its app.
+Command LogsCommand();
 
 }  // namespace podrun

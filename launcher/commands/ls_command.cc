@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -100,5 +102,22 @@ ExitCode RunLs(const LsRequest& request) {
   }
   return ExitCode::kOk;
 }
+
+namespace {
+
+CommandRun AddLsOptions(CLI::App& app) {
+  app.description(
+      "List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
+      "attempts, started, duration ('+': still running, as far as the store knows;\n"
+      "'podrun status JOB' asks the workers).");
+  auto request = std::make_shared<LsRequest>();
+  app.add_flag("--json", request->json, "One JSON array of job objects");
+  app.add_option("-n,--limit", request->limit, "At most this many jobs");
+  return [request] { return RunLs(*request); };
+}
+
+}  // namespace
+
+Command LsCommand() { return {"ls", "list jobs, newest first", AddLsOptions}; }
 
 }  // namespace podrun

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 
 namespace podrun {
 
@@ -14,5 +15,8 @@ struct LsRequest {
 // and returns 0. The state is the latest attempt's as recorded: a detached job reads as running
 // until status, logs or stop has heard from its agents that it ended.
 ExitCode RunLs(const LsRequest& request);
+
+// `podrun ls` in the command table (command.h): its options, registered on its app.
+Command LsCommand();
 
 }  // namespace podrun

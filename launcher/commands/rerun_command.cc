@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/attempt/setup_phase.h"
 #include "launcher/base/open_files.h"
@@ -72,6 +75,30 @@ ExitCode RunRerun(const RerunRequest& request) {
   Say(fmt::format("keeper of job {}: pid {} on this machine (its log: {})", job.id, keeper,
                   (JobDir(home, job.id) / "keeper.log").string()));
   return code;
+}
+
+namespace {
+
+CommandRun AddRerunOptions(CLI::App& app) {
+  app.description(
+      "Run JOB again as a new attempt, with its recorded spec, hosts and options (no\n"
+      "gcloud needed). --failed: only the workers whose process failed, was lost or\n"
+      "never started in the latest attempt; their indexes and the counts still describe\n"
+      "the whole pod. That fits per-worker work (a setup step, data preparation, shards\n"
+      "processed independently); a collective training job needs the whole gang again.\n"
+      "Exit codes as for launch.");
+  auto request = std::make_shared<RerunRequest>();
+  app.add_option("job", request->job, "Job id, unique id prefix, or name")->required();
+  app.add_flag("--failed", request->failed, "Only the workers that failed in the latest attempt");
+  app.add_flag("-d,--detach", request->detach, "Return once every worker has started");
+  app.footer("Example: podrun rerun bert-base --failed");
+  return [request] { return RunRerun(*request); };
+}
+
+}  // namespace
+
+Command RerunCommand() {
+  return {"rerun", "run a job again (--failed: only the workers that failed)", AddRerunOptions};
 }
 
 }  // namespace podrun

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {
@@ -25,5 +26,8 @@ ExitCode RunRerun(const RerunRequest& request);
 // The workers --failed picks from the latest attempt's records: failed, lost, or never started
 // (no start time), in index order. Workers podrun stopped because another failed are not.
 std::vector<int> FailedWorkers(const std::vector<WorkerRecord>& workers);
+
+// `podrun rerun` in the command table (command.h): its options, registered on its app.
+Command RerunCommand();
 
 }  // namespace podrun

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -238,5 +240,28 @@ ExitCode RunStatus(const StatusRequest& request) {
   }
   return ExitCode::kOk;
 }
+
+namespace {
+
+CommandRun AddStatusOptions(CLI::App& app) {
+  app.description(
+      "Show JOB's latest attempt per worker: host, state (pending, connecting, setup,\n"
+      "running, exited, failed, lost, stopped), exit code (or signal), start and end\n"
+      "(local time). Without JOB: the latest job.\n"
+      "Workers the store shows as not ended are checked with their agents and the\n"
+      "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
+      "agent cannot be reached keeps its recorded state, with the note 'agent\n"
+      "unreachable: ...': podrun does not guess that its process is lost.");
+  auto request = std::make_shared<StatusRequest>();
+  app.add_option("job", request->job, "Job id, unique id prefix, or name (default: the latest)");
+  app.add_flag("--json", request->json,
+               "One JSON object: job, attempt, workers (worker, host, state, exit_code, signal, "
+               "start, end, note)");
+  return [request] { return RunStatus(*request); };
+}
+
+}  // namespace
+
+Command StatusCommand() { return {"status", "show a job's state per worker", AddStatusOptions}; }
 
 }  // namespace podrun

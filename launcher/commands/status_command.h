@@ -5,6 +5,7 @@
 #include <string>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 
 namespace podrun {
 
@@ -17,5 +18,8 @@ struct StatusRequest {
 // connecting, setup, running, lost) are asked their agent, and what it says is recorded (the
 // launcher may have gone). Throws Error(kUsage) for an unknown job or when there is none.
 ExitCode RunStatus(const StatusRequest& request);
+
+// `podrun status` in the command table (command.h): its options, registered on its app.
+Command StatusCommand();
 
 }  // namespace podrun

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -150,5 +152,31 @@ ExitCode RunStop(const StopRequest& request) {
   Say(fmt::format("job {} stopped", job.id));
   return ExitCode::kOk;
 }
+
+namespace {
+
+CommandRun AddStopOptions(CLI::App& app) {
+  app.description(
+      "Stop JOB's latest attempt on every worker: SIGTERM to its processes, SIGKILL\n"
+      "after the grace period. Prints what happened on each worker.\n"
+      "Exit: 3 if a worker's agent cannot be reached, else 0.");
+  struct Options {
+    StopRequest request;
+    int grace = -1;
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("job", o->request.job, "Job id, unique id prefix, or name")->required();
+  CLI::Option* grace =
+      app.add_option("--grace", o->grace,
+                     "Seconds between SIGTERM and SIGKILL (default: the spec's grace_seconds)");
+  return [o, grace] {
+    if (grace->count() > 0) o->request.grace_seconds = o->grace;
+    return RunStop(o->request);
+  };
+}
+
+}  // namespace
+
+Command StopCommand() { return {"stop", "stop a job on every worker", AddStopOptions}; }
 
 }  // namespace podrun

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 
 namespace podrun {
 
@@ -18,5 +19,8 @@ struct StopRequest {
 // happened (stderr). Returns 0, or 3 if an agent could not be reached. Throws Error(kUsage) for
 // an unknown job.
 ExitCode RunStop(const StopRequest& request);
+
+// `podrun stop` in the command table (command.h): its options, registered on its app.
+Command StopCommand();
 
 }  // namespace podrun

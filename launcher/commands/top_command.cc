@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -226,6 +227,37 @@ ExitCode RunTop(const TopRequest& request) {
     next += kRefreshInterval;
     if (interrupts.WaitUntil(next)) return ExitCode::kOk;  // Ctrl-C ends the view
   }
+}
+
+namespace {
+
+CommandRun AddTopOptions(CLI::App& app) {
+  app.description(
+      "A live view of JOB's latest attempt, a row per worker, refreshed every second:\n"
+      "state, pid, CPU (% of one CPU, the job's whole process tree), resident memory,\n"
+      "processes, accelerator devices held open, output rate, seconds since the last\n"
+      "output, and the last line. Failed, lost and unreachable workers come first, then\n"
+      "the workers silent longest. On a terminal the table is redrawn in place until\n"
+      "Ctrl-C (exit 0); into a file or pipe, a plain snapshot is printed every second.\n"
+      "Without JOB: the latest job. A worker whose agent cannot be asked gets a row in\n"
+      "state 'unreachable' with the error.\n"
+      "Exit with --once: 3 if a worker was unreachable, else 0.");
+  auto request = std::make_shared<TopRequest>();
+  app.add_option("job", request->job, "Job id, unique id prefix, or name (default: the latest)");
+  app.add_flag("--once", request->once,
+               "Print one snapshot and exit (sampled twice, half a second apart, for the rates)");
+  app.add_flag("--json", request->json,
+               "One JSON object per worker and line: worker, host, state, pid, cpu_percent, "
+               "rss_bytes, processes, accelerators, output_bytes_per_second, silent_seconds, "
+               "last_line, error, ...");
+  app.footer("Example: podrun top bert-base --once");
+  return [request] { return RunTop(*request); };
+}
+
+}  // namespace
+
+Command TopCommand() {
+  return {"top", "live per-worker view of a job: CPU, memory, output, silence", AddTopOptions};
 }
 
 }  // namespace podrun

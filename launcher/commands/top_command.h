@@ -6,6 +6,7 @@
 #include <string>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 
 namespace podrun {
 
@@ -20,5 +21,8 @@ struct TopRequest {
 // state "unreachable" with the error. With `once`: returns 3 if a worker was unreachable, else
 // 0. Throws Error(kUsage) for an unknown job or when there is none. The store is only read.
 ExitCode RunTop(const TopRequest& request);
+
+// `podrun top` in the command table (command.h): its options, registered on its app.
+Command TopCommand();
 
 }  // namespace podrun

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "launcher/attempt/interrupt_watcher.h"
@@ -136,6 +138,67 @@ ExitCode RunDown(const DownRequest& request) {
     Say(fmt::format("{} deleted", DescribeTpuQuery(node)));
   }
   return ExitCode::kOk;
+}
+
+namespace {
+
+// --tpu, --zone, --project: one TPU node (up, down).
+void AddNodeOptions(CLI::App& app, PodSettings& pod) {
+  app.add_option_function<std::string>(
+      "--tpu", [&pod](const std::string& v) { pod.tpu = v; }, "TPU node name");
+  app.add_option_function<std::string>(
+      "--zone", [&pod](const std::string& v) { pod.zone = v; }, "Its zone");
+  app.add_option_function<std::string>(
+      "--project", [&pod](const std::string& v) { pod.project = v; },
+      "Its project (default: gcloud's)");
+}
+
+CommandRun AddUpOptions(CLI::App& app) {
+  app.description(
+      "Make a Cloud TPU node exist and be READY, through your gcloud: the node of\n"
+      "SPEC.yaml's pod: {tpu, zone, create: ...}, or the one the options describe.\n"
+      "An existing READY node is used as it is (one of another type or version is an\n"
+      "error); a missing one is created (a queued resource with --queued) and waited\n"
+      "for, the API's states on the way; a preempted one is created again.\n"
+      "Exit: 0 READY, 2 bad usage or a different node, 3 gcloud failed (its words shown).");
+  auto request = std::make_shared<UpRequest>();
+  app.add_option("spec", request->spec_path, "A job spec whose pod: has tpu, zone and create:");
+  AddNodeOptions(app, request->pod);
+  app.add_option("--accelerator-type", request->create.accelerator_type, "e.g. v4-32");
+  app.add_option("--version", request->create.version, "TPU software version");
+  app.add_flag("--spot", request->create.spot, "A spot node");
+  app.add_flag("--preemptible", request->create.preemptible, "A preemptible node");
+  app.add_flag("--queued", request->create.queued, "Through a queued resource named as the node");
+  app.add_flag("--keep-queued", request->keep_queued,
+               "Keep the queued resource podrun created when the wait fails or is interrupted "
+               "(default: delete it, it holds quota)");
+  app.add_flag("-y,--yes", request->yes, "Do not ask before creating");
+  app.footer("Example: podrun up examples/checkpointing/podrun.yaml");
+  return [request] { return RunUp(*request); };
+}
+
+CommandRun AddDownOptions(CLI::App& app) {
+  app.description(
+      "Delete a Cloud TPU node and its queued resource, through your gcloud: the node\n"
+      "of SPEC.yaml's pod: section, or --tpu NAME --zone Z. Asks on a terminal unless\n"
+      "-y; elsewhere -y is required. Exit: 0 deleted (or nothing to delete), 3 gcloud\n"
+      "failed.");
+  auto request = std::make_shared<DownRequest>();
+  app.add_option("spec", request->spec_path, "A job spec whose pod: names tpu and zone");
+  AddNodeOptions(app, request->pod);
+  app.add_flag("-y,--yes", request->yes, "Do not ask");
+  app.footer("Example: podrun down --tpu node-1 --zone us-central2-b -y");
+  return [request] { return RunDown(*request); };
+}
+
+}  // namespace
+
+Command UpCommand() {
+  return {"up", "create a TPU node (spec's pod.create) and wait until it is READY", AddUpOptions};
+}
+
+Command DownCommand() {
+  return {"down", "delete a TPU node and its queued resource", AddDownOptions};
 }
 
 }  // namespace podrun

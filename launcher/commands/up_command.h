@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 #include "launcher/connect/pod.h"
 #include "launcher/recovery/tpu_provisioner.h"
 
@@ -38,5 +39,11 @@ ExitCode RunDown(const DownRequest& request);
 // for a multislice spec), before the pod is resolved; the nodes podrun created, none without
 // pod.create. Throws as TpuProvisioner::Ensure.
 std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings);
+
+// `podrun up` in the command table (command.h): its options, registered on its app.
+Command UpCommand();
+
+// `podrun down` in the command table (command.h): its options, registered on its app.
+Command DownCommand();
 
 }  // namespace podrun

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "launcher/base/error.h"
+#include "launcher/commands/command.h"
 
 namespace podrun {
 
@@ -17,5 +18,8 @@ struct WatchRequest {
 // where it runs and logs. With it: is the keeper until the job ends, or the restarts are used
 // up. A job already watched is said (0); a job that ended has nothing to watch (0).
 ExitCode RunWatch(const WatchRequest& request);
+
+// `podrun watch` in the command table (command.h): its options, registered on its app.
+Command WatchCommand();
 
 }  // namespace podrun

@@ -1,8 +1,113 @@
-// The per-job supervisor (see supervisor.h): its run and its loop.
-#include "worker/supervisor/supervisor_control.h"
-#include "worker/supervisor/supervisor_process.h"
+// The per-job supervisor (see supervisor.h): its run and its loop, over the job's start
+// (plan_launcher.h), its control socket (control_server.h) and its recorded end
+// (exit_recorder.h).
+#include "worker/supervisor/supervisor.h"
 
-namespace podrun::agent::supervisor_internal {
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "proto/log_record.h"
+#include "proto/process_identity.h"
+#include "proto/unique_fd.h"
+#include "worker/base/agent_error.h"
+#include "worker/base/wall_clock.h"
+#include "worker/jobdir/job_dir.h"
+#include "worker/supervisor/control_server.h"
+#include "worker/supervisor/exit_recorder.h"
+#include "worker/supervisor/log_writer.h"
+#include "worker/supervisor/plan_launcher.h"
+#include "worker/supervisor/prepared_child.h"
+#include "worker/supervisor/supervisor_control.h"
+
+namespace podrun::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kControlFd = 3;
+constexpr int kGoFd = 4;
+constexpr size_t kChunkBytes = 256u << 10;  // the most one record of output holds
+constexpr off_t kReserveBytes = 256 << 10;
+// After the leader exits, how long the rest of its group may keep the pipes open before it is
+// killed, and how long after that the pipes are drained before they are abandoned.
+constexpr auto kDrainAfterExit = seconds(2);
+constexpr auto kKillWait = seconds(30);
+constexpr auto kRetryWriteInterval = seconds(1);
+// While output is held in memory and a reader fetched it this recently, a full buffer pauses the
+// job's pipes (the job waits) rather than dropping output. A reader that keeps up asks several
+// times a second; this long is for one whose own output (an SSH channel) is slow for a while.
+constexpr auto kReaderActiveWindow = seconds(10);
+
+bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0 || errno == EPERM; }
+
+int MsUntil(Clock::time_point t) {
+  auto left = std::chrono::duration_cast<milliseconds>(t - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
+}
+
+// One supervisor process: the job's child, its pipes and log, and the stop, drain and kill
+// policy; the plan and the fork are PlanLauncher's, the control socket ControlServer's, the
+// recorded end ExitRecorder's.
+class Supervisor {
+ public:
+  explicit Supervisor(const SuperviseArgs& args)
+      : args_(args), dir_(args.home, args.job_id, args.attempt) {}
+  int Run();
+
+ private:
+  // The tags of the fds in Loop's poll set; the control server's are kControlTag and above.
+  enum Tag : int { kSignalTag, kRanTag, kStdoutTag, kStderrTag, kControlTag };
+
+  void Loop();
+  void OnChildReport();
+  void OnSignal();
+  void ReapChildren();  // the leader and any orphan of the job (we are their subreaper)
+  void ReadPipe(int s);
+  // What remains of the job's group stopped (a requested stop's grace, then SIGKILL), and the
+  // end recorded.
+  void Finalize();
+  void Say(const std::string& text) {
+    std::fprintf(stderr, "podrun-agent supervise %s/%u: %s\n", args_.job_id.c_str(), args_.attempt,
+                 text.c_str());
+  }
+
+  const SuperviseArgs args_;
+  const JobDir dir_;
+  PlanLauncher plan_;
+
+  UniqueFd sigfd_, ran_, pipes_[2];
+  std::optional<AppendOnlyLog> log_;
+  std::optional<LogWriter> writer_;
+  std::optional<ControlServer> control_;  // answers from writer_
+  pid_t child_ = 0;
+  std::optional<int> wait_status_;
+  int64_t end_time_ns_ = 0;
+  std::optional<ChildReport> report_;  // from the `ran` pipe
+  bool ran_closed_ = false;
+  bool term_sent_ = false, killed_rest_ = false;
+  bool killed_ = false;  // a requested stop needed SIGKILL
+  Clock::time_point kill_at_ = Clock::time_point::max();
+  Clock::time_point drain_until_ = Clock::time_point::max();
+  Clock::time_point next_retry_ = Clock::time_point::max();
+  Clock::time_point job_started_{};  // the job exec'd (a reader may be about to ask for it)
+};
 
 int Supervisor::Run() {
   for (int sig : {SIGHUP, SIGINT, SIGTERM, SIGPIPE, SIGQUIT}) ::signal(sig, SIG_IGN);
@@ -21,7 +126,7 @@ int Supervisor::Run() {
   try {
     sigfd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sigfd_) throw std::runtime_error(ErrnoMessage("signalfd"));
-    ReadPlan();
+    plan_.ReadPlan(kControlFd);
     auto self = ProcessIdentity::Of(::getpid());
     if (!self) throw std::runtime_error("cannot read /proc/self/stat");
     dir_.WriteSupervisor(*self);
@@ -36,8 +141,12 @@ int Supervisor::Run() {
     writer_.emplace([this](const LogRecord& r) { log_->Append(r); },
                     [this] { ::unlink(dir_.reserve_path().c_str()); });
     // Listen before the agent is told READY, so that a STOP can never miss us.
-    listen_ = ListenUnix(SupervisorSocketPath(args_.home, ::getpid()));
-    child_ = ForkChild();
+    control_.emplace(SupervisorSocketPath(args_.home, ::getpid()), *writer_);
+    LaunchedJob job = plan_.Launch(kGoFd);
+    pipes_[0] = std::move(job.out);
+    pipes_[1] = std::move(job.err);
+    ran_ = std::move(job.ran);
+    child_ = job.pid;
     if (auto id = ProcessIdentity::Of(child_)) dir_.WriteJobProcess(*id);
     reply = ReadyReply(child_);
   } catch (const std::exception& e) {
@@ -51,7 +160,11 @@ int Supervisor::Run() {
   }
   Loop();
   Finalize();
-  Linger();
+  try {
+    control_->Linger();
+  } catch (const std::exception& e) {
+    Say(e.what());
+  }
   ::unlink(SupervisorSocketPath(args_.home, ::getpid()).c_str());
   return 0;
 }
@@ -62,10 +175,10 @@ void Supervisor::Loop() {
     // A requested stop: SIGTERM once the job runs (a job still waiting for GO ends without
     // running when the agent closes its go socket), SIGKILL after the grace period.
     const bool execd = ran_closed_ && !report_;
-    if (stop_requested_ && execd && !term_sent_ && !wait_status_) {
+    if (control_->stop_requested() && execd && !term_sent_ && !wait_status_) {
       ::kill(-child_, SIGTERM);
       term_sent_ = true;
-      kill_at_ = now + stop_grace_;
+      kill_at_ = now + control_->stop_grace();
     }
     if (term_sent_ && now >= kill_at_ && GroupAlive(child_)) {
       ::kill(-child_, SIGKILL);
@@ -94,22 +207,23 @@ void Supervisor::Loop() {
     }
     // A full in-memory buffer with a reader fetching from it: what the reader has had already
     // makes room; for what it has not had yet, the job waits.
-    const bool reader = now - reader_seen_ < kReaderActiveWindow;
+    const bool reader =
+        now - std::max(job_started_, control_->last_log_request()) < kReaderActiveWindow;
     writer_->HoldForReader(reader);
     const bool pause =
         reader && writer_->undelivered_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes;
 
-    pollfd fds[kClientKind + kMaxClients];
-    int kinds[kClientKind + kMaxClients];
+    pollfd fds[kControlTag + ControlServer::kMaxFds];
+    int tags[kControlTag + ControlServer::kMaxFds];
     nfds_t n = 0;
-    fds[n] = {sigfd_.get(), POLLIN, 0}, kinds[n++] = 0;
-    if (ran_) fds[n] = {ran_.get(), POLLIN, 0}, kinds[n++] = 2;
+    fds[n] = {sigfd_.get(), POLLIN, 0}, tags[n++] = kSignalTag;
+    if (ran_) fds[n] = {ran_.get(), POLLIN, 0}, tags[n++] = kRanTag;
     for (int s = 0; s < 2; ++s) {
-      if (pipes_[s] && !pause) fds[n] = {pipes_[s].get(), POLLIN, 0}, kinds[n++] = 3 + s;
+      if (pipes_[s] && !pause) fds[n] = {pipes_[s].get(), POLLIN, 0}, tags[n++] = kStdoutTag + s;
     }
-    n = AddControlFds(fds, kinds, n);
+    n = control_->AddFds(fds, tags, n, kControlTag);
     int timeout = -1;
-    for (auto t : {kill_at_, drain_until_, next_retry_, ClientsDeadline()}) {
+    for (auto t : {kill_at_, drain_until_, next_retry_, control_->Deadline()}) {
       if (t != Clock::time_point::max())
         timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
     }
@@ -121,23 +235,23 @@ void Supervisor::Loop() {
     }
     for (nfds_t i = 0; i < n; ++i) {
       if (!fds[i].revents) continue;
-      switch (kinds[i]) {
-        case 0:
+      switch (tags[i]) {
+        case kSignalTag:
           OnSignal();
           break;
-        case 2:
+        case kRanTag:
           OnChildReport();
           break;
-        case 3:
-        case 4:
-          ReadPipe(kinds[i] - 3);
+        case kStdoutTag:
+        case kStderrTag:
+          ReadPipe(tags[i] - kStdoutTag);
           break;
         default:
-          OnControl(kinds[i]);
+          control_->OnEvents(tags[i] - kControlTag);
           break;
       }
     }
-    EndClients();
+    control_->EndClients();
   }
 }
 
@@ -168,8 +282,8 @@ void Supervisor::OnChildReport() {
     report_ = report;
     if (report.step != kNotStarted) {
       writer_->Append(LogStream::kStderr,
-                      "podrun-agent: cannot run " + std::string(kShell) + " in " + workdir_ + ": " +
-                          DescribeReport(report) + "\n",
+                      "podrun-agent: cannot run " + std::string(kShell) + " in " + plan_.workdir() +
+                          ": " + DescribeReport(report) + "\n",
                       WallClockNs());
     }
     return;  // end-of-file follows
@@ -178,7 +292,7 @@ void Supervisor::OnChildReport() {
   ran_closed_ = true;
   // The job runs now. An attached launch follows its log from the start: output is held for a
   // reader until one has had kReaderActiveWindow to show up, not dropped before it first asks.
-  reader_seen_ = Clock::now();
+  job_started_ = Clock::now();
 }
 
 void Supervisor::ReadPipe(int s) {
@@ -193,14 +307,35 @@ void Supervisor::ReadPipe(int s) {
                   WallClockNs());
 }
 
-}  // namespace podrun::agent::supervisor_internal
+void Supervisor::Finalize() {
+  // What remains of the group (its stdio closed) goes too, after a requested stop's grace.
+  const auto kill_at = term_sent_ ? kill_at_ : Clock::now();
+  while (ReapChildren(), GroupAlive(child_) && Clock::now() < kill_at) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  if (GroupAlive(child_)) {
+    ::kill(-child_, SIGKILL);
+    killed_ = killed_ || term_sent_;
+    const auto deadline = Clock::now() + kKillWait;
+    while (ReapChildren(), GroupAlive(child_) && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  }
+  const JobEnd end{.wait_status = wait_status_,
+                   .end_time_ns = end_time_ns_,
+                   .never_started = report_ && report_->step == kNotStarted,
+                   .discarded = control_->discarded(),
+                   .stop_requested = control_->stop_requested(),
+                   .killed = killed_};
+  for (const std::string& problem : ExitRecorder(dir_, *writer_).Record(end)) Say(problem);
+}
 
-namespace podrun::agent {
+}  // namespace
 
 std::filesystem::path SupervisorSocketPath(const std::filesystem::path& home, pid_t pid) {
   return home / "run" / ("sup-" + std::to_string(pid) + ".sock");
 }
 
-int Supervise(const SuperviseArgs& args) { return supervisor_internal::Supervisor(args).Run(); }
+int Supervise(const SuperviseArgs& args) { return Supervisor(args).Run(); }
 
 }  // namespace podrun::agent

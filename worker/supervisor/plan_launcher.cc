@@ -1,13 +1,36 @@
-// The supervisor's start: the plan read from the agent, the job's child forked.
-#include "worker/supervisor/supervisor_process.h"
+// The job's start from its plan (see plan_launcher.h).
+#include "worker/supervisor/plan_launcher.h"
 
-namespace podrun::agent::supervisor_internal {
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 
-void Supervisor::ReadPlan() {
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <stdexcept>
+#include <string_view>
+
+#include "worker/base/agent_error.h"
+#include "worker/supervisor/plan_codec.h"
+#include "worker/supervisor/prepared_child.h"
+
+extern char** environ;
+
+namespace podrun::agent {
+namespace {
+
+constexpr size_t kPipeBytes = 1u << 20;  // the job's stdout and stderr pipes
+constexpr size_t kMaxPlanBytes = 64u << 20;
+
+}  // namespace
+
+void PlanLauncher::ReadPlan(int fd) {
   std::string bytes;
   char buf[64 << 10];
   while (true) {
-    const ssize_t got = ::read(kControlFd, buf, sizeof buf);
+    const ssize_t got = ::read(fd, buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) throw std::runtime_error(ErrnoMessage("read plan"));
     if (got == 0) break;
@@ -23,7 +46,7 @@ void Supervisor::ReadPlan() {
   env_.assign(std::make_move_iterator(plan.begin() + 2), std::make_move_iterator(plan.end()));
 }
 
-pid_t Supervisor::ForkChild() {
+LaunchedJob PlanLauncher::Launch(int go_fd) {
   int out[2], err[2], ran[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
       ::pipe2(ran, O_CLOEXEC) != 0) {
@@ -34,9 +57,10 @@ pid_t Supervisor::ForkChild() {
   // pipe-max-size: then the default stays.
   (void)::fcntl(out[0], F_SETPIPE_SZ, static_cast<int>(kPipeBytes));
   (void)::fcntl(err[0], F_SETPIPE_SZ, static_cast<int>(kPipeBytes));
-  pipes_[0].reset(out[0]);
-  pipes_[1].reset(err[0]);
-  ran_.reset(ran[0]);
+  LaunchedJob job;
+  job.out.reset(out[0]);
+  job.err.reset(err[0]);
+  job.ran.reset(ran[0]);
   UniqueFd out_w(out[1]), err_w(err[1]), ran_w(ran[1]);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) throw std::runtime_error(ErrnoMessage("/dev/null"));
@@ -58,7 +82,7 @@ pid_t Supervisor::ForkChild() {
   envp.push_back(nullptr);
   std::string bash = kShell, flag = "-lc";
   std::vector<char*> argv = {bash.data(), flag.data(), run_.data(), nullptr};
-  const ChildPlan plan{.sock = kGoFd,
+  const ChildPlan plan{.sock = go_fd,
                        .ran = ran_w.get(),
                        .devnull = devnull.get(),
                        .out = out_w.get(),
@@ -76,12 +100,13 @@ pid_t Supervisor::ForkChild() {
   for (auto& s : env_strings) ::explicit_bzero(s.data(), s.size());
   for (auto& s : env_) ::explicit_bzero(s.data(), s.size());
   env_.clear();
-  ::close(kGoFd);  // only the child (and the agent) hold the go socket now
+  ::close(go_fd);  // only the child (and the agent) hold the go socket now
   if (pid < 0) {
     errno = fork_errno;
     throw std::runtime_error(ErrnoMessage("fork"));
   }
-  return pid;
+  job.pid = pid;
+  return job;
 }
 
-}  // namespace podrun::agent::supervisor_internal
+}  // namespace podrun::agent
