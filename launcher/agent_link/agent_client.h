@@ -120,6 +120,43 @@ struct AgentTopSample {
   std::string last_line;       // as printed: not necessarily UTF-8
 };
 
+// `podrun why`'s request to one worker (proto's WhyRequest).
+struct AgentWhyRequest {
+  int signal = 0;      // > 0: sent first to the job's processes that catch it
+  bool stacks = true;  // a stack per process (py-spy, else gdb) where the worker can take one
+  std::chrono::milliseconds cpu_window{1000};
+  std::chrono::milliseconds stack_timeout{10000};
+};
+
+// One process of the job as `podrun why` sees it (proto's ProcessReport).
+struct AgentProcessReport {
+  int pid = 0, ppid = 0;
+  std::string command;  // comm
+  std::string cmdline;  // at most 256 bytes
+  std::string state;    // running | sleeping | disk wait | stopped | tracing stop | zombie | idle
+  std::string wchan;    // kernel wait channel ("" while running or unknown)
+  std::string syscall;  // current system call ("" while running)
+  double cpu_percent = 0;
+  uint32_t threads = 0;
+  int64_t started_ns = 0;
+  bool signalled = false;
+  std::string stack_tool;  // "py-spy", "gdb" or ""
+  std::string stack;       // at most 16 KiB
+  std::string stack_error;
+};
+
+// What one worker's job attempt is doing now (proto's WhyReply).
+struct AgentWhyReport {
+  AgentJobState state = AgentJobState::kUnknown;
+  std::vector<AgentProcessReport> processes;  // the leader first
+  int64_t now_ns = 0;                         // the worker's wall clock
+  int64_t last_output_ns = 0;                 // 0: no output yet
+  std::string last_line;
+  std::string stack_note;   // said once per worker ("no py-spy or gdb on PATH")
+  std::string signal_note;  // what the signal reached
+  uint32_t gather_ms = 0;
+};
+
 struct AgentStopReply {
   bool was_running = false;
   bool killed = false;  // SIGKILL was needed after the grace period
@@ -155,6 +192,10 @@ class AgentClient {
   // `podrun top`: the attempt's state, usage and last output; nullopt if the agent has never
   // heard of the attempt.
   std::optional<AgentTopSample> Top(const std::string& job_id, uint32_t attempt);
+  // `podrun why` on the worker: its job attempt's processes now (nullopt: the agent has no
+  // record of the attempt). Its deadline covers the request's CPU window and stack timeout.
+  std::optional<AgentWhyReport> Why(const std::string& job_id, uint32_t attempt,
+                                    const AgentWhyRequest& request);
   // Asks the agent to exit (force: even with running jobs, which are stopped first).
   void Shutdown(bool force);
 

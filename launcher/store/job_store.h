@@ -171,6 +171,7 @@ class JobStore {
 
  private:
   friend class RecoveryRecords;  // shares the connection (recovery_records.h)
+  friend class RunRecords;       // shares the connection (run_records.h)
   void Migrate();
 
   std::filesystem::path path_;

@@ -106,6 +106,42 @@ CREATE TABLE recreations (
   PRIMARY KEY (job_id, node, zone, project)
 );
 )sql",
+    // 5: what reports need, recorded as it happens (docs/design.md decision 19): each worker's
+    // phases per attempt, its step samples (thinned to a fixed count per worker and attempt), its
+    // latest step, rate and straggler note, and the hang report made when the stall watch fired.
+    R"sql(
+CREATE TABLE phases (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,
+  idx INTEGER NOT NULL,              -- the worker
+  phase TEXT NOT NULL,               -- agents | sync | mounts | setup | start
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER,                    -- NULL: not ended (yet)
+  failed INTEGER NOT NULL DEFAULT 0, -- 1: the worker failed in it
+  PRIMARY KEY (job_id, attempt, idx, phase)
+);
+CREATE TABLE step_samples (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  time_ns INTEGER NOT NULL,          -- the worker's clock when it printed the step
+  step INTEGER NOT NULL,
+  PRIMARY KEY (job_id, attempt, idx, time_ns)
+);
+ALTER TABLE workers ADD COLUMN step INTEGER;           -- its latest step; NULL: none seen
+ALTER TABLE workers ADD COLUMN step_ns INTEGER;        -- when it printed it
+ALTER TABLE workers ADD COLUMN first_step_ns INTEGER;  -- when it printed its first
+ALTER TABLE workers ADD COLUMN steps_per_s REAL;       -- its recent rate; NULL: unknown
+ALTER TABLE workers ADD COLUMN straggler TEXT NOT NULL DEFAULT '';  -- "0.41 steps/s vs median 0.93"
+CREATE TABLE hang_reports (
+  job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,
+  made_ns INTEGER NOT NULL,
+  text TEXT NOT NULL,                -- as printed
+  json TEXT NOT NULL,                -- as `podrun why --json` gives it
+  PRIMARY KEY (job_id, attempt)
+);
+)sql",
 };
 
 }  // namespace

@@ -46,6 +46,7 @@ class Statement {
   }
   Statement& Bind(int i, int64_t value) { return Check(sqlite3_bind_int64(stmt_, i, value)); }
   Statement& Bind(int i, int value) { return Check(sqlite3_bind_int64(stmt_, i, value)); }
+  Statement& Bind(int i, double value) { return Check(sqlite3_bind_double(stmt_, i, value)); }
   template <typename T>
   Statement& Bind(int i, const std::optional<T>& value) {
     if (value) return Bind(i, *value);
@@ -81,6 +82,10 @@ class Statement {
   std::optional<int64_t> OptionalInt(int col) {
     if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
     return Int(col);
+  }
+  std::optional<double> OptionalDouble(int col) {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_double(stmt_, col);
   }
   std::optional<int> OptionalInt32(int col) {
     std::optional<int64_t> v = OptionalInt(col);
