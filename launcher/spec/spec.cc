@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "launcher/base/error.h"
 #include "launcher/spec/mounts_section.h"
 #include "launcher/spec/pod_section.h"
+#include "launcher/spec/progress_pattern.h"
 #include "launcher/spec/yaml_reader.h"
 
 namespace podrun {
@@ -118,6 +121,64 @@ void ReadOnFailure(const YamlReader& yaml, const Node& key, const Node& value, J
   }
 }
 
+void ReadProgress(const YamlReader& yaml, const Node& key, const Node& value, JobSpec* spec) {
+  const std::string pattern = yaml.NonEmptyString(key, value);
+  if (pattern == "none") {
+    spec->progress.clear();
+    return;
+  }
+  try {
+    ProgressPattern check(pattern);
+  } catch (const std::invalid_argument& e) {
+    yaml.Fail(YamlReader::At(key, value), std::string("progress: ") + e.what());
+  }
+  spec->progress = pattern;
+}
+
+void ReadStragglerRatio(const YamlReader& yaml, const Node& key, const Node& value,
+                        JobSpec* spec) {
+  const std::string text = yaml.Scalar(key, value, "a number between 0 and 1");
+  char* end = nullptr;
+  errno = 0;
+  const double ratio = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !(ratio > 0 && ratio < 1)) {
+    yaml.Fail(YamlReader::At(key, value),
+              "bad straggler_ratio '" + text + "' (a number between 0 and 1, e.g. 0.5)");
+  }
+  spec->straggler_ratio = ratio;
+}
+
+// The signals a program may ask for before a hang report: those it can catch to dump its own
+// stacks without being stopped by them.
+constexpr std::pair<const char*, int> kStackSignals[] = {
+    {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGQUIT", SIGQUIT}, {"SIGHUP", SIGHUP}};
+
+void ReadStacks(const YamlReader& yaml, const Node& key, const Node& value, JobSpec* spec) {
+  if (value.IsNull()) return;
+  if (!value.IsMap()) yaml.WrongType(key, value, "a mapping ({signal: SIGUSR1})");
+  std::set<std::string> seen;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    const std::string name = yaml.KeyName(it->first, &seen);
+    if (name != "signal") yaml.UnknownKey(it->first, name, std::vector<std::string>{"signal"});
+    std::string signal = yaml.String(it->first, it->second);
+    if (signal == "none") continue;
+    if (signal.rfind("SIG", 0) != 0) signal = "SIG" + signal;
+    bool found = false;
+    for (const auto& [n, number] : kStackSignals) {
+      if (signal == n) {
+        spec->stacks_signal = number;
+        found = true;
+      }
+    }
+    if (!found) {
+      yaml.Fail(YamlReader::At(it->first, it->second),
+                "bad stacks signal '" + yaml.String(it->first, it->second) +
+                    "' (SIGUSR1, SIGUSR2, SIGQUIT or SIGHUP; it is sent only to processes that "
+                    "catch it)");
+    }
+  }
+}
+
 // Every top-level key, in the order in which "did you mean" prefers equally close ones.
 constexpr KeyReader<JobSpec> kTopKeys[] = {
     {"name", ReadName},
@@ -134,6 +195,10 @@ constexpr KeyReader<JobSpec> kTopKeys[] = {
     {"restarts", ReadIntField<&JobSpec::restarts, 0, 1000000>},
     {"grace_seconds", ReadIntField<&JobSpec::grace_seconds, 1, 1000000>},
     {"stall_seconds", ReadIntField<&JobSpec::stall_seconds, 0, 100000000>},
+    {"progress", ReadProgress},
+    {"straggler_ratio", ReadStragglerRatio},
+    {"straggler_seconds", ReadIntField<&JobSpec::straggler_seconds, 1, 100000000>},
+    {"stacks", ReadStacks},
     {"coordinator_port", ReadIntField<&JobSpec::coordinator_port, 1, 65535>},
     {"megascale_port", ReadIntField<&JobSpec::megascale_port, 1, 65535>},
     {"free_accelerators", ReadBoolField<&JobSpec::free_accelerators>},
@@ -160,6 +225,7 @@ JobSpec Parse(const YamlReader& yaml, const std::string& text, const std::string
   spec.text = text;
   spec.path = file_name;
   spec.name = SanitizedStem(file_name);
+  spec.progress = kDefaultProgressPattern;
   if (root.IsNull()) yaml.Fail(YAML::Mark(), "missing required key 'run'");
   if (!root.IsMap()) {
     yaml.Fail(root.Mark(), "a spec is a mapping of keys (name:, pod:, run:, ...)");

@@ -49,6 +49,12 @@ struct JobSpec {
   int restarts = 0;
   int grace_seconds = 10;
   int stall_seconds = 0;  // 0: no stall detection
+  // `progress:`: the regex whose one group is a worker's step (spec/progress_pattern.h); empty
+  // for `progress: none`.
+  std::string progress;
+  double straggler_ratio = 0.5;  // a rate below this fraction of the gang's median ...
+  int straggler_seconds = 120;   // ... for this long is a straggler
+  int stacks_signal = 0;         // `stacks: {signal: SIGUSR1}`: sent before a hang report; 0: none
   int coordinator_port = 8476;
   int megascale_port = 8081;  // multislice only (MEGASCALE_COORDINATOR_ADDRESS, MEGASCALE_PORT)
   bool free_accelerators = true;

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "launcher/base/error.h"
 #include "launcher/spec/pod_create.h"
+#include "launcher/spec/progress_pattern.h"
 
 namespace podrun {
 namespace {
@@ -402,6 +405,45 @@ TEST(Spec, PodCreateCapacityWait) {
             ParseError("run: x\npod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: a, "
                        "version: v, capacity_wait: a while}\n")
                 .find("spec.yaml:5:11: create: bad capacity_wait 'a while'"));
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+TEST(Spec, SeeingWhyKeys) {
+  JobSpec d = ParseSpecText("run: x\n", "spec.yaml");
+  EXPECT_EQ(kDefaultProgressPattern, d.progress);
+  EXPECT_DOUBLE_EQ(0.5, d.straggler_ratio);
+  EXPECT_EQ(120, d.straggler_seconds);
+  EXPECT_EQ(0, d.stacks_signal);
+  JobSpec s = ParseSpecText(
+      "run: x\nprogress: 'it=(\\d+)'\nstraggler_ratio: 0.25\nstraggler_seconds: 30\n"
+      "stacks: {signal: SIGUSR1}\n",
+      "spec.yaml");
+  EXPECT_EQ("it=(\\d+)", s.progress);
+  EXPECT_DOUBLE_EQ(0.25, s.straggler_ratio);
+  EXPECT_EQ(30, s.straggler_seconds);
+  EXPECT_EQ(SIGUSR1, s.stacks_signal);
+  EXPECT_EQ("", ParseSpecText("run: x\nprogress: none\n", "spec.yaml").progress);
+  EXPECT_EQ(SIGUSR2, ParseSpecText("run: x\nstacks: {signal: USR2}\n", "s.yaml").stacks_signal);
+}
+
+TEST(Spec, SeeingWhyKeysAreCheckedWhereTheyAreWritten) {
+  EXPECT_NE(std::string::npos, ParseError("run: x\nprogress: 'step (\\d+'\n")
+                                   .find("spec.yaml:2:11: progress: bad regex"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\nprogress: 'step \\d+'\n").find("exactly one capture group"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\nstraggler_ratio: 1.5\n").find("spec.yaml:2:18: bad straggler_ratio"));
+  EXPECT_NE(std::string::npos, ParseError("run: x\nstraggler_ratio: abc\n").find("bad straggler"));
+  EXPECT_NE(std::string::npos, ParseError("run: x\nstraggler_seconds: 0\n").find("out of range"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\nstacks: {signal: SIGKILL}\n").find("bad stacks signal 'SIGKILL'"));
+  EXPECT_NE(std::string::npos,
+            ParseError("run: x\nstacks: {sig: SIGUSR1}\n").find("unknown key 'sig'"));
 }
 
 }  // namespace

@@ -1,0 +1,110 @@
+#include "launcher/insight/why_verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace podrun {
+namespace {
+
+constexpr int64_t kS = 1'000'000'000;
+
+AgentProcessReport Process(int pid, const std::string& command, const std::string& state,
+                           const std::string& wchan, uint32_t threads, double cpu) {
+  AgentProcessReport p;
+  p.pid = pid;
+  p.command = command;
+  p.cmdline = command;
+  p.state = state;
+  p.wchan = wchan;
+  p.syscall = wchan.empty() ? "" : "futex";
+  p.threads = threads;
+  p.cpu_percent = cpu;
+  return p;
+}
+
+WorkerWhy Worker(int index, int64_t step, int64_t step_ns, const std::string& wchan,
+                 int64_t silent_s, int64_t now_ns) {
+  WorkerWhy w;
+  w.worker = index;
+  w.description = "w" + std::to_string(index) + " (h" + std::to_string(index) + ")";
+  w.progress.worker = index;
+  w.progress.step = step;
+  w.progress.step_ns = step_ns;
+  AgentWhyReport r;
+  r.state = AgentJobState::kRunning;
+  r.now_ns = now_ns;
+  r.last_output_ns = now_ns - silent_s * kS;
+  r.processes.push_back(Process(4000 + index, "bash", "sleeping", "do_wait", 1, 0));
+  r.processes.push_back(Process(4240 + index, "python3", "sleeping", wchan, 12, 0));
+  w.report = r;
+  return w;
+}
+
+TEST(WhyVerdictTest, TheWorkerBehindComesFirstWithItsStepProcessWaitAndTime) {
+  const int64_t now = 10000 * kS;
+  WhyReport report;
+  report.job_id = "j1";
+  report.attempt = 1;
+  for (int i = 0; i < 4; ++i) {
+    report.workers.push_back(
+        i == 2 ? Worker(2, 1512, now - 432 * kS, "futex_wait_queue", 432, now)
+               : Worker(i, 1513, now - 431 * kS, "futex_wait_queue", 431 - i, now));
+  }
+  MakeVerdict(report, now);
+  ASSERT_EQ(4u, report.verdict.size());
+  EXPECT_EQ("w2: suspect: step 1512 (others 1513), python3 pid 4242 in futex_wait_queue 7m12s, "
+            "CPU 0%",
+            report.verdict[0].text);
+  EXPECT_TRUE(report.verdict[0].suspect);
+  for (size_t i = 1; i < 4; ++i) EXPECT_FALSE(report.verdict[i].suspect) << report.verdict[i].text;
+  // Then the longest silent: w0 (431 s), w1, w3.
+  EXPECT_EQ(0, report.verdict[1].worker);
+  EXPECT_EQ(3, report.verdict[3].worker);
+  const std::string text = WhyText(report);
+  EXPECT_NE(text.find("1 suspect first"), std::string::npos) << text;
+  EXPECT_EQ(0u, text.find("why: job j1 attempt 1: 4 workers")) << text;
+  const nlohmann::json j = WhyJson(report);
+  EXPECT_EQ(2, j["verdict"][0]["worker"]);
+  EXPECT_EQ("futex_wait_queue", j["workers"][2]["processes"][1]["wchan"]);
+}
+
+TEST(WhyVerdictTest, AtOneStepTheWorkerWhoseStateDiffersIsTheSuspect) {
+  const int64_t now = 5000 * kS;
+  WhyReport report;
+  for (int i = 0; i < 4; ++i) report.workers.push_back(Worker(i, 7, now - 60 * kS, "futex_wait_queue", 60, now));
+  // w3 spins: running, 100% CPU.
+  auto& p = report.workers[3].report->processes[1];
+  p.state = "running";
+  p.wchan.clear();
+  p.cpu_percent = 100;
+  // w1 cannot be reached.
+  report.workers[1].report.reset();
+  report.workers[1].error = "agent Why: UNAVAILABLE";
+  MakeVerdict(report, now);
+  EXPECT_EQ("w1: suspect: step 7, unreachable: agent Why: UNAVAILABLE", report.verdict[0].text);
+  EXPECT_EQ("w3: suspect: step 7, python3 pid 4243 running 1m00s, CPU 100%", report.verdict[1].text);
+  EXPECT_FALSE(report.verdict[2].suspect);
+}
+
+TEST(WhyVerdictTest, NoStepsAndOneStateMeansNoSuspectAndTheLongestSilentFirst) {
+  const int64_t now = 5000 * kS;
+  WhyReport report;
+  for (int i = 0; i < 3; ++i) {
+    WorkerWhy w = Worker(i, 0, 0, "hrtimer_nanosleep", 10 * (i + 1), now);
+    w.progress.step.reset();
+    w.progress.step_ns.reset();
+    report.workers.push_back(w);
+  }
+  MakeVerdict(report, now);
+  EXPECT_EQ("w2: python3 pid 4242 in hrtimer_nanosleep 30s, CPU 0%", report.verdict[0].text);
+  EXPECT_NE(WhyText(report).find("no worker stands out"), std::string::npos);
+}
+
+TEST(WhyVerdictTest, ShortDurations) {
+  EXPECT_EQ("42s", ShortDuration(42.9));
+  EXPECT_EQ("7m12s", ShortDuration(432));
+  EXPECT_EQ("3h05m", ShortDuration(3 * 3600 + 5 * 60 + 7));
+  EXPECT_EQ("0s", ShortDuration(-3));
+}
+
+}  // namespace
+}  // namespace podrun
