@@ -128,6 +128,25 @@ TEST_F(StackDumpTest, AFailingToolSaysWhy) {
             "gdb failed (exit status 1): warning: something; ptrace: Operation not permitted.");
 }
 
+TEST_F(StackDumpTest, ThroughSudoWhenYamaSaysSo) {
+  FakeTool("gdb", "echo '#0 not run'");
+  FakeTool("sudo", "echo 'sudo: a password is required' >&2; exit 1");
+  std::vector<ProcessProbe> procs = {Probe(4242, "trainer")};
+  StackOptions options = Fakes();
+  options.use_sudo = true;
+  const StackTools tools = FindStackTools(options);
+  EXPECT_TRUE(tools.use_sudo);
+  EXPECT_EQ(tools.sudo, (dir_ / "sudo").string());
+  std::string note;
+  DumpStacks(&procs, options, &note);
+  EXPECT_EQ(procs[0].stack_tool, "");
+  EXPECT_EQ(procs[0].stack_error,
+            "sudo -n gdb failed (exit status 1): sudo: a password is required");
+  // No sudo to be found: the tool runs as it is (and its own error says why if it cannot).
+  std::filesystem::remove(dir_ / "sudo");
+  EXPECT_FALSE(FindStackTools(options).use_sudo);
+}
+
 TEST_F(StackDumpTest, OutputIsCapped) {
   FakeTool("gdb", "echo '#0 frame'; head -c 100000 /dev/zero | tr '\\0' x");
   std::vector<ProcessProbe> procs = {Probe(4242, "trainer")};
