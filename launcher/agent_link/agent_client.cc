@@ -3,6 +3,9 @@
 // agent_client.h).
 #include "launcher/agent_link/agent_client.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "launcher/agent_link/agent_rpc.h"
 #include "launcher/base/error.h"
 #include "proto/agent.grpc.pb.h"
@@ -24,6 +27,9 @@ constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large 
 constexpr auto kInspectTimeout = std::chrono::seconds(30);  // a login shell, freeing chips
 constexpr auto kMountTimeout = std::chrono::minutes(5);     // may install the NFS server
 constexpr auto kTopTimeout = std::chrono::seconds(10);      // /proc and a log's tail
+// Why waits the request's CPU window and stack timeout; this is for /proc, the log's tail and
+// stopping the stack tools.
+constexpr auto kWhyExtraTimeout = std::chrono::seconds(10);
 // Stop waits for the grace period, then for the killed group to disappear.
 constexpr auto kStopExtraTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(30);
@@ -210,6 +216,57 @@ std::optional<AgentTopSample> AgentClient::Top(const std::string& job_id, uint32
   out.output_bytes = reply.output_bytes();
   out.last_output_ns = reply.last_output_ns();
   out.last_line = std::move(*reply.mutable_last_line());
+  return out;
+}
+
+std::optional<AgentWhyReport> AgentClient::Why(const std::string& job_id, uint32_t attempt,
+                                               const AgentWhyRequest& request) {
+  using std::chrono::milliseconds;
+  using namespace std::chrono_literals;
+  // The agent's defaults for zero (proto's WhyRequest).
+  const milliseconds window = request.cpu_window.count() > 0 ? request.cpu_window : 1000ms;
+  const milliseconds stack_timeout =
+      request.stack_timeout.count() > 0 ? request.stack_timeout : 10000ms;
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, window + (request.stacks ? stack_timeout : 0ms) + kWhyExtraTimeout);
+  v1::WhyRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_signal(request.signal);
+  req.set_stacks(request.stacks);
+  req.set_cpu_window_ms(static_cast<uint32_t>(std::max<int64_t>(0, request.cpu_window.count())));
+  req.set_stack_timeout_ms(
+      static_cast<uint32_t>(std::max<int64_t>(0, request.stack_timeout.count())));
+  v1::WhyReply reply;
+  grpc::Status status = stub_->stub->Why(&ctx, req, &reply);
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) return std::nullopt;
+  Check(status, "Why");
+  AgentWhyReport out;
+  out.state = FromProto(reply.state());
+  out.now_ns = reply.now_ns();
+  out.last_output_ns = reply.last_output_ns();
+  out.last_line = std::move(*reply.mutable_last_line());
+  out.stack_note = std::move(*reply.mutable_stack_note());
+  out.signal_note = std::move(*reply.mutable_signal_note());
+  out.gather_ms = reply.gather_ms();
+  out.processes.reserve(static_cast<size_t>(reply.processes_size()));
+  for (v1::ProcessReport& p : *reply.mutable_processes()) {
+    AgentProcessReport& r = out.processes.emplace_back();
+    r.pid = p.pid();
+    r.ppid = p.ppid();
+    r.command = std::move(*p.mutable_command());
+    r.cmdline = std::move(*p.mutable_cmdline());
+    r.state = std::move(*p.mutable_state());
+    r.wchan = std::move(*p.mutable_wchan());
+    r.syscall = std::move(*p.mutable_syscall());
+    r.cpu_percent = p.cpu_percent();
+    r.threads = p.threads();
+    r.started_ns = p.started_ns();
+    r.signalled = p.signalled();
+    r.stack_tool = std::move(*p.mutable_stack_tool());
+    r.stack = std::move(*p.mutable_stack());
+    r.stack_error = std::move(*p.mutable_stack_error());
+  }
   return out;
 }
 

@@ -133,6 +133,78 @@ TEST_F(AgentClientTest, StopAndCancel) {
   EXPECT_EQ(client_->Status("sleeper", 1)->state, AgentJobState::kStopped);
 }
 
+TEST_F(AgentClientTest, WhySeesTheJobsProcesses) {
+  // A shell leading a Python program that dumps its stack on SIGUSR1 and a `sleep` that would
+  // die of it.
+  client_->Prepare(Request("stuck",
+                           "sleep 60 & python3 -c '\n"
+                           "import faulthandler, signal, sys, time\n"
+                           "faulthandler.register(signal.SIGUSR1, file=sys.stderr)\n"
+                           "def wait_for_collective():\n"
+                           "    print(\"waiting\", flush=True)\n"
+                           "    while True: time.sleep(0.05)\n"
+                           "wait_for_collective()'; wait"));
+  client_->Start("stuck", 1);
+  // Until Python has printed (its handler is then registered).
+  std::optional<AgentWhyReport> why;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  do {
+    std::this_thread::sleep_for(100ms);
+    why = client_->Why("stuck", 1, {.stacks = false, .cpu_window = 0ms});
+    ASSERT_TRUE(why);
+  } while (why->last_line != "waiting" && std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(why->last_line, "waiting");
+
+  why = client_->Why(
+      "stuck", 1, {.signal = SIGUSR1, .stacks = true, .cpu_window = 300ms, .stack_timeout = 20s});
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->state, AgentJobState::kRunning);
+  EXPECT_EQ(why->signal_note, "SIGUSR1 sent to 1 of 3 processes (the others do not catch it)");
+  ASSERT_EQ(why->processes.size(), 3u);
+  EXPECT_EQ(why->processes[0].command, "bash");  // the leader first
+  int signalled = 0;
+  for (const AgentProcessReport& p : why->processes) {
+    EXPECT_NE(p.state, "zombie");
+    EXPECT_GT(p.started_ns, 0);
+    EXPECT_GE(p.threads, 1u);
+    if (p.signalled) {
+      ++signalled;
+      EXPECT_NE(p.cmdline.find("faulthandler"), std::string::npos);
+    }
+    if (why->stack_note.empty()) {  // gdb is on the PATH
+      EXPECT_EQ(p.stack_tool, "gdb") << p.command << ": " << p.stack_error;
+      EXPECT_NE(p.stack.find("#0"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(signalled, 1);
+  EXPECT_GT(why->now_ns, 0);
+  EXPECT_GE(why->gather_ms, 300u);
+
+  // The dump reached the job's log.
+  std::string err;
+  const auto log_deadline = std::chrono::steady_clock::now() + 20s;
+  while (err.find("wait_for_collective") == std::string::npos &&
+         std::chrono::steady_clock::now() < log_deadline) {
+    std::this_thread::sleep_for(100ms);
+    err.clear();
+    client_->logs().StreamLogs("stuck", 1, 1, /*follow=*/false,
+                               [&](std::vector<LogRecord>&& records) {
+                                 for (auto& r : records) {
+                                   if (r.stream == LogStream::kStderr) err += r.data;
+                                 }
+                                 return true;
+                               });
+  }
+  EXPECT_NE(err.find("wait_for_collective"), std::string::npos) << err;
+
+  client_->Stop("stuck", 1, 5s);
+  why = client_->Why("stuck", 1, {.stacks = false, .cpu_window = 0ms});
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->state, AgentJobState::kStopped);
+  EXPECT_TRUE(why->processes.empty());
+  EXPECT_FALSE(client_->Why("missing", 1, {}));
+}
+
 TEST_F(AgentClientTest, RefusalsAreErrors) {
   try {
     client_->Prepare(Request("bad/id", "true"));

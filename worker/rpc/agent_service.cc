@@ -23,6 +23,7 @@
 #include "worker/rpc/agent_proto.h"
 #include "worker/rpc/grpc_log_sink.h"
 #include "worker/rpc/job_top.h"
+#include "worker/rpc/job_why.h"
 #include "worker/rpc/mount_rpc.h"
 #include "worker/rpc/rpc_call.h"
 
@@ -306,6 +307,17 @@ grpc::Status AgentService::Top(grpc::ServerContext*, const v1::TopRequest* req,
     // The log's totals come from its tail (FillTop), not from reading every record.
     const JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
     FillTop(JobDir(runner_.home(), req->job_id(), req->attempt()), snap, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::Why(grpc::ServerContext*, const v1::WhyRequest* req,
+                               v1::WhyReply* reply) {
+  return HandleRpc(activity_, [&] {
+    CheckJobId(req->job_id(), req->attempt());
+    CheckWhyRequest(*req);
+    const JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
+    FillWhy(JobDir(runner_.home(), req->job_id(), req->attempt()), snap, *req, reply);
     return grpc::Status::OK;
   });
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/agent_fixture.h"
+#include "worker/rpc/job_why.h"
 
 namespace podrun::agent {
 namespace {
@@ -163,6 +164,45 @@ TEST_F(AgentTest, TopReportsUsageOutputAndTheLastLine) {
 
   req.set_job_id("missing");
   EXPECT_EQ(stub_->Top(Context().get(), req, &ended).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(AgentTest, WhyReportsAJobsProcessesAndRefusesBadRequests) {
+  PrepareAndStart("napping", "echo up; sleep 60; echo never");
+  v1::WhyRequest req;
+  req.set_job_id("napping");
+  req.set_attempt(1);
+  req.set_cpu_window_ms(100);
+  v1::WhyReply reply;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  do {  // until the shell has printed and started its sleep
+    reply.Clear();
+    ASSERT_TRUE(stub_->Why(Context().get(), req, &reply).ok());
+  } while ((reply.last_line() != "up" || reply.processes_size() < 2) &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(reply.state(), v1::StatusReply::RUNNING);
+  EXPECT_EQ(reply.last_line(), "up");
+  ASSERT_EQ(reply.processes_size(), 2);
+  const v1::ProcessReport& sleeper = reply.processes(1);
+  EXPECT_EQ(sleeper.command(), "sleep");
+  EXPECT_EQ(sleeper.cmdline(), "sleep 60");
+  EXPECT_EQ(sleeper.ppid(), reply.processes(0).pid());
+  EXPECT_EQ(sleeper.state(), "sleeping");
+  EXPECT_FALSE(sleeper.signalled());
+  EXPECT_EQ(sleeper.stack(), "");  // none asked
+  EXPECT_EQ(reply.signal_note(), "");
+  EXPECT_GE(reply.gather_ms(), 100u);
+  EXPECT_GE(reply.now_ns(), reply.last_output_ns());
+
+  v1::WhyRequest bad = req;
+  bad.set_signal(999);
+  EXPECT_EQ(stub_->Why(Context().get(), bad, &reply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  bad = req;
+  bad.set_cpu_window_ms(kMaxCpuWindowMs + 1);
+  EXPECT_EQ(stub_->Why(Context().get(), bad, &reply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  req.set_job_id("missing");
+  EXPECT_EQ(stub_->Why(Context().get(), req, &reply).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(AgentTest, SecondServeAnnouncesTheRunningAgent) {
