@@ -7,41 +7,42 @@
 
 namespace podrun {
 
-void AttemptRecorder::UpdateWorker(int index, const WorkerUpdate& update) {
+template <typename Write>
+void AttemptRecorder::Guarded(const Write& write) {
   std::lock_guard lock(mutex_);
   try {
-    store_.UpdateWorker(plan_.job.id, plan_.attempt, index, update);
+    write();
   } catch (const Error& e) {
     Say(fmt::format("warning: job store: {}", e.what()));
   }
+}
+
+void AttemptRecorder::UpdateWorker(int index, const WorkerUpdate& update) {
+  Guarded([&] { store_.UpdateWorker(plan_.job.id, plan_.attempt, index, update); });
 }
 
 void AttemptRecorder::SetAttempt(AttemptState state, std::optional<int> exit_code, bool ended) {
-  std::lock_guard lock(mutex_);
-  try {
+  Guarded([&] {
     store_.SetAttemptState(plan_.job.id, plan_.attempt, state, exit_code,
                            ended ? std::optional<int64_t>(NowUnixNs()) : std::nullopt);
-  } catch (const Error& e) {
-    Say(fmt::format("warning: job store: {}", e.what()));
-  }
+  });
 }
 
 void AttemptRecorder::SetCause(AttemptEnd end, const std::string& cause) {
-  std::lock_guard lock(mutex_);
-  try {
-    store_.SetAttemptEnd(plan_.job.id, plan_.attempt, end, cause);
-  } catch (const Error& e) {
-    Say(fmt::format("warning: job store: {}", e.what()));
-  }
+  Guarded([&] { store_.SetAttemptEnd(plan_.job.id, plan_.attempt, end, cause); });
 }
 
 void AttemptRecorder::SetJobHosts(const std::vector<JobHost>& hosts) {
-  std::lock_guard lock(mutex_);
-  try {
-    store_.SetJobHosts(plan_.job.id, hosts);
-  } catch (const Error& e) {
-    Say(fmt::format("warning: job store: {}", e.what()));
-  }
+  Guarded([&] { store_.SetJobHosts(plan_.job.id, hosts); });
+}
+
+void AttemptRecorder::SaveProgress(const std::vector<WorkerProgress>& progress,
+                                   const std::vector<StepSamplesUpdate>& samples) {
+  Guarded([&] { RunRecords(store_).SaveProgress(plan_.job.id, plan_.attempt, progress, samples); });
+}
+
+void AttemptRecorder::SetHangReport(const HangReportRecord& report) {
+  Guarded([&] { RunRecords(store_).SetHangReport(plan_.job.id, plan_.attempt, report); });
 }
 
 }  // namespace podrun

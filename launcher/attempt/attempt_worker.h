@@ -18,6 +18,7 @@
 #include "launcher/base/parallel_for.h"
 #include "launcher/connect/agent_connection.h"
 #include "launcher/store/job_store.h"
+#include "launcher/store/run_records.h"
 
 namespace podrun {
 
@@ -92,8 +93,18 @@ class AttemptRecorder {
   void SetJobHosts(const std::vector<JobHost>& hosts);
   // The root cause that ended the attempt, as the report says it.
   void SetCause(AttemptEnd end, const std::string& cause);
+  // The workers' progress and new step samples (insight/step_tracker.h).
+  void SaveProgress(const std::vector<WorkerProgress>& progress,
+                    const std::vector<StepSamplesUpdate>& samples);
+  // The hang report made when the stall watch fired, kept with the attempt.
+  void SetHangReport(const HangReportRecord& report);
 
  private:
+  // Runs `write` on the store under the lock; a store error is said as a warning (the attempt
+  // goes on: its record is not worth stopping a job for).
+  template <typename Write>
+  void Guarded(const Write& write);
+
   JobStore& store_;
   const AttemptPlan& plan_;
   std::mutex mutex_;

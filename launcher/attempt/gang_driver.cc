@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "launcher/attempt/hang_report.h"
 #include "launcher/attempt/log_follower.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
@@ -28,6 +29,7 @@ bool EndFailed(const ProcessEnd& end) { return !end.exit_code || *end.exit_code 
 
 GangDriver::~GangDriver() {
   stall_.reset();  // its thread could start stoppers
+  progress_.reset();
   stoppers_.JoinAll();
 }
 
@@ -191,6 +193,7 @@ void GangDriver::StopWorker(AttemptWorker& w) {
 
 void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq) {
   output_->Finish(w.index);
+  if (progress_) progress_->tracker().Ended(w.index);
   WorkerUpdate update{.exit_code = end.exit_code,
                       .signal = end.signal,
                       .end_ns = end.end_time_ns,
@@ -210,6 +213,7 @@ void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_
 
 void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
   output_->Finish(w.index);
+  if (progress_) progress_->tracker().Ended(w.index);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
   if (auto state = GoneNode(w.index); state && lost.rfind(*state, 0) != 0) {
@@ -231,6 +235,13 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
 }
 
 void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
+  std::vector<int> indexes;
+  for (AttemptWorker* w : workers) indexes.push_back(w->index);
+  progress_.emplace(plan_.spec, indexes, Say,
+                    [this](const std::vector<WorkerProgress>& progress,
+                           const std::vector<StepSamplesUpdate>& samples) {
+                      recorder_.SaveProgress(progress, samples);
+                    });
   std::vector<LogFollowJob> jobs;
   for (AttemptWorker* w : workers) {
     LogFollowJob job;
@@ -265,6 +276,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
         if (stall_) stall_->Output(now);
         w->last_output_ns = now.time_since_epoch().count();
         output_->Add(index, records);
+        progress_->tracker().Add(index, records, w->connection.clock_offset_ns());
       }
       return true;
     };
@@ -274,6 +286,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
     stall_.emplace(std::chrono::seconds(plan_.spec.stall_seconds), started_,
                    [this](std::chrono::seconds silent) { OnStall(silent); });
   }
+  progress_->Start();
   FollowLogs(std::move(jobs), [&](size_t i, const LogFollowResult& result) {
     workers[i]->gap = result.gap;
     if (result.end && result.end->lost) {
@@ -285,6 +298,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
     }
   });
   stall_.reset();  // joins its thread: no stall is reported after the logs are done
+  progress_->Stop();  // the last steps saved
 }
 
 std::optional<std::string> GangDriver::GoneNode(int index) {
@@ -292,9 +306,16 @@ std::optional<std::string> GangDriver::GoneNode(int index) {
 }
 
 void GangDriver::OnStall(std::chrono::seconds silent) {
-  const std::string reason =
+  std::string reason =
       fmt::format("hung: no output from any worker for {} s (stall_seconds: {})", silent.count(),
                   plan_.spec.stall_seconds);
+  // What every worker is doing, asked before anything is stopped.
+  Say(reason + "; asking every worker what its processes are doing");
+  hang_verdict_ = MakeHangReport(plan_, recorder_, workers_,
+                                 progress_ ? &progress_->tracker() : nullptr);
+  if (!hang_verdict_.empty() && hang_verdict_.front().suspect) {
+    reason += "; " + hang_verdict_.front().text;
+  }
   std::vector<AttemptWorker*> unsent;
   {
     std::lock_guard lock(mutex_);

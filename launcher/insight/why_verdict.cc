@@ -90,14 +90,15 @@ void MakeVerdict(WhyReport& report, int64_t now_ns) {
   }
   struct Ranked {
     const WorkerWhy* w;
-    bool behind, differs;
+    bool behind, differs, gone;  // gone: unreachable, or its job no longer runs there
     double silent;
   };
   std::vector<Ranked> ranked;
   for (const WorkerWhy& w : report.workers) {
     const bool behind = w.progress.step && highest && *w.progress.step < *highest;
     const bool differs = !usual.empty() && Signature(w) != usual;
-    ranked.push_back({&w, behind, differs, SilentSeconds(w).value_or(-1)});
+    const bool gone = !w.report || w.report->state != AgentJobState::kRunning;
+    ranked.push_back({&w, behind, differs, gone, SilentSeconds(w).value_or(-1)});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     if (a.behind != b.behind) return a.behind;
@@ -105,6 +106,7 @@ void MakeVerdict(WhyReport& report, int64_t now_ns) {
       return *a.w->progress.step < *b.w->progress.step;
     }
     if (a.differs != b.differs) return a.differs;
+    if (a.gone != b.gone) return a.gone;
     if (a.silent != b.silent) return a.silent > b.silent;
     return a.w->worker < b.w->worker;
   });
@@ -138,7 +140,7 @@ void MakeVerdict(WhyReport& report, int64_t now_ns) {
   }
 }
 
-std::string WhyText(const WhyReport& report, size_t stack_lines) {
+std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed) {
   std::ostringstream out;
   const size_t suspects = std::count_if(report.verdict.begin(), report.verdict.end(),
                                         [](const WhyLine& l) { return l.suspect; });
@@ -147,7 +149,13 @@ std::string WhyText(const WhyReport& report, size_t stack_lines) {
                      suspects ? fmt::format("{} suspect{} first", suspects, suspects == 1 ? "" : "s")
                               : std::string("no worker stands out (longest silent first)"));
   for (const WhyLine& line : report.verdict) out << line.text << "\n";
+  size_t shown = 0;
   for (const WhyLine& line : report.verdict) {
+    if (shown++ == detailed) {
+      out << fmt::format("\n(the other {} workers' processes: podrun why {} --json)\n",
+                         report.verdict.size() - detailed, report.job_id);
+      break;
+    }
     const WorkerWhy& w = *std::find_if(report.workers.begin(), report.workers.end(),
                                        [&](const WorkerWhy& x) { return x.worker == line.worker; });
     if (!w.report) continue;

@@ -5,6 +5,7 @@
 // brought back and the workers' steps, so tests give it any picture.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -53,9 +54,11 @@ const AgentProcessReport* MainProcess(const AgentWhyReport& report);
 // "7m12s", "42s", "3h05m".
 std::string ShortDuration(double seconds);
 
-// The report as printed: the verdict, then per worker its processes, stacks and notes.
-// `stack_lines`: at most this many lines of each stack (0: all).
-std::string WhyText(const WhyReport& report, size_t stack_lines = 40);
+// The report as printed: the verdict, then per worker its processes, stacks and notes, for the
+// first `detailed` workers of the verdict. `stack_lines`: at most this many lines of each stack
+// (0: all).
+std::string WhyText(const WhyReport& report, size_t stack_lines = 40,
+                    size_t detailed = static_cast<size_t>(-1));
 // The report for scripts (`podrun why --json`, and kept with an attempt).
 nlohmann::json WhyJson(const WhyReport& report);
 
