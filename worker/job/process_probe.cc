@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <set>
 #include <thread>
 
 #include "proto/run_program.h"
@@ -250,7 +251,7 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
 
   // The signal, before the window, so that what it makes a program print lands in the job's
   // log while the window runs.
-  std::map<pid_t, bool> signalled;
+  std::set<pid_t> signalled;
   if (options.signal > 0) {
     int live = 0, sent = 0;
     for (const ProcStat& stat : first) {
@@ -260,7 +261,7 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
       p.caught_signals =
           ParseProcStatus(ReadProcFile(ProcPath(stat.pid, "status"), 16 << 10)).caught_signals;
       if (p.Catches(options.signal) && SignalProcess(stat.pid, stat.start_ticks, options.signal)) {
-        signalled[stat.pid] = true;
+        signalled.insert(stat.pid);
         ++sent;
       }
     }
