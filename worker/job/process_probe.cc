@@ -10,9 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <map>
+#include <set>
 #include <thread>
 
+#include "proto/run_program.h"
 #include "proto/unique_fd.h"
 #include "worker/job/syscall_names.h"
 
@@ -63,23 +64,70 @@ bool SignalProcess(pid_t pid, uint64_t start_ticks, int sig) {
   return same() && ::kill(pid, sig) == 0;
 }
 
-// Fills what /proc says of `p` beyond its stat.
-void ReadDetails(ProcessProbe* p, int64_t boot_wall_ns) {
+// Fills what /proc says of `p` beyond its stat. False when its system call could not be read (a
+// live process's syscall file is never empty).
+bool ReadDetails(ProcessProbe* p, int64_t boot_wall_ns) {
   std::string comm = ReadProcFile(ProcPath(p->pid, "comm"), 64);
   p->command = Utf8Text(Trim(comm), 64);
   p->cmdline = CmdlineText(ReadProcFile(ProcPath(p->pid, "cmdline"), kCmdlineMaxBytes + 1));
   p->state = ProcessStateName(p->state_code);
   const std::string wchan(Trim(ReadProcFile(ProcPath(p->pid, "wchan"), 256)));
   p->wchan = wchan == "0" ? "" : Utf8Text(wchan, 128);
-  p->syscall = SyscallFromProc(ReadProcFile(ProcPath(p->pid, "syscall"), 512));
+  const std::string syscall = ReadProcFile(ProcPath(p->pid, "syscall"), 512);
+  p->syscall = SyscallFromProc(syscall);
   const ProcStatus status = ParseProcStatus(ReadProcFile(ProcPath(p->pid, "status"), 16 << 10));
   p->threads = status.threads;
   p->caught_signals = status.caught_signals;
   p->started_ns =
       boot_wall_ns + static_cast<int64_t>(p->start_ticks * 1'000'000'000 / TicksPerSecond());
+  return !syscall.empty() || p->IsZombie();
+}
+
+// The current system calls of the probes whose /proc/<pid>/syscall was unreadable, read through
+// `sudo -n` in one program.
+void ReadSyscallsThroughSudo(std::vector<ProcessProbe*>& unread) {
+  std::vector<std::string> argv = {"sudo", "-n", "head", "-v", "-n1", "--"};
+  for (const ProcessProbe* p : unread) argv.push_back(ProcPath(p->pid, "syscall"));
+  const ProgramResult result = RunProgram(argv);
+  if (result.exit_code < 0) return;  // no sudo: the system calls stay unknown
+  // Exits 1 when a process ended meanwhile: the others' lines are still there.
+  const std::map<pid_t, std::string> lines = ParseHeadSyscalls(result.out);
+  for (ProcessProbe* p : unread) {
+    if (const auto it = lines.find(p->pid); it != lines.end()) {
+      p->syscall = SyscallFromProc(it->second);
+    }
+  }
 }
 
 }  // namespace
+
+bool TracingNeedsSudo() {
+  const std::string text = ReadProcFile("/proc/sys/kernel/yama/ptrace_scope", 16);
+  int scope = 0;
+  std::from_chars(text.data(), text.data() + text.size(), scope);
+  return scope >= 1 && ::geteuid() != 0;
+}
+
+std::map<pid_t, std::string> ParseHeadSyscalls(std::string_view out) {
+  std::map<pid_t, std::string> lines;
+  pid_t pid = 0;  // of the file whose header came last (0: none)
+  while (!out.empty()) {
+    const size_t eol = out.find('\n');
+    const std::string_view line = out.substr(0, eol);
+    out = eol == std::string_view::npos ? std::string_view() : out.substr(eol + 1);
+    constexpr std::string_view kHead = "==> /proc/", kTail = "/syscall <==";
+    if (line.starts_with(kHead) && line.ends_with(kTail)) {
+      const std::string_view number =
+          line.substr(kHead.size(), line.size() - kHead.size() - kTail.size());
+      const char* end = number.data() + number.size();
+      if (std::from_chars(number.data(), end, pid).ptr != end || pid <= 0) pid = 0;
+    } else if (pid > 0 && !line.empty()) {
+      lines.emplace(pid, std::string(line));
+      pid = 0;
+    }
+  }
+  return lines;
+}
 
 bool ProcessProbe::Catches(int sig) const {
   return sig >= 1 && sig <= 64 && (caught_signals >> (sig - 1)) & 1;
@@ -203,7 +251,7 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
 
   // The signal, before the window, so that what it makes a program print lands in the job's
   // log while the window runs.
-  std::map<pid_t, bool> signalled;
+  std::set<pid_t> signalled;
   if (options.signal > 0) {
     int live = 0, sent = 0;
     for (const ProcStat& stat : first) {
@@ -213,7 +261,7 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
       p.caught_signals =
           ParseProcStatus(ReadProcFile(ProcPath(stat.pid, "status"), 16 << 10)).caught_signals;
       if (p.Catches(options.signal) && SignalProcess(stat.pid, stat.start_ticks, options.signal)) {
-        signalled[stat.pid] = true;
+        signalled.insert(stat.pid);
         ++sent;
       }
     }
@@ -235,6 +283,7 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
 
   const int64_t window_ns = std::max<int64_t>(1, ClockNs(CLOCK_MONOTONIC) - window_begin);
   const int64_t boot_wall_ns = ClockNs(CLOCK_REALTIME) - ClockNs(CLOCK_BOOTTIME);
+  std::vector<bool> unread_syscall;
   for (const ProcStat& before : first) {
     const std::optional<ProcStat> after = ReadProcStat(before.pid);
     if (!after || after->start_ticks != before.start_ticks) continue;  // gone meanwhile
@@ -248,8 +297,15 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
     p.cpu_percent = static_cast<double>(ticks) * 1e9 / static_cast<double>(TicksPerSecond()) /
                     static_cast<double>(window_ns) * 100.0;
     p.signalled = signalled.contains(p.pid);
-    ReadDetails(&p, boot_wall_ns);
+    unread_syscall.push_back(!ReadDetails(&p, boot_wall_ns));
     probe.processes.push_back(std::move(p));
+  }
+  std::vector<ProcessProbe*> unread;
+  for (size_t i = 0; i < probe.processes.size(); ++i) {
+    if (unread_syscall[i]) unread.push_back(&probe.processes[i]);
+  }
+  if (!unread.empty() && options.sudo_for_syscalls && TracingNeedsSudo()) {
+    ReadSyscallsThroughSudo(unread);
   }
   return probe;
 }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,9 @@ struct ProcessProbe {
 struct ProbeOptions {
   int signal = 0;  // > 0: sent, before the window, to the processes that catch it
   std::chrono::milliseconds cpu_window{1000};
+  // Where /proc/<pid>/syscall is closed to the agent (TracingNeedsSudo), read it through
+  // `sudo -n` (one `head` for all the processes).
+  bool sudo_for_syscalls = true;
 };
 
 struct JobProbe {
@@ -62,6 +66,15 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
 
 // Probes the processes of the job `leader` leads (JobProcesses).
 JobProbe ProbeJob(const ProcessIdentity& leader, const ProbeOptions& options);
+
+// True when Yama keeps the agent from tracing processes that are not its descendants (a job's,
+// started through a double fork): ptrace_scope >= 1 and not root. Their /proc/<pid>/syscall is
+// then unreadable to it, and gdb or py-spy need `sudo -n`.
+bool TracingNeedsSudo();
+
+// The /proc/<pid>/syscall lines of `head -v -n1 /proc/A/syscall /proc/B/syscall ...`'s output,
+// by pid (each file is named in a "==> NAME <==" line before its own).
+std::map<pid_t, std::string> ParseHeadSyscalls(std::string_view out);
 
 // "running", "sleeping", "disk wait", "stopped", "tracing stop", "zombie", "idle" for R, S, D, T,
 // t, Z, I; "dead" for X; "?" for anything else.

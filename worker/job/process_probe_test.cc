@@ -104,6 +104,12 @@ TEST(ProcessProbeTest, ParsesProcFiles) {
   EXPECT_EQ(Utf8Text("ab\xc3\xa9", 3), "ab");      // never half a character
   EXPECT_EQ(Utf8Text("\xed\xa0\x80", 10), "???");  // a surrogate
   EXPECT_EQ(SignalName(SIGUSR1), "SIGUSR1");
+
+  // `sudo -n head -v -n1 /proc/A/syscall ...` where the agent cannot read them itself.
+  const std::map<pid_t, std::string> lines = ParseHeadSyscalls(
+      "==> /proc/12/syscall <==\n202 0x1 0x2\n\n==> /proc/13/syscall <==\nrunning\n\n"
+      "==> /proc/x/syscall <==\n7 0x1\n");
+  EXPECT_EQ(lines, (std::map<pid_t, std::string>{{12, "202 0x1 0x2"}, {13, "running"}}));
 }
 
 TEST(ProcessProbeTest, ASleepingChildSleepsInASleepCall) {

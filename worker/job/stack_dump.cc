@@ -61,14 +61,6 @@ std::vector<std::string> DefaultSearchDirs() {
   return dirs;
 }
 
-// Yama's ptrace_scope (0 when there is no Yama).
-int PtraceScope() {
-  const std::string text = ReadProcFile("/proc/sys/kernel/yama/ptrace_scope", 16);
-  int scope = 0;
-  std::from_chars(text.data(), text.data() + text.size(), scope);
-  return scope;
-}
-
 std::string BaseName(std::string_view path) {
   const size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
@@ -236,7 +228,7 @@ StackTools FindStackTools(const StackOptions& options) {
   StackTools tools;
   tools.py_spy = FindIn(dirs, "py-spy");
   tools.gdb = FindIn(dirs, "gdb");
-  tools.use_sudo = options.use_sudo.value_or(PtraceScope() >= 1 && ::geteuid() != 0);
+  tools.use_sudo = options.use_sudo.value_or(TracingNeedsSudo());
   if (tools.use_sudo) {
     tools.sudo = FindIn(dirs, "sudo");
     tools.timeout = FindIn(dirs, "timeout");
