@@ -21,6 +21,7 @@
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
 #include "launcher/commands/top_command.h"
+#include "launcher/commands/why_command.h"
 #include "launcher/commands/up_command.h"
 #include "launcher/commands/version.h"
 #include "launcher/commands/watch_command.h"
@@ -59,6 +60,7 @@ const std::vector<Command>& Commands() {
       StopCommand(),
       LsCommand(),
       TopCommand(),
+      WhyCommand(),
       RerunCommand(),
       UpCommand(),
       DownCommand(),
