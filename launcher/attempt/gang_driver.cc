@@ -297,7 +297,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
       OnLost(*workers[i], result.lost);
     }
   });
-  stall_.reset();  // joins its thread: no stall is reported after the logs are done
+  stall_.reset();     // joins its thread: no stall is reported after the logs are done
   progress_->Stop();  // the last steps saved
 }
 
@@ -306,13 +306,12 @@ std::optional<std::string> GangDriver::GoneNode(int index) {
 }
 
 void GangDriver::OnStall(std::chrono::seconds silent) {
-  std::string reason =
-      fmt::format("hung: no output from any worker for {} s (stall_seconds: {})", silent.count(),
-                  plan_.spec.stall_seconds);
+  std::string reason = fmt::format("hung: no output from any worker for {} s (stall_seconds: {})",
+                                   silent.count(), plan_.spec.stall_seconds);
   // What every worker is doing, asked before anything is stopped.
   Say(reason + "; asking every worker what its processes are doing");
-  hang_verdict_ = MakeHangReport(plan_, recorder_, workers_,
-                                 progress_ ? &progress_->tracker() : nullptr);
+  hang_verdict_ =
+      MakeHangReport(plan_, recorder_, workers_, progress_ ? &progress_->tracker() : nullptr);
   if (!hang_verdict_.empty() && hang_verdict_.front().suspect) {
     reason += "; " + hang_verdict_.front().text;
   }

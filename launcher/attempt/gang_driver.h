@@ -87,7 +87,7 @@ class GangDriver {
   std::mutex mutex_;
   Gang gang_;  // guarded by mutex_
   std::unique_ptr<AttemptOutput> output_;
-  std::optional<StallWatch> stall_;  // stall_seconds > 0, while following
+  std::optional<StallWatch> stall_;        // stall_seconds > 0, while following
   std::optional<ProgressWatch> progress_;  // while following
   std::vector<WhyLine> hang_verdict_;      // the hang report's, when the stall watch fired
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

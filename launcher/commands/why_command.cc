@@ -27,7 +27,8 @@ ExitCode RunWhy(const WhyCommandRequest& request) {
     return ExitCode::kOk;
   }
   if (attempt->state != AttemptState::kRunning) {
-    Say(fmt::format("job {} attempt {} is not running ({}): its processes are gone; its hang "
+    Say(
+        fmt::format("job {} attempt {} is not running ({}): its processes are gone; its hang "
                     "report, if one was made, is in podrun status {}",
                     job.id, attempt->number, AttemptStateName(attempt->state), job.id));
   }
@@ -57,12 +58,11 @@ ExitCode RunWhy(const WhyCommandRequest& request) {
     targets.push_back(std::move(t));
   }
   const WhyReport report = GatherWhy(job.id, attempt->number, targets, why);
-  const bool written =
-      WriteAll(STDOUT_FILENO,
-               request.json ? WhyJson(report).dump(2, ' ', false,
-                                                    nlohmann::json::error_handler_t::replace) +
-                                  "\n"
-                            : WhyText(report));
+  const bool written = WriteAll(
+      STDOUT_FILENO,
+      request.json
+          ? WhyJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+          : WhyText(report));
   if (!written) return ExitCode::kOk;  // the reader went away
   for (const WorkerWhy& w : report.workers) {
     if (!w.report && !w.error.empty() && w.error.find("no record") == std::string::npos) {

@@ -7,9 +7,9 @@ namespace podrun {
 
 ProgressWatch::ProgressWatch(const JobSpec& spec, const std::vector<int>& workers,
                              std::function<void(const std::string&)> say, SaveFn save)
-    : tracker_(spec.progress, workers,
-               {.ratio = spec.straggler_ratio,
-                .after = std::chrono::seconds(spec.straggler_seconds)}),
+    : tracker_(
+          spec.progress, workers,
+          {.ratio = spec.straggler_ratio, .after = std::chrono::seconds(spec.straggler_seconds)}),
       say_(std::move(say)),
       save_(std::move(save)) {}
 

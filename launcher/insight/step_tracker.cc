@@ -34,8 +34,7 @@ StepTracker::StepTracker(const std::string& pattern, const std::vector<int>& wor
   }
 }
 
-void StepTracker::Add(int worker, const std::vector<LogRecord>& records,
-                      int64_t clock_offset_ns) {
+void StepTracker::Add(int worker, const std::vector<LogRecord>& records, int64_t clock_offset_ns) {
   if (!pattern_.enabled()) return;
   auto it = workers_.find(worker);
   if (it == workers_.end()) return;
@@ -65,7 +64,7 @@ void StepTracker::Line(Worker& w, int64_t time_ns) {
 
 void StepTracker::Stepped(Worker& w, int64_t time_ns, int64_t step) {
   WorkerProgress& p = w.progress;
-  if (p.step && *p.step == step) return;  // the same step said again (a second log line)
+  if (p.step && *p.step == step) return;           // the same step said again (a second log line)
   if (p.step && step < *p.step) w.window.clear();  // counting again (a new loop): a new rate
   p.step = step;
   p.step_ns = time_ns;
@@ -121,9 +120,9 @@ std::vector<std::string> StepTracker::Check(int64_t now_ns) {
     Seen s{w.get(), Rate(*w, now_ns), w->progress.step, w->progress.step_ns, w->ended};
     // Its time per step while it stepped (not counting since: a hang stops every worker).
     if (w->window.size() >= 2 && w->window.back().step > w->window.front().step) {
-      intervals.push_back(static_cast<double>(w->window.back().time_ns -
-                                              w->window.front().time_ns) /
-                          static_cast<double>(w->window.back().step - w->window.front().step));
+      intervals.push_back(
+          static_cast<double>(w->window.back().time_ns - w->window.front().time_ns) /
+          static_cast<double>(w->window.back().step - w->window.front().step));
     }
     if (s.rate != w->progress.steps_per_s) {
       w->progress.steps_per_s = s.rate;
@@ -149,9 +148,9 @@ std::vector<std::string> StepTracker::Check(int64_t now_ns) {
     if (!s.ended && s.step && ahead && *ahead > *s.step && !w.behind_named &&
         now_ns - *s.step_ns >= behind_after) {
       w.behind_named = true;
-      said.push_back(fmt::format("w{} stopped at step {} for {:.0f} s while another worker is at {}",
-                                 index, *s.step, static_cast<double>(now_ns - *s.step_ns) / 1e9,
-                                 *ahead));
+      said.push_back(
+          fmt::format("w{} stopped at step {} for {:.0f} s while another worker is at {}", index,
+                      *s.step, static_cast<double>(now_ns - *s.step_ns) / 1e9, *ahead));
     }
     // Straggler: its rate below ratio x median for straggler_seconds.
     if (s.ended || !s.rate || median <= 0) {

@@ -66,8 +66,8 @@ class StepTracker {
   };
   struct Worker {
     mutable std::mutex mutex;
-    std::string line;        // the current line's start (at most kLineBytes)
-    bool line_cut = false;   // the current line is longer: the rest is not looked at
+    std::string line;       // the current line's start (at most kLineBytes)
+    bool line_cut = false;  // the current line is longer: the rest is not looked at
     std::deque<Point> window;
     StepThinning thinning;
     WorkerProgress progress;

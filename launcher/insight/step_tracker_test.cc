@@ -51,7 +51,8 @@ TEST(StepTrackerTest, AProgramWithoutStepsRecordsAndSaysNothing) {
 }
 
 TEST(StepTrackerTest, ASlowWorkerIsFlaggedOnceAfterTheStragglerTimeAndTheOthersAreNot) {
-  StepTracker t(kDefaultProgressPattern, {0, 1, 2, 3}, {.ratio = 0.5, .after = std::chrono::seconds(10)});
+  StepTracker t(kDefaultProgressPattern, {0, 1, 2, 3},
+                {.ratio = 0.5, .after = std::chrono::seconds(10)});
   std::vector<std::string> said;
   int64_t slow_step = 0;
   for (int tenth = 0; tenth <= 400; ++tenth) {  // 40 s; workers 0-2 at 10 steps/s, w3 at 2.5
@@ -72,7 +73,8 @@ TEST(StepTrackerTest, ASlowWorkerIsFlaggedOnceAfterTheStragglerTimeAndTheOthersA
 }
 
 TEST(StepTrackerTest, ABriefDipIsNotAStraggler) {
-  StepTracker t(kDefaultProgressPattern, {0, 1, 2}, {.ratio = 0.5, .after = std::chrono::seconds(30)});
+  StepTracker t(kDefaultProgressPattern, {0, 1, 2},
+                {.ratio = 0.5, .after = std::chrono::seconds(30)});
   std::vector<std::string> said;
   int64_t step2 = 0;
   for (int s = 0; s <= 60; ++s) {
@@ -123,7 +125,8 @@ TEST(StepTrackerTest, ChangesCarryTheThinnedSamplesAndTheStepsWithTheLaunchersCl
 
 TEST(StepTrackerTest, ALongLineIsLookedAtOnlyInItsStart) {
   StepTracker t(kDefaultProgressPattern, {0}, {});
-  t.Add(0, {At(1, std::string(5000, 'x') + " step 9\n" + "step 3 " + std::string(5000, 'y') + "\n")});
+  t.Add(0,
+        {At(1, std::string(5000, 'x') + " step 9\n" + "step 3 " + std::string(5000, 'y') + "\n")});
   EXPECT_EQ(3, t.Progress()[0].step);
 }
 

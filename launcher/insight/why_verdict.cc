@@ -17,12 +17,18 @@ bool IsShell(const std::string& command) {
 
 const char* StateName(AgentJobState state) {
   switch (state) {
-    case AgentJobState::kUnknown: return "unknown";
-    case AgentJobState::kPrepared: return "not started";
-    case AgentJobState::kRunning: return "running";
-    case AgentJobState::kExited: return "exited";
-    case AgentJobState::kStopped: return "stopped";
-    case AgentJobState::kLost: return "lost";
+    case AgentJobState::kUnknown:
+      return "unknown";
+    case AgentJobState::kPrepared:
+      return "not started";
+    case AgentJobState::kRunning:
+      return "running";
+    case AgentJobState::kExited:
+      return "exited";
+    case AgentJobState::kStopped:
+      return "stopped";
+    case AgentJobState::kLost:
+      return "lost";
   }
   return "unknown";
 }
@@ -146,8 +152,9 @@ std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed
                                         [](const WhyLine& l) { return l.suspect; });
   out << fmt::format("why: job {} attempt {}: {} workers, gathered in {:.1f} s; {}\n",
                      report.job_id, report.attempt, report.workers.size(), report.gather_seconds,
-                     suspects ? fmt::format("{} suspect{} first", suspects, suspects == 1 ? "" : "s")
-                              : std::string("no worker stands out (longest silent first)"));
+                     suspects
+                         ? fmt::format("{} suspect{} first", suspects, suspects == 1 ? "" : "s")
+                         : std::string("no worker stands out (longest silent first)"));
   for (const WhyLine& line : report.verdict) out << line.text << "\n";
   size_t shown = 0;
   for (const WhyLine& line : report.verdict) {
@@ -163,11 +170,10 @@ std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed
     if (auto silent = SilentSeconds(w)) out << fmt::format(", silent {}", ShortDuration(*silent));
     out << "\n";
     for (const AgentProcessReport& p : w.report->processes) {
-      out << fmt::format("  pid {} {} [{}] {}{}, CPU {:.0f}%, {} thread{}{}\n", p.pid, p.command,
-                         p.cmdline, Where(p),
-                         !p.syscall.empty() && !p.wchan.empty() ? " (" + p.syscall + ")" : "",
-                         p.cpu_percent, p.threads, p.threads == 1 ? "" : "s",
-                         p.signalled ? ", signalled" : "");
+      out << fmt::format(
+          "  pid {} {} [{}] {}{}, CPU {:.0f}%, {} thread{}{}\n", p.pid, p.command, p.cmdline,
+          Where(p), !p.syscall.empty() && !p.wchan.empty() ? " (" + p.syscall + ")" : "",
+          p.cpu_percent, p.threads, p.threads == 1 ? "" : "s", p.signalled ? ", signalled" : "");
       if (!p.stack.empty()) {
         out << fmt::format("    stack ({}):\n", p.stack_tool);
         std::istringstream lines(p.stack);
@@ -209,13 +215,20 @@ nlohmann::json WhyJson(const WhyReport& report) {
       if (!r.signal_note.empty()) j["signal_note"] = r.signal_note;
       nlohmann::json processes = nlohmann::json::array();
       for (const AgentProcessReport& p : r.processes) {
-        processes.push_back({{"pid", p.pid},           {"ppid", p.ppid},
-                             {"command", p.command},   {"cmdline", p.cmdline},
-                             {"state", p.state},       {"wchan", p.wchan},
-                             {"syscall", p.syscall},   {"cpu_percent", p.cpu_percent},
-                             {"threads", p.threads},   {"started_ns", p.started_ns},
-                             {"signalled", p.signalled}, {"stack_tool", p.stack_tool},
-                             {"stack", p.stack},       {"stack_error", p.stack_error}});
+        processes.push_back({{"pid", p.pid},
+                             {"ppid", p.ppid},
+                             {"command", p.command},
+                             {"cmdline", p.cmdline},
+                             {"state", p.state},
+                             {"wchan", p.wchan},
+                             {"syscall", p.syscall},
+                             {"cpu_percent", p.cpu_percent},
+                             {"threads", p.threads},
+                             {"started_ns", p.started_ns},
+                             {"signalled", p.signalled},
+                             {"stack_tool", p.stack_tool},
+                             {"stack", p.stack},
+                             {"stack_error", p.stack_error}});
       }
       j["processes"] = std::move(processes);
     }
@@ -226,7 +239,7 @@ nlohmann::json WhyJson(const WhyReport& report) {
     verdict.push_back({{"worker", l.worker}, {"suspect", l.suspect}, {"line", l.text}});
   }
   return {{"job", report.job_id},          {"attempt", report.attempt},
-          {"made_ns", report.made_ns},      {"gather_s", report.gather_seconds},
+          {"made_ns", report.made_ns},     {"gather_s", report.gather_seconds},
           {"verdict", std::move(verdict)}, {"workers", std::move(workers)}};
 }
 

@@ -7,11 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/store/run_records.h"

@@ -51,9 +51,10 @@ TEST(WhyVerdictTest, TheWorkerBehindComesFirstWithItsStepProcessWaitAndTime) {
   }
   MakeVerdict(report, now);
   ASSERT_EQ(4u, report.verdict.size());
-  EXPECT_EQ("w2: suspect: step 1512 (others 1513), python3 pid 4242 in futex_wait_queue 7m12s, "
-            "CPU 0%",
-            report.verdict[0].text);
+  EXPECT_EQ(
+      "w2: suspect: step 1512 (others 1513), python3 pid 4242 in futex_wait_queue 7m12s, "
+      "CPU 0%",
+      report.verdict[0].text);
   EXPECT_TRUE(report.verdict[0].suspect);
   for (size_t i = 1; i < 4; ++i) EXPECT_FALSE(report.verdict[i].suspect) << report.verdict[i].text;
   // Then the longest silent: w0 (431 s), w1, w3.
@@ -70,7 +71,8 @@ TEST(WhyVerdictTest, TheWorkerBehindComesFirstWithItsStepProcessWaitAndTime) {
 TEST(WhyVerdictTest, AtOneStepTheWorkerWhoseStateDiffersIsTheSuspect) {
   const int64_t now = 5000 * kS;
   WhyReport report;
-  for (int i = 0; i < 4; ++i) report.workers.push_back(Worker(i, 7, now - 60 * kS, "futex_wait_queue", 60, now));
+  for (int i = 0; i < 4; ++i)
+    report.workers.push_back(Worker(i, 7, now - 60 * kS, "futex_wait_queue", 60, now));
   // w3 spins: running, 100% CPU.
   auto& p = report.workers[3].report->processes[1];
   p.state = "running";
@@ -81,7 +83,8 @@ TEST(WhyVerdictTest, AtOneStepTheWorkerWhoseStateDiffersIsTheSuspect) {
   report.workers[1].error = "agent Why: UNAVAILABLE";
   MakeVerdict(report, now);
   EXPECT_EQ("w1: suspect: step 7, unreachable: agent Why: UNAVAILABLE", report.verdict[0].text);
-  EXPECT_EQ("w3: suspect: step 7, python3 pid 4243 running 1m00s, CPU 100%", report.verdict[1].text);
+  EXPECT_EQ("w3: suspect: step 7, python3 pid 4243 running 1m00s, CPU 100%",
+            report.verdict[1].text);
   EXPECT_FALSE(report.verdict[2].suspect);
 }
 

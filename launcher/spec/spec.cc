@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -135,8 +135,7 @@ void ReadProgress(const YamlReader& yaml, const Node& key, const Node& value, Jo
   spec->progress = pattern;
 }
 
-void ReadStragglerRatio(const YamlReader& yaml, const Node& key, const Node& value,
-                        JobSpec* spec) {
+void ReadStragglerRatio(const YamlReader& yaml, const Node& key, const Node& value, JobSpec* spec) {
   const std::string text = yaml.Scalar(key, value, "a number between 0 and 1");
   char* end = nullptr;
   errno = 0;
