@@ -127,7 +127,7 @@ CREATE TABLE step_samples (
   time_ns INTEGER NOT NULL,          -- the worker's clock when it printed the step
   step INTEGER NOT NULL,
   PRIMARY KEY (job_id, attempt, idx, time_ns)
-);
+) WITHOUT ROWID;
 ALTER TABLE workers ADD COLUMN step INTEGER;           -- its latest step; NULL: none seen
 ALTER TABLE workers ADD COLUMN step_ns INTEGER;        -- when it printed it
 ALTER TABLE workers ADD COLUMN first_step_ns INTEGER;  -- when it printed its first

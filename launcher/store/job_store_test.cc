@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "launcher/base/error.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store_schema.h"
+#include "launcher/store/run_records.h"
 #include "launcher/store/recovery_records.h"
 
 namespace podrun {
@@ -253,7 +255,7 @@ TEST_F(JobStoreTest, SchemaVersionAndWal) {
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
   EXPECT_EQ(kJobStoreSchemaVersion, sqlite3_column_int(st, 0));
-  EXPECT_EQ(4, kJobStoreSchemaVersion);
+  EXPECT_EQ(5, kJobStoreSchemaVersion);
   sqlite3_finalize(st);
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
@@ -400,6 +402,60 @@ TEST_F(JobStoreTest, RecoveryRecords) {
   EXPECT_EQ("node-1", records.Recreations(job.id)[0].node);
   records.EndRecreation(job.id, {"node-1", "z", "p", 0});
   EXPECT_TRUE(records.Recreations(job.id).empty());
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+TEST(RunRecordsTest, ProgressSamplesPhasesAndTheHangReportRoundTrip) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("run-records-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  JobStore store(dir / "podrun.db");
+  JobRecord job;
+  job.name = "j";
+  job.pod = "hosts:2";
+  job.spec_text = "run: x\n";
+  job.spec_path = "j.yaml";
+  job.hosts = {{0, "u", "a", 22, "a"}, {1, "u", "b", 22, "b"}};
+  job = store.CreateJob(job);
+  const int attempt = store.AddAttempt(job.id, {0, 1}, AttemptReason::kLaunch, 100);
+  RunRecords records(store);
+  // Nothing recorded yet: every worker without a step.
+  auto none = records.Progress(job.id, attempt);
+  ASSERT_EQ(2u, none.size());
+  EXPECT_FALSE(none[1].step.has_value());
+  records.SaveProgress(job.id, attempt,
+                       {{.worker = 1, .step = 7, .step_ns = 900, .first_step_ns = 300,
+                         .steps_per_s = 0.5, .straggler = "0.50 steps/s vs median 1.00"}},
+                       {{.worker = 1, .replace = false, .samples = {{300, 1}, {900, 7}}}});
+  records.SaveProgress(job.id, attempt, {},
+                       {{.worker = 1, .replace = true, .samples = {{300, 1}}},
+                        {.worker = 0, .replace = false, .samples = {{400, 2}}}});
+  auto progress = records.Progress(job.id, attempt);
+  EXPECT_EQ(7, progress[1].step);
+  EXPECT_EQ(900, progress[1].step_ns);
+  EXPECT_EQ(300, progress[1].first_step_ns);
+  EXPECT_DOUBLE_EQ(0.5, *progress[1].steps_per_s);
+  EXPECT_EQ("0.50 steps/s vs median 1.00", progress[1].straggler);
+  EXPECT_EQ((std::vector<StepSample>{{300, 1}}), records.StepSamples(job.id, attempt, 1));
+  EXPECT_EQ((std::vector<StepSample>{{400, 2}}), records.StepSamples(job.id, attempt, 0));
+  records.SetPhases(job.id, attempt,
+                    {{.worker = 0, .phase = "agents", .start_ns = 1, .end_ns = 5, .failed = false},
+                     {.worker = 0, .phase = "sync", .start_ns = 5, .end_ns = {}, .failed = true}});
+  auto phases = records.Phases(job.id, attempt);
+  ASSERT_EQ(2u, phases.size());
+  EXPECT_EQ("sync", phases[1].phase);
+  EXPECT_FALSE(phases[1].end_ns.has_value());
+  EXPECT_TRUE(phases[1].failed);
+  EXPECT_FALSE(records.HangReport(job.id, attempt).has_value());
+  records.SetHangReport(job.id, attempt, {.made_ns = 42, .text = "why: ...", .json = "{}"});
+  EXPECT_EQ("why: ...", records.HangReport(job.id, attempt)->text);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
