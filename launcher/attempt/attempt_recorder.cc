@@ -35,6 +35,15 @@ void AttemptRecorder::SetCause(AttemptEnd end, const std::string& cause) {
   }
 }
 
+void AttemptRecorder::SetPhases(const std::vector<PhaseRecord>& phases) {
+  std::lock_guard lock(mutex_);
+  try {
+    RunRecords(store_).SetPhases(plan_.job.id, plan_.attempt, phases);
+  } catch (const Error& e) {
+    Say(fmt::format("warning: job store: {}", e.what()));
+  }
+}
+
 void AttemptRecorder::SetJobHosts(const std::vector<JobHost>& hosts) {
   std::lock_guard lock(mutex_);
   try {

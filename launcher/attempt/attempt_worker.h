@@ -18,6 +18,7 @@
 #include "launcher/base/parallel_for.h"
 #include "launcher/connect/agent_connection.h"
 #include "launcher/store/job_store.h"
+#include "launcher/store/run_records.h"
 
 namespace podrun {
 
@@ -92,6 +93,8 @@ class AttemptRecorder {
   void SetJobHosts(const std::vector<JobHost>& hosts);
   // The root cause that ended the attempt, as the report says it.
   void SetCause(AttemptEnd end, const std::string& cause);
+  // Records these phases of the attempt's workers, in one transaction (attempt/phase_times.h).
+  void SetPhases(const std::vector<PhaseRecord>& phases);
 
  private:
   JobStore& store_;
