@@ -106,11 +106,13 @@ std::string WriteSyntheticRun(const fs::path& db, const Clock& t) {
   store.SetAttemptEnd(job.id, a1, AttemptEnd::kPreemption, "w0: lost: node-1 is PREEMPTED");
   store.SetAttemptState(job.id, a1, AttemptState::kFailed, 1, t(300));
   RecoveryRecords recovery(store);
-  const int64_t id = recovery.AddPreemption(job.id, {.attempt = a1,
-                                                     .node = "node-1",
-                                                     .state = "PREEMPTED",
-                                                     .seen_ns = t(300),
-                                                     .recreated = true});
+  PreemptionRecord preemption;
+  preemption.attempt = a1;
+  preemption.node = "node-1";
+  preemption.state = "PREEMPTED";
+  preemption.seen_ns = t(300);
+  preemption.recreated = true;
+  const int64_t id = recovery.AddPreemption(job.id, preemption);
   recovery.SetPreemptionBack(id, t(420));
 
   const int a2 = store.AddAttempt(job.id, workers, AttemptReason::kRecoveryAfterPreemption, t(420));
@@ -204,55 +206,71 @@ TEST_F(ReportTest, HtmlTimelineLaidOutByAHeadlessBrowser) {
                               " --headless=new --no-sandbox --disable-gpu --no-first-run "
                               "--user-data-dir=" +
                               (dir_ / "profile").string() + " --window-size=1400,900 ";
+  const std::string browser_log = (dir_ / "chromium.log").string();
   CommandResult dom =
-      RunCommand(browser + "--dump-dom " + ShellQuote("file://" + page.string() + "?measure"),
+      RunCommand(browser + "--dump-dom " + ShellQuote("file://" + page.string() + "?measure") +
+                     " 2>" + browser_log,
                  /*merge_stderr=*/false);
-  ASSERT_EQ(0, dom.exit_code);
+  ASSERT_EQ(0, dom.exit_code) << ReadTextFile(browser_log);
   std::smatch m;
   ASSERT_TRUE(
       std::regex_search(dom.output, m, std::regex(R"(<pre id="layout"[^>]*>([^<]+)</pre>)")))
       << dom.output.substr(0, 2000);
   const nlohmann::json layout = nlohmann::json::parse(m[1].str());
-  const double t0 = static_cast<double>(std::stoll(layout["start_ns"].get<std::string>()));
-  const double t1 = static_cast<double>(std::stoll(layout["end_ns"].get<std::string>()));
-  const double track_x = layout["track"]["x"];
-  const double track_width = layout["track"]["width"];
-  EXPECT_NEAR(static_cast<double>(t(0)), t0, 1.0);
-  EXPECT_NEAR(static_cast<double>(t(900)), t1, 1.0);
-  EXPECT_GT(track_width, 1000);  // the window is 1400 px wide
-
-  std::map<int, std::vector<std::pair<double, double>>> rows;  // worker -> (start_ns, x)
-  std::map<int, double> row_y;
-  int phases = 0;
+  // The whole run (0 → 900 s), then each attempt from its start to its workers' first steps.
+  const std::map<std::string, std::pair<int64_t, int64_t>> axes = {
+      {"timeline", {t(0), t(900)}}, {"attempt-1", {t(0), t(47)}}, {"attempt-2", {t(420), t(440)}}};
+  auto ns = [](const nlohmann::json& v) -> int64_t { return std::stoll(v.get<std::string>()); };
+  using Row = std::pair<std::string, int>;                      // timeline, worker
+  std::map<Row, std::vector<std::pair<int64_t, double>>> rows;  // (start_ns, x) along a row
+  std::map<Row, double> row_y;
+  std::map<std::string, int> phases;  // per timeline
   for (const auto& e : layout["elements"]) {
+    const std::string timeline = e["timeline"];
     const int worker = std::stoi(e["worker"].get<std::string>());
-    const double start = static_cast<double>(std::stoll(e["start_ns"].get<std::string>()));
-    const double end = static_cast<double>(std::stoll(e["end_ns"].get<std::string>()));
-    const double x = e["x"], width = e["width"], y = e["y"];
     const std::string phase = e["phase"];
-    SCOPED_TRACE("w" + std::to_string(worker) + " attempt " + e["attempt"].get<std::string>() +
-                 " " + phase);
-    EXPECT_NEAR(track_x + (start - t0) / (t1 - t0) * track_width, x, 2.0);
-    EXPECT_NEAR(std::max(1.0, (end - start) / (t1 - t0) * track_width), width, 2.0);
-    if (row_y.count(worker)) EXPECT_NEAR(row_y[worker], y, 2.0);
-    row_y[worker] = y;
-    rows[worker].emplace_back(start, x);
+    SCOPED_TRACE(timeline + ": w" + std::to_string(worker) + " attempt " +
+                 e["attempt"].get<std::string>() + " " + phase);
+    ASSERT_TRUE(axes.count(timeline));
+    const auto [a0, a1] = axes.at(timeline);
+    EXPECT_EQ(a0, ns(e["axis_start_ns"]));
+    EXPECT_EQ(a1, ns(e["axis_end_ns"]));
+    const double track_x = e["track_x"], track_width = e["track_width"];
+    EXPECT_GT(track_width, 1000);  // the window is 1400 px wide
+    // Where its times put it on the axis (cut at the axis's edges), at least a pixel wide.
+    const int64_t start = std::clamp(ns(e["start_ns"]), a0, a1);
+    const int64_t end = std::clamp(ns(e["end_ns"]), a0, a1);
+    const double scale = track_width / static_cast<double>(a1 - a0);
+    const double x = e["x"], width = e["width"], y = e["y"];
+    EXPECT_NEAR(track_x + static_cast<double>(start - a0) * scale, x, 2.0);
+    EXPECT_NEAR(std::max(1.0, static_cast<double>(end - start) * scale), width, 2.0);
+    const Row row{timeline, worker};
+    if (row_y.count(row)) {
+      EXPECT_NEAR(row_y[row], y, 2.0);
+    }
+    row_y[row] = y;
+    rows[row].emplace_back(ns(e["start_ns"]), x);
     if (phase == "agents" || phase == "sync" || phase == "mounts" || phase == "setup" ||
         phase == "start") {
-      ++phases;
+      ++phases[timeline];
     }
   }
-  EXPECT_EQ(kWorkers * (5 + 4), phases);
+  EXPECT_EQ(kWorkers * (5 + 4), phases["timeline"]);
+  EXPECT_EQ(kWorkers * 5, phases["attempt-1"]);
+  EXPECT_EQ(kWorkers * 4, phases["attempt-2"]);
   // In time order along each row; a row per worker, top to bottom.
-  for (auto& [worker, elements] : rows) {
+  for (auto& [row, elements] : rows) {
     std::sort(elements.begin(), elements.end());
     for (size_t i = 1; i < elements.size(); ++i) {
-      EXPECT_LE(elements[i - 1].second, elements[i].second + 0.5) << "w" << worker;
+      EXPECT_LE(elements[i - 1].second, elements[i].second + 0.5)
+          << row.first << " w" << row.second;
     }
   }
-  ASSERT_EQ(static_cast<size_t>(kWorkers), row_y.size());
-  EXPECT_LT(row_y[0], row_y[1]);
-  EXPECT_LT(row_y[1], row_y[2]);
+  ASSERT_EQ(static_cast<size_t>(3 * kWorkers), row_y.size());
+  for (const auto& [timeline, axis] : axes) {
+    EXPECT_LT(row_y[Row(timeline, 0)], row_y[Row(timeline, 1)]) << timeline;
+    EXPECT_LT(row_y[Row(timeline, 1)], row_y[Row(timeline, 2)]) << timeline;
+  }
 
   const fs::path png = dir_ / "report.png";
   CommandResult shot = RunCommand(browser + "--screenshot=" + png.string() + " " +

@@ -202,8 +202,13 @@ TEST(RunTimelineTest, LoadsFromTheStore) {
   store.SetAttemptEnd(job.id, first, AttemptEnd::kPreemption, "w0: lost");
   store.SetAttemptState(job.id, first, AttemptState::kFailed, 1, S(1060));
   RecoveryRecords recovery(store);
-  const int64_t id = recovery.AddPreemption(
-      job.id, {.attempt = first, .node = "n", .state = "PREEMPTED", .seen_ns = S(1061)});
+  const int64_t id = recovery.AddPreemption(job.id, {.id = 0,
+                                                     .attempt = first,
+                                                     .node = "n",
+                                                     .state = "PREEMPTED",
+                                                     .seen_ns = S(1061),
+                                                     .back_ns = std::nullopt,
+                                                     .recreated = false});
   recovery.SetPreemptionBack(id, S(1100));
 
   const RunTimeline run = LoadRunTimeline(store, job, S(2000));
