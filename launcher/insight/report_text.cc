@@ -133,6 +133,7 @@ std::string RecoveryLine(const RecoveryInterval& r, int64_t now_ns) {
 
 std::string ReportDuration(int64_t ns) {
   if (ns < 0) ns = 0;
+  if (ns > 0 && ns < 100'000'000) return fmt::format("{} ms", (ns + 500'000) / 1'000'000);
   if (ns < 60'000'000'000) return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
   return FormatDuration(ns);
 }
@@ -162,7 +163,7 @@ std::string AttemptEndText(const AttemptTimeline& a) {
   const std::string state = AttemptStateName(a.state);
   const std::optional<LostCause> cause = LostCauseOf(a);
   std::string out = state;
-  if (cause && *cause != LostCause::kStop && a.ended_by != AttemptEnd::kNone) {
+  if (cause == LostCause::kPreemption || cause == LostCause::kHang) {
     out += fmt::format(" ({})", LostCauseName(*cause));
   }
   if (a.exit_code) out += fmt::format(", exit {}", *a.exit_code);
@@ -223,8 +224,9 @@ std::string FormatReportText(const RunTimeline& run, const RunAccount& account,
     }
     out += fmt::format("startup {}: {}\n", ReportDuration(account.startup_ns), parts);
   }
-  out += fmt::format("other {} (after the last steps, or between attempts that ended well)\n",
-                     ReportDuration(account.other_ns));
+  out += fmt::format(
+      "other {}{}\n", ReportDuration(account.other_ns),
+      account.stepped ? " (after the last steps, or between attempts that ended well)" : "");
   return out;
 }
 

@@ -23,12 +23,12 @@ struct ReportTextOptions {
 std::string FormatReportText(const RunTimeline& run, const RunAccount& account,
                              const ReportTextOptions& options = {});
 
-// "0.3 s", "42.0 s", "3m05s", "2h07m" (FormatDuration from a minute on).
+// "40 ms" (below 0.1 s), "0.3 s", "42.0 s", "3m05s", "2h07m" (FormatDuration from a minute on).
 std::string ReportDuration(int64_t ns);
 // How a worker ended, on one line: "exited 0", "failed: exit code 1", "lost: node-1 is
 // PREEMPTED", "stopped", "running", or where it dropped out ("failed in setup: ...").
 std::string WorkerEndText(const WorkerTimeline& worker);
-// How an attempt ended: "succeeded", "failed (preemption)", "stopped", "running", ...
+// How an attempt ended: "succeeded", "failed (preemption), exit 1: w2: lost: ...", "stopped", ...
 std::string AttemptEndText(const AttemptTimeline& attempt);
 // Where worker `w`'s first step is counted from: the end of its last phase, else its run's
 // start, else the attempt's start.
