@@ -317,5 +317,34 @@ TEST_F(ReportTest, PhasesOfARealLaunch) {
   EXPECT_NE(std::string::npos, text.output.find("exited 0")) << text.output;
 }
 
+// A worker whose setup fails is marked failed in its setup phase; nothing starts anywhere, so
+// there is no start phase.
+TEST_F(ReportTest, AFailedSetupIsRecordedAsFailedInItsPhase) {
+  const fs::path spec = dir_ / "bad-setup.yaml";
+  std::ofstream(spec) << "name: report-bad-setup\n"
+                         "setup: 'if [ \"$PODRUN_WORKER_ID\" = 1 ]; then exit 3; fi'\n"
+                         "run: echo never\n";
+  CommandResult launch = RunCommand(Podrun() + " launch " + spec.string() + " --local 2");
+  ASSERT_EQ(3, launch.exit_code) << launch.output;
+
+  CommandResult json = RunCommand(Podrun() + " report report-bad-setup --json", false);
+  ASSERT_EQ(0, json.exit_code) << json.output;
+  const nlohmann::json report = nlohmann::json::parse(json.output);
+  const auto& workers = report["attempts"][0]["workers"];
+  ASSERT_EQ(2u, workers.size());
+  for (int k = 0; k < 2; ++k) {
+    std::map<std::string, bool> failed;
+    for (const auto& p : workers[k]["phases"]) failed[p["phase"]] = p["failed"];
+    EXPECT_EQ((std::map<std::string, bool>{{"agents", false}, {"setup", k == 1}}), failed)
+        << workers[k].dump();
+  }
+  EXPECT_EQ("start_failed", report["attempts"][0]["state"]);
+  EXPECT_EQ("failure", report["attempts"][0]["lost_to"]);
+  EXPECT_TRUE(report["goodput"].is_null());
+  CommandResult text = RunCommand(Podrun() + " report report-bad-setup", false);
+  EXPECT_NE(std::string::npos, text.output.find("setup ")) << text.output;
+  EXPECT_NE(std::string::npos, text.output.find("(failed)")) << text.output;
+}
+
 }  // namespace
 }  // namespace podrun::testing

@@ -26,7 +26,9 @@ h1{font-size:18px;margin:0 0 4px}
 .row{display:flex;height:var(--row)}
 .row .label{width:var(--label);flex:none;font-size:11px;line-height:var(--row);overflow:hidden;
  white-space:nowrap}
-.dense .row .label{font-size:0}
+.dense .row.worker .label{font-size:0}
+.dense .row.worker .label.shown{font-size:9px;line-height:9px;overflow:visible}
+.row.run{height:18px}.row.run .label{line-height:18px}
 .track{position:relative;flex:1;background:#f4f4f4;box-shadow:inset 0 -1px #fff}
 .seg{position:absolute;top:1px;bottom:1px;min-width:1px}
 .run .track{background:#e8e8e8}

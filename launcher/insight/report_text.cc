@@ -153,14 +153,15 @@ std::string WorkerEndText(const WorkerTimeline& w) {
       return "stopped" + why;
     case WorkerState::kRunning:
       return "running";
-    default:
+    default:  // pending, connecting, prepared: its run never started
       if (const PhaseSegment* p = FailedPhase(w)) return "failed in " + p->phase + why;
-      return std::string(WorkerStateName(w.state)) + why;
+      return fmt::format("not started ({}){}", WorkerStateName(w.state), why);
   }
 }
 
 std::string AttemptEndText(const AttemptTimeline& a) {
-  const std::string state = AttemptStateName(a.state);
+  const std::string state =
+      a.state == AttemptState::kStartFailed ? "could not start" : AttemptStateName(a.state);
   const std::optional<LostCause> cause = LostCauseOf(a);
   std::string out = state;
   if (cause == LostCause::kPreemption || cause == LostCause::kHang) {

@@ -26,7 +26,8 @@ std::string FormatReportText(const RunTimeline& run, const RunAccount& account,
 // "40 ms" (below 0.1 s), "0.3 s", "42.0 s", "3m05s", "2h07m" (FormatDuration from a minute on).
 std::string ReportDuration(int64_t ns);
 // How a worker ended, on one line: "exited 0", "failed: exit code 1", "lost: node-1 is
-// PREEMPTED", "stopped", "running", or where it dropped out ("failed in setup: ...").
+// PREEMPTED", "stopped", "running", where it dropped out ("failed in setup: ..."), or "not
+// started (connecting)".
 std::string WorkerEndText(const WorkerTimeline& worker);
 // How an attempt ended: "succeeded", "failed (preemption), exit 1: w2: lost: ...", "stopped", ...
 std::string AttemptEndText(const AttemptTimeline& attempt);

@@ -15,6 +15,8 @@ namespace {
 
 // Workers up to which a row is tall enough for its label; beyond, rows are thin.
 constexpr size_t kLabelledRows = 40;
+// Of thin rows, every this many is labelled.
+constexpr int kDenseLabelEvery = 25;
 
 using Axis = TimelineAxis;
 
@@ -268,9 +270,9 @@ std::string TimelineHtml(const RunTimeline& run, const RunAccount& account,
       }
     }
     out += fmt::format(
-        "<div class=\"row worker\" data-worker=\"{}\"><div class=\"label\" title=\"{}\">w{}</div>"
+        "<div class=\"row worker\" data-worker=\"{}\"><div class=\"label{}\" title=\"{}\">w{}</div>"
         "<div class=\"track\">{}</div></div>\n",
-        index, HtmlEscape(host), index, segments);
+        index, index % kDenseLabelEvery == 0 ? " shown" : "", HtmlEscape(host), index, segments);
   }
   if (!view.attempt) out += "<div class=\"marks\">" + markers.lines + "</div>\n";
   return out + "</div>\n";
