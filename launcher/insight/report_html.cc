@@ -96,7 +96,15 @@ std::string Summary(const RunTimeline& run, const RunAccount& account) {
                        ReportDuration(a.ended_ns.value_or(run.now_ns) - a.started_ns),
                        HtmlEscape(AttemptEndText(a)));
   }
-  return out + "</table>\n";
+  out += "</table>\n";
+  for (const AttemptTimeline& a : run.attempts) {
+    if (!a.hang_report) continue;
+    out += fmt::format(
+        "<details><summary>attempt {}: hang report, made {}</summary><pre>{}</pre>"
+        "</details>\n",
+        a.number, FormatLocalTime(a.hang_report->made_ns), HtmlEscape(a.hang_report->text));
+  }
+  return out;
 }
 
 std::string Legend() {

@@ -81,6 +81,9 @@ nlohmann::json ReportJson(const RunTimeline& run, const RunAccount& account) {
          {"steps", steps
                        ? nlohmann::json{{"first_ns", steps->first_ns}, {"last_ns", steps->last_ns}}
                        : nlohmann::json()},
+         {"hang_report", a.hang_report ? nlohmann::json{{"made_ns", a.hang_report->made_ns},
+                                                        {"text", a.hang_report->text}}
+                                       : nlohmann::json()},
          {"workers", std::move(workers)}});
   }
   nlohmann::json recoveries = nlohmann::json::array();

@@ -1,6 +1,7 @@
 // `podrun report --json` (docs/reference.md): the run's timeline and account as one JSON object:
 // job, goodput, wall_s, steps_s, lost_s by cause, startup_s (and its parts), other_s, the lost
-// intervals, the attempts with their workers (phases, steps, samples, end) and the recoveries
+// intervals, the attempts with their hang reports and workers (phases, steps, samples, end) and
+// the recoveries
 // between attempts. Times are ns since the epoch (`*_ns`) or seconds (`*_s`); null where unknown.
 #pragma once
 

@@ -15,7 +15,8 @@
 namespace podrun {
 namespace {
 
-constexpr size_t kEndGroups = 10;  // distinct ends shown per attempt in the summary
+constexpr size_t kEndGroups = 10;        // distinct ends shown per attempt in the summary
+constexpr size_t kHangReportLines = 12;  // of a hang report
 
 // The first line of a store text, its control characters shown escaped.
 std::string Clean(const std::string& text) {
@@ -121,6 +122,20 @@ std::string AttemptSummary(const AttemptTimeline& a, int64_t now_ns) {
   return out;
 }
 
+// The hang report kept with an attempt: its first lines, indented.
+std::string HangReportLines(const HangReportRecord& report) {
+  std::string out = fmt::format("  hang report, made {}:\n", FormatLocalTime(report.made_ns));
+  size_t lines = 0, at = 0;
+  while (at < report.text.size() && lines < kHangReportLines) {
+    const size_t end = std::min(report.text.find('\n', at), report.text.size());
+    out += "    " + Clean(report.text.substr(at, end - at)) + "\n";
+    at = end + 1;
+    ++lines;
+  }
+  if (at < report.text.size()) out += "    ... (all of it: podrun report --json)\n";
+  return out;
+}
+
 std::string RecoveryLine(const RecoveryInterval& r, int64_t now_ns) {
   return fmt::format(
       "  then {} {} at {}: {}, {}\n", Clean(r.node), Clean(r.state), FormatLocalTime(r.seen_ns),
@@ -195,6 +210,7 @@ std::string FormatReportText(const RunTimeline& run, const RunAccount& account,
     } else if (!a.workers.empty()) {
       out += AttemptSummary(a, run.now_ns);
     }
+    if (a.hang_report) out += HangReportLines(*a.hang_report);
     for (const RecoveryInterval& r : run.recoveries) {
       if (r.after_attempt == a.number) out += RecoveryLine(r, run.now_ns);
     }

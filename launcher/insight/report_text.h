@@ -1,9 +1,9 @@
 // `podrun report`'s text (docs/reference.md): per attempt a header (number, reason, duration, how
-// it ended) and per worker one line of phase durations, first step, steps and end; then the
-// run's goodput, the time lost by cause, the startup by phase and what is left. With many
-// workers, each attempt is summarised instead (the median and the slowest worker per phase,
-// the ends grouped by worker ranges, the stragglers) unless every worker is asked for.
-// Also the words the HTML page shares with it.
+// it ended), per worker one line of phase durations, first step, steps and end, and the first
+// lines of the hang report kept with it; then the run's goodput, the time lost by cause, the
+// startup by phase and what is left. With many workers, each attempt is summarised instead (the
+// median and the slowest worker per phase, the ends grouped by worker ranges, the stragglers)
+// unless every worker is asked for. Also the words the HTML page shares with it.
 #pragma once
 
 #include <cstdint>

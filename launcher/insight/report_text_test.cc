@@ -99,6 +99,21 @@ TEST(ReportTextTest, StoreTextIsEscapedInHtmlAndJsonKeepsIt) {
   EXPECT_DOUBLE_EQ(10.0, json["lost_s"]["failure"].get<double>());
 }
 
+TEST(ReportTextTest, TheFirstLinesOfAHangReport) {
+  RunTimeline run = SampleRun(2);
+  std::string report;
+  for (int i = 0; i < 30; ++i) report += "line " + std::to_string(i) + "\n";
+  run.attempts[0].hang_report = HangReportRecord{.made_ns = S(150), .text = report, .json = "{}"};
+  const std::string text = FormatReportText(run, AccountRun(run));
+  EXPECT_NE(std::string::npos, text.find("  hang report, made ")) << text;
+  EXPECT_NE(std::string::npos,
+            text.find("    line 11\n    ... (all of it: podrun report --json)\n"))
+      << text;
+  EXPECT_EQ(std::string::npos, text.find("line 12")) << text;
+  const nlohmann::json json = ReportJson(run, AccountRun(run));
+  EXPECT_EQ(report, json["attempts"][0]["hang_report"]["text"]);
+}
+
 TEST(ReportTextTest, Durations) {
   EXPECT_EQ("0.0 s", ReportDuration(0));
   EXPECT_EQ("40 ms", ReportDuration(S(0.04)));

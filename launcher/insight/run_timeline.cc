@@ -177,6 +177,7 @@ RunTimeline LoadRunTimeline(JobStore& store, const JobRecord& job, int64_t now_n
     at.ended_by = a.ended_by;
     at.cause = a.cause;
     at.exit_code = a.exit_code;
+    at.hang_report = records.HangReport(job.id, a.number);
     std::map<int, std::vector<PhaseSegment>> phases;
     for (const PhaseRecord& p : records.Phases(job.id, a.number)) {
       phases[p.worker].push_back({p.phase, p.start_ns, p.end_ns, p.failed});

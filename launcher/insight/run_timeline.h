@@ -75,7 +75,8 @@ struct AttemptTimeline {
   AttemptEnd ended_by = AttemptEnd::kNone;
   std::string cause;
   std::optional<int> exit_code;
-  std::vector<WorkerTimeline> workers;  // by worker
+  std::vector<WorkerTimeline> workers;          // by worker
+  std::optional<HangReportRecord> hang_report;  // made when its stall watch fired
 };
 
 // The pod between attempts: a preemption seen after attempt `after_attempt`, until the node

@@ -201,6 +201,7 @@ TEST(RunTimelineTest, LoadsFromTheStore) {
                      {.state = WorkerState::kFailed, .end_ns = S(1001), .error = "refused"});
   store.SetAttemptEnd(job.id, first, AttemptEnd::kPreemption, "w0: lost");
   store.SetAttemptState(job.id, first, AttemptState::kFailed, 1, S(1060));
+  records.SetHangReport(job.id, first, {.made_ns = S(1055), .text = "w0: suspect", .json = "{}"});
   RecoveryRecords recovery(store);
   const int64_t id = recovery.AddPreemption(job.id, {.id = 0,
                                                      .attempt = first,
@@ -228,6 +229,8 @@ TEST(RunTimelineTest, LoadsFromTheStore) {
   EXPECT_EQ(WorkerState::kFailed, a.workers[1].state);
   EXPECT_EQ("refused", a.workers[1].error);
   EXPECT_FALSE(a.workers[1].first_step_ns);
+  ASSERT_TRUE(a.hang_report);
+  EXPECT_EQ("w0: suspect", a.hang_report->text);
   ASSERT_EQ(1u, run.recoveries.size());
   EXPECT_EQ(S(1100), run.recoveries[0].back_ns);
   EXPECT_STREQ("waiting for READY", run.recoveries[0].what());
