@@ -1,6 +1,6 @@
 # bash completion for podrun: commands, each command's options (read from its --help, so they
 # never drift from the binary), job ids and names (from `podrun ls --json`) where a JOB goes,
-# spec files for launch, up and down, and files after @ or -i/-F/--known-hosts.
+# spec files for launch, up and down, and files after @ or -i/-F/--known-hosts/--html.
 # Installed as share/bash-completion/completions/podrun; or: source scripts/podrun-completion.bash
 
 _podrun_commands() {
@@ -27,7 +27,7 @@ _podrun() {
   fi
   local command=${COMP_WORDS[1]}
   case $prev in
-    -i | --identity | -F | --ssh-config | --known-hosts)
+    -i | --identity | -F | --ssh-config | --known-hosts | --html)
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return
       ;;
@@ -41,7 +41,7 @@ _podrun() {
     return
   fi
   case $command in
-    logs | status | stop | rerun | top | watch)
+    logs | status | stop | rerun | top | watch | report)
       mapfile -t COMPREPLY < <(compgen -W "$(_podrun_jobs "$podrun")" -- "$cur")
       ;;
     launch | up | down)

@@ -32,6 +32,10 @@ void AttemptRecorder::SetCause(AttemptEnd end, const std::string& cause) {
   Guarded([&] { store_.SetAttemptEnd(plan_.job.id, plan_.attempt, end, cause); });
 }
 
+void AttemptRecorder::SetPhases(const std::vector<PhaseRecord>& phases) {
+  Guarded([&] { RunRecords(store_).SetPhases(plan_.job.id, plan_.attempt, phases); });
+}
+
 void AttemptRecorder::SetJobHosts(const std::vector<JobHost>& hosts) {
   Guarded([&] { store_.SetJobHosts(plan_.job.id, hosts); });
 }

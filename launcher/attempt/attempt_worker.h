@@ -98,6 +98,8 @@ class AttemptRecorder {
                     const std::vector<StepSamplesUpdate>& samples);
   // The hang report made when the stall watch fired, kept with the attempt.
   void SetHangReport(const HangReportRecord& report);
+  // Records these phases of the attempt's workers, in one transaction (attempt/phase_times.h).
+  void SetPhases(const std::vector<PhaseRecord>& phases);
 
  private:
   // Runs `write` on the store under the lock; a store error is said as a warning (the attempt

@@ -26,6 +26,7 @@ constexpr auto kMinStartLead = std::chrono::milliseconds(25);
 }  // namespace
 
 void PhaseFanOut::ConnectAll() {
+  times_.Begin("agents");
   workers_.ForEach([&](AttemptWorker& w) {
     recorder_.UpdateWorker(w.index, {.state = WorkerState::kConnecting});
     try {
@@ -37,6 +38,7 @@ void PhaseFanOut::ConnectAll() {
     }
     progress_.Done(w.index);
   });
+  times_.End();
 }
 
 bool PhaseFanOut::CheckTpuWorkerNumbers() {
@@ -64,8 +66,21 @@ bool PhaseFanOut::CheckTpuWorkerNumbers() {
   return true;
 }
 
+void PhaseFanOut::SyncAll() {
+  if (!plan_.spec.sync.empty()) times_.Begin("sync");
+  sync_.Run(progress_);
+  times_.End();
+}
+
+void PhaseFanOut::MountAll() {
+  if (!plan_.spec.mounts.empty()) times_.Begin("mounts");
+  mounts_.Run(progress_);
+  times_.End();
+}
+
 void PhaseFanOut::SetupAll() {
   if (plan_.spec.setup.empty()) return;
+  times_.Begin("setup");
   const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   std::vector<SetupWorker> setup;
   for (auto& w : workers_.all()) {
@@ -94,6 +109,7 @@ void PhaseFanOut::SetupAll() {
   for (const SetupResult& r :
        RunSetup(plan_.spec, plan_.setup_stamp, plan_.force_setup, setup, output)) {
     AttemptWorker& w = workers_.at(r.index);
+    times_.Done(r.index, r.ended_ns > 0 ? std::optional<int64_t>(r.ended_ns) : std::nullopt);
     if (!r.error.empty()) {
       w.error = r.error;
       for (const std::string& line : output.LastLines(r.index)) {
@@ -103,6 +119,7 @@ void PhaseFanOut::SetupAll() {
       (r.cached ? cached : ran).push_back(r.index);
     }
   }
+  times_.End();
   Say(DescribeSetup(setup.size(), ran, cached, SecondsSince(began)));
 }
 
@@ -110,6 +127,7 @@ void PhaseFanOut::PrepareAll() {
   const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   recorder_.SetJobHosts(JobHostsOf(plan_.pod, addresses));
   const auto fan_out_began = Clock::now();
+  times_.Begin("start");  // prepare to start, for each worker: ended by StartAll
   progress_.Begin("prepare");
   workers_.ForEach([&](AttemptWorker& w) {
     if (!w.error.empty()) return;
@@ -146,9 +164,11 @@ void PhaseFanOut::StartAll() {
     }
     progress_.Done(w.index);
   });
+  times_.End();
 }
 
 void PhaseFanOut::ReleasePrepared() {
+  times_.End();  // the start phase ends here for every worker: GO never comes
   // The agents hold each prepared job's process, waiting for GO: end them, GO never comes.
   workers_.ForEach([&](AttemptWorker& w) {
     auto client = w.client();

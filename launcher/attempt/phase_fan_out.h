@@ -1,8 +1,10 @@
 // PhaseFanOut: the phases of an attempt before its start, each fanned out to every worker still
 // in the attempt: connect (and install the agent), the TPU worker-number check, sync, mounts,
 // setup, prepare, and the lockstep start. A phase that fails on a worker sets its error and the
-// worker takes part in no later phase; the live line shows each phase's progress. Sync and mounts
-// are phases of their own (SyncPhase, MountsPhase) that it runs in turn.
+// worker takes part in no later phase; the live line shows each phase's progress, and each
+// worker's times in the phases that ran are recorded (PhaseTimes: agents, sync, mounts, setup,
+// start = prepare to start). Sync and mounts are phases of their own (SyncPhase, MountsPhase)
+// that it runs in turn.
 // Call the phases from one thread, in order; each waits for all its workers.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include "launcher/attempt/attempt_worker.h"
 #include "launcher/attempt/mounts_phase.h"
 #include "launcher/attempt/phase_progress.h"
+#include "launcher/attempt/phase_times.h"
 #include "launcher/attempt/sync_phase.h"
 
 namespace podrun {
@@ -25,7 +28,8 @@ class PhaseFanOut {
       : plan_(plan),
         recorder_(recorder),
         workers_(workers),
-        progress_(workers),
+        times_(recorder, workers),
+        progress_(workers, times_),
         sync_(plan, workers),
         mounts_(plan, workers) {}
 
@@ -43,9 +47,9 @@ class PhaseFanOut {
   // On Cloud TPU VMs given by --hosts: refuses an order of hosts that contradicts the VMs' TPU
   // worker numbers (said, naming which host is which worker). True if the ranks may stand.
   bool CheckTpuWorkerNumbers();
-  void SyncAll() { sync_.Run(progress_); }     // the spec's sync
-  void MountAll() { mounts_.Run(progress_); }  // the spec's mounts, the nfs servers first
-  void SetupAll();                             // the spec's setup (cached by its stamp)
+  void SyncAll();   // the spec's sync
+  void MountAll();  // the spec's mounts, the nfs servers first
+  void SetupAll();  // the spec's setup (cached by its stamp)
   void PrepareAll();
   // Starts every worker still in at one instant (each agent's clock corrected by its offset).
   void StartAll();
@@ -56,6 +60,7 @@ class PhaseFanOut {
   const AttemptPlan& plan_;
   AttemptRecorder& recorder_;
   AttemptWorkers& workers_;
+  PhaseTimes times_;  // before progress_, which reports to it
   PhaseProgress progress_;
   SyncPhase sync_;
   MountsPhase mounts_;

@@ -1,6 +1,7 @@
 // PhaseProgress: the live line of an attempt's phases before the start (output/live_progress.h),
 // as the phases drive it: each phase counts the workers still in when it begins. Until Start,
-// and where stderr is not a terminal, nothing is drawn. Start, End and Begin from the phases'
+// and where stderr is not a terminal, nothing is drawn; a worker's Done reaches the phases'
+// recorded times (PhaseTimes) whether drawn or not. Start, End and Begin from the phases'
 // thread; SetDetail and Done from any.
 #pragma once
 
@@ -11,13 +12,15 @@
 #include <vector>
 
 #include "launcher/attempt/attempt_worker.h"
+#include "launcher/attempt/phase_times.h"
 #include "launcher/output/live_progress.h"
 
 namespace podrun {
 
 class PhaseProgress {
  public:
-  explicit PhaseProgress(const AttemptWorkers& workers) : workers_(workers) {}
+  PhaseProgress(const AttemptWorkers& workers, PhaseTimes& times)
+      : workers_(workers), times_(times) {}
 
   // Draws the live line (on a terminal) from now on.
   void Start() { line_.emplace(STDERR_FILENO); }
@@ -41,11 +44,13 @@ class PhaseProgress {
   }
   // Worker `index` is through the current phase (done or failed).
   void Done(int index) {
+    times_.Done(index);
     if (line_) line_->Done(index);
   }
 
  private:
   const AttemptWorkers& workers_;
+  PhaseTimes& times_;
   std::optional<LiveProgress> line_;
 };
 

@@ -10,6 +10,7 @@
 #include "launcher/base/parallel_for.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/store/job_store.h"
 #include "proto/sha256.h"
 
 namespace podrun {
@@ -65,11 +66,13 @@ std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp,
       request.free_accelerators = false;
       if (w.client->Prepare(request).setup_cached) {
         r.cached = true;
+        r.ended_ns = NowUnixNs();
         return;
       }
       w.client->Start(request.job_id, request.attempt);
     } catch (const std::exception& e) {
       r.error = fmt::format("{}: setup: {}", w.description, e.what());
+      r.ended_ns = NowUnixNs();
     }
   });
   std::vector<LogFollowJob> jobs;
@@ -91,6 +94,7 @@ std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp,
   }
   FollowLogs(std::move(jobs), [&](size_t j, const LogFollowResult& result) {
     SetupResult& r = results[followed[j]];
+    r.ended_ns = NowUnixNs();
     output.Finish(r.index);
     if (!result.end) {
       r.error = fmt::format("{}: setup: {}", workers[followed[j]].description,

@@ -42,6 +42,7 @@ struct SetupResult {
   bool cached = false;            // the stamp matched: nothing ran
   std::optional<ProcessEnd> end;  // how the setup ended (when it ran)
   std::string error;              // set when it failed (could not run, or ended badly)
+  int64_t ended_ns = 0;           // wall clock: when it was through (cached, ended or failed)
 };
 
 // Runs the setup on every worker (blocking), output through `output`. `force`: ignore stamps.

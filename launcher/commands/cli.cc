@@ -17,6 +17,7 @@
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
+#include "launcher/commands/report_command.h"
 #include "launcher/commands/rerun_command.h"
 #include "launcher/commands/status_command.h"
 #include "launcher/commands/stop_command.h"
@@ -61,6 +62,7 @@ const std::vector<Command>& Commands() {
       LsCommand(),
       TopCommand(),
       WhyCommand(),
+      ReportCommand(),
       RerunCommand(),
       UpCommand(),
       DownCommand(),
