@@ -1,11 +1,13 @@
 // Integration tests of the commands that work on a recorded job from any terminal: `podrun logs`
-// (-f, -w, --fold, --no-prefix), `status`, `stop` and `ls`, on --local workers (no testpod).
+// (-f, -w, --fold, --no-prefix), `status`, `stop` and `ls`, on --local workers (no testpod); and
+// the workers' steps as `status`, `ls` and `top` show them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -13,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/store/job_store.h"
+#include "launcher/store/run_records.h"
 #include "tests/run_command.h"
 
 namespace podrun::testing {
@@ -260,6 +264,110 @@ TEST_F(CommandsTest, UnknownJobsAndBadWorkerListsAreUsageErrors) {
   CommandResult r = RunCommand(Podrun() + " logs " + job + " -w 7");
   EXPECT_EQ(2, r.exit_code) << r.output;
   EXPECT_EQ(0u, r.output.find("podrun: ")) << r.output;
+}
+
+// The workers' steps: a job whose workers print "step N" (the default progress: pattern) up to
+// 5, 6 and 7 shows each worker's step in `status` and `top` and the step every worker reached (5)
+// in `ls`; a job with `progress: none` shows no step column at all. Then a straggler note and a
+// hang report are written into the job store directly, as the gang's progress watch and stall
+// watch write them (their own tests make them): what is tested here is what the commands show
+// of what is stored.
+TEST_F(CommandsTest, StepsInStatusLsAndTop) {
+  const std::string job = Launch(WriteSpec("steps",
+                                           "  for i in $(seq 1 $((5 + PODRUN_WORKER_ID))); do\n"
+                                           "    echo \"step $i loss 0.5\"; sleep 0.02\n"
+                                           "  done\n"));
+  ASSERT_FALSE(job.empty());
+  const std::string none_spec = ::testing::TempDir() + "/podrun-cmdtest-nosteps.yaml";
+  std::ofstream(none_spec) << "name: nosteps\nprogress: none\nrun: |\n  echo step 3\n";
+  const std::string no_steps = Launch(none_spec);
+  ASSERT_FALSE(no_steps.empty());
+
+  CommandResult status = RunCommand(Podrun() + " status " + job + " --json", false);
+  ASSERT_EQ(0, status.exit_code) << status.output;
+  nlohmann::json j = nlohmann::json::parse(status.output);
+  const int attempt = j["attempt"]["number"].get<int>();
+  EXPECT_FALSE(j["attempt"].contains("hang_report")) << status.output;
+  ASSERT_EQ(j["workers"].size(), static_cast<size_t>(kWorkers)) << status.output;
+  for (const nlohmann::json& w : j["workers"]) {
+    EXPECT_EQ(w["step"], 5 + w["worker"].get<int>()) << w.dump();
+    EXPECT_TRUE(w["step_ns"].is_number_integer()) << w.dump();
+    EXPECT_TRUE(w["straggler"].is_null()) << w.dump();
+  }
+  status = RunCommand(Podrun() + " status " + job, false);
+  EXPECT_TRUE(std::regex_search(status.output, std::regex(R"(\n\s*WORKER .* STEP +NOTE)")))
+      << status.output;
+  EXPECT_TRUE(std::regex_search(status.output, std::regex(R"(\nw2 .* 7 \([0-9]+(ms|s) ago\))")))
+      << status.output;
+
+  CommandResult ls = RunCommand(Podrun() + " ls --json", false);
+  ASSERT_EQ(0, ls.exit_code) << ls.output;
+  std::map<std::string, nlohmann::json> jobs;
+  for (const nlohmann::json& o : nlohmann::json::parse(ls.output))
+    jobs[o["id"].get<std::string>()] = o;
+  EXPECT_EQ(jobs[job]["step"], 5) << ls.output;  // the step every worker has reached
+  EXPECT_TRUE(jobs[no_steps]["step"].is_null()) << ls.output;
+  ls = RunCommand(Podrun() + " ls", false);
+  EXPECT_TRUE(std::regex_search(ls.output, std::regex(job + R"(\s+steps\s.*\s5\s)"))) << ls.output;
+  EXPECT_TRUE(std::regex_search(ls.output, std::regex(no_steps + R"(\s+nosteps\s.*\s-\s)")))
+      << ls.output;
+
+  // progress: none: no step anywhere, and the tables are as they were.
+  status = RunCommand(Podrun() + " status " + no_steps, false);
+  EXPECT_EQ(status.output.find("STEP"), std::string::npos) << status.output;
+  CommandResult top = RunCommand(Podrun() + " top " + no_steps + " --once", false);
+  EXPECT_EQ(0, top.exit_code) << top.output;
+  EXPECT_EQ(top.output.find("STEP"), std::string::npos) << top.output;
+  EXPECT_NE(top.output.find("LAST LINE"), std::string::npos) << top.output;
+
+  {  // As the progress watch and the stall watch would record them.
+    JobStore store(Home() + "/podrun.db");
+    RunRecords records(store);
+    std::vector<WorkerProgress> progress = records.Progress(job, attempt);
+    ASSERT_EQ(progress.size(), static_cast<size_t>(kWorkers));
+    progress[1].straggler = "0.41 steps/s vs median 0.93";
+    records.SaveProgress(job, attempt, {progress[1]}, {});
+    nlohmann::json verdict = nlohmann::json::array();
+    verdict.push_back({{"worker", 0}, {"suspect", false}, {"line", "w0: step 5, sleeping"}});
+    verdict.push_back(
+        {{"worker", 1}, {"suspect", true}, {"line", "w1: suspect: step 6 (others 7)"}});
+    records.SetHangReport(job, attempt,
+                          {.made_ns = NowUnixNs(),
+                           .text = "the verdict",
+                           .json = nlohmann::json{{"job", job}, {"verdict", verdict}}.dump()});
+  }
+  status = RunCommand(Podrun() + " status " + job, false);
+  EXPECT_TRUE(std::regex_search(status.output,
+                                std::regex(R"(\nw1 .* 6 \(.* ago\)\s+straggler: 0\.41 steps/s)")))
+      << status.output;
+  EXPECT_TRUE(std::regex_search(
+      status.output, std::regex("hang report \\(made when the stall watch fired, .*\\):\n"
+                                "  w1: suspect: step 6 \\(others 7\\)\n"
+                                "  w0: step 5, sleeping\n")))
+      << status.output;
+  status = RunCommand(Podrun() + " status " + job + " --json", false);
+  j = nlohmann::json::parse(status.output);
+  EXPECT_EQ(j["attempt"]["hang_report"]["verdict"].size(), 2u) << status.output;
+  EXPECT_EQ(j["workers"][1]["straggler"], "0.41 steps/s vs median 0.93") << status.output;
+
+  // top: the steps from the store, the straggler first (no worker failed) and marked.
+  top = RunCommand(Podrun() + " top " + job + " --once --json", false);
+  EXPECT_EQ(0, top.exit_code) << top.output;
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(top.output);
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kWorkers)) << top.output;
+  EXPECT_EQ(rows[0]["worker"], 1) << top.output;
+  EXPECT_EQ(rows[0]["straggler"], "0.41 steps/s vs median 0.93") << top.output;
+  for (const nlohmann::json& r : rows) {
+    EXPECT_EQ(r["step"], 5 + r["worker"].get<int>()) << r.dump();
+  }
+  top = RunCommand(Podrun() + " top " + job + " --once", false);
+  EXPECT_TRUE(std::regex_search(top.output, std::regex(R"(\n\s*WORKER .* STEP\s+STEPS/S\s+LAST)")))
+      << top.output;
+  EXPECT_TRUE(std::regex_search(
+      top.output, std::regex(R"(\nw1 .* 6\s+\S+\s+straggler: 0\.41 steps/s vs median 0\.93)")))
+      << top.output;
 }
 
 }  // namespace

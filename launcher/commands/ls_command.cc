@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,14 +36,20 @@ std::optional<int64_t> DurationNs(const JobSummary& job) {
 }
 
 void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
+  // STEP only when some job prints steps: nothing changes for jobs that do not.
+  const bool steps =
+      std::any_of(jobs.begin(), jobs.end(), [](const JobSummary& j) { return j.step; });
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION", "PREEMPTED"}};
+      {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION"}};
+  if (steps) rows[0].push_back("STEP");
+  rows[0].push_back("PREEMPTED");
   for (const JobSummary& job : jobs) {
     std::optional<int64_t> duration = DurationNs(job);
     rows.push_back({job.id, job.name, job.pod, StateText(store, job), std::to_string(job.attempts),
                     FormatLocalTime(job.started_ns.value_or(job.created_ns)),
-                    duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-",
-                    PreemptionsCell(store, job.id)});
+                    duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-"});
+    if (steps) rows.back().push_back(job.step ? std::to_string(*job.step) : "-");
+    rows.back().push_back(PreemptionsCell(store, job.id));
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -83,6 +90,7 @@ void PrintJson(JobStore& store, const std::vector<JobSummary>& jobs) {
          duration ? nlohmann::json(static_cast<double>(*duration) / 1e9) : nlohmann::json()},
         {"preemptions", preemptions.size()},
         {"time_lost_seconds", lost},
+        {"step", job.step ? nlohmann::json(*job.step) : nlohmann::json()},
     });
   }
   WriteAll(STDOUT_FILENO, out.dump() + "\n");
@@ -109,7 +117,8 @@ CommandRun AddLsOptions(CLI::App& app) {
   app.description(
       "List the jobs, newest first: id, name, pod, state (of the latest attempt),\n"
       "attempts, started, duration ('+': still running, as far as the store knows;\n"
-      "'podrun status JOB' asks the workers).");
+      "'podrun status JOB' asks the workers), the step every worker of the latest\n"
+      "attempt has reached (a STEP column when some job prints steps), preemptions.");
   auto request = std::make_shared<LsRequest>();
   app.add_flag("--json", request->json, "One JSON array of job objects");
   app.add_option("-n,--limit", request->limit, "At most this many jobs");

@@ -1,10 +1,12 @@
-// `podrun status`: the store's view of a job, refreshed from the agents of its active workers.
+// `podrun status`: the store's view of a job, refreshed from the agents of its active workers,
+// with the workers' steps and the attempt's hang report (status_progress.h).
 #include "launcher/commands/status_command.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <optional>
 
 #include "launcher/base/exit_status.h"
+#include "launcher/commands/status_progress.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
@@ -20,6 +23,7 @@
 #include "launcher/recovery/recovery_report.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/run_records.h"
 
 namespace podrun {
 namespace {
@@ -111,10 +115,41 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
 
 std::string ExitText(const WorkerRecord& w) { return ShortExit(w.exit_code, w.signal); }
 
+// What the store records of the attempt's progress: each worker's step (by worker) and the hang
+// report, if the stall watch made one.
+struct Progress {
+  std::map<int, WorkerProgress> workers;
+  std::optional<HangReportRecord> hang_report;
+
+  WorkerProgress Of(int worker) const {
+    auto it = workers.find(worker);
+    if (it != workers.end()) return it->second;
+    WorkerProgress none;
+    none.worker = worker;
+    return none;
+  }
+};
+
+Progress ReadProgress(JobStore& store, const std::string& job_id, int attempt) {
+  Progress out;
+  RunRecords records(store);
+  for (WorkerProgress& p : records.Progress(job_id, attempt)) out.workers[p.worker] = p;
+  out.hang_report = records.HangReport(job_id, attempt);
+  return out;
+}
+
 std::string NoteOf(const WorkerRecord& w, const Notes& notes) {
   auto it = notes.find(w.index);
   if (it != notes.end()) return it->second;
   return w.error;
+}
+
+// The note column: the note, and the straggler's reason when it is one.
+std::string NoteWithStraggler(const WorkerRecord& w, const Notes& notes, const Progress& progress) {
+  std::string note = NoteOf(w, notes);
+  const std::string straggler = progress.Of(w.index).straggler;
+  if (straggler.empty()) return note;
+  return "straggler: " + straggler + (note.empty() ? "" : "; " + note);
 }
 
 nlohmann::json OptionalTime(const std::optional<int64_t>& ns) {
@@ -128,7 +163,7 @@ nlohmann::json OrNull(const std::optional<T>& v) {
 
 void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt,
                const std::vector<WorkerRecord>& workers, const Notes& notes,
-               const nlohmann::json& recovery) {
+               const Progress& progress, const nlohmann::json& recovery) {
   nlohmann::json out;
   out["job"] = {{"id", job.id},
                 {"name", job.name},
@@ -152,22 +187,27 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
         {"resumed_from",
          attempt->resumed_from.empty() ? nlohmann::json() : nlohmann::json(attempt->resumed_from)},
         {"cause", attempt->cause.empty() ? nlohmann::json() : nlohmann::json(attempt->cause)}};
+    if (progress.hang_report) {
+      out["attempt"]["hang_report"] = HangReportJson(*progress.hang_report);
+    }
   } else {
     out["attempt"] = nullptr;
   }
   out["workers"] = nlohmann::json::array();
   for (const WorkerRecord& w : workers) {
     std::string note = NoteOf(w, notes);
-    out["workers"].push_back({{"worker", w.index},
-                              {"host", w.host},
-                              {"state", WorkerStateName(w.state)},
-                              {"exit_code", OrNull(w.exit_code)},
-                              {"signal", OrNull(w.signal)},
-                              {"start", OptionalTime(w.start_ns)},
-                              {"end", OptionalTime(w.end_ns)},
-                              {"start_ns", OrNull(w.start_ns)},
-                              {"end_ns", OrNull(w.end_ns)},
-                              {"note", note.empty() ? nlohmann::json() : nlohmann::json(note)}});
+    nlohmann::json worker = {{"worker", w.index},
+                             {"host", w.host},
+                             {"state", WorkerStateName(w.state)},
+                             {"exit_code", OrNull(w.exit_code)},
+                             {"signal", OrNull(w.signal)},
+                             {"start", OptionalTime(w.start_ns)},
+                             {"end", OptionalTime(w.end_ns)},
+                             {"start_ns", OrNull(w.start_ns)},
+                             {"end_ns", OrNull(w.end_ns)},
+                             {"note", note.empty() ? nlohmann::json() : nlohmann::json(note)}};
+    worker.update(ProgressJson(progress.Of(w.index)));
+    out["workers"].push_back(std::move(worker));
   }
   out["recovering"] = recovery["recovering"];
   if (!recovery["recovering"].is_null() && attempt) out["attempt"]["state"] = "recovering";
@@ -179,7 +219,7 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
 
 void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attempt,
                 const std::vector<WorkerRecord>& workers, const Notes& notes,
-                const std::optional<std::string>& recovering) {
+                const Progress& progress, const std::optional<std::string>& recovering) {
   std::string out = fmt::format("job {} ({})  pod {}", job.id, job.name, job.pod);
   if (!attempt) {
     WriteAll(STDOUT_FILENO, out + "  no attempt yet\n");
@@ -193,12 +233,20 @@ void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attemp
     out += fmt::format("  took {}", FormatDuration(*attempt->ended_ns - attempt->started_ns));
   }
   out += "\n";
+  // STEP only when some worker printed one: nothing changes for a program that prints none.
+  const bool steps = std::any_of(progress.workers.begin(), progress.workers.end(),
+                                 [](const auto& p) { return p.second.step.has_value(); });
+  const int64_t now_ns = NowUnixNs();
   std::vector<std::vector<std::string>> rows = {
-      {"WORKER", "HOST", "STATE", "EXIT", "START", "END", "NOTE"}};
+      {"WORKER", "HOST", "STATE", "EXIT", "START", "END"}};
+  if (steps) rows[0].push_back("STEP");
+  rows[0].push_back("NOTE");
   for (const WorkerRecord& w : workers) {
     rows.push_back({"w" + std::to_string(w.index), w.host, WorkerStateName(w.state), ExitText(w),
                     w.start_ns ? FormatLocalTime(*w.start_ns) : "-",
-                    w.end_ns ? FormatLocalTime(*w.end_ns) : "-", NoteOf(w, notes)});
+                    w.end_ns ? FormatLocalTime(*w.end_ns) : "-"});
+    if (steps) rows.back().push_back(StepText(progress.Of(w.index), now_ns));
+    rows.back().push_back(NoteWithStraggler(w, notes, progress));
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -212,6 +260,11 @@ void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attemp
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
+  if (progress.hang_report) {
+    for (const std::string& line : HangReportLines(*progress.hang_report, job.id)) {
+      out += line + "\n";
+    }
+  }
   WriteAll(STDOUT_FILENO, out);
 }
 
@@ -223,17 +276,19 @@ ExitCode RunStatus(const StatusRequest& request) {
   std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
   Notes notes;
   std::vector<WorkerRecord> workers;
+  Progress progress;
   if (attempt) {
     notes = RefreshFromAgents(store, job, attempt->number);
     attempt = store.GetAttempt(job.id, attempt->number);
     workers = store.Workers(job.id, attempt->number);
+    progress = ReadProgress(store, job.id, attempt->number);
   }
   if (request.json) {
     nlohmann::json recovery = RecoveryJson(store, PodrunHome(), job);
     recovery["recovering"] = RecoveringJson(store, job.id);
-    PrintJson(job, attempt, workers, notes, recovery);
+    PrintJson(job, attempt, workers, notes, progress, recovery);
   } else {
-    PrintTable(job, attempt, workers, notes, RecoveringText(store, job.id));
+    PrintTable(job, attempt, workers, notes, progress, RecoveringText(store, job.id));
     std::string recovery;
     for (const std::string& line : RecoveryLines(store, PodrunHome(), job)) recovery += line + "\n";
     WriteAll(STDOUT_FILENO, recovery);
@@ -247,7 +302,9 @@ CommandRun AddStatusOptions(CLI::App& app) {
   app.description(
       "Show JOB's latest attempt per worker: host, state (pending, connecting, setup,\n"
       "running, exited, failed, lost, stopped), exit code (or signal), start and end\n"
-      "(local time). Without JOB: the latest job.\n"
+      "(local time), the last step and how long ago (when the job prints steps), a\n"
+      "straggler's note, and the verdict of the hang report kept if the stall watch\n"
+      "fired. Without JOB: the latest job.\n"
       "Workers the store shows as not ended are checked with their agents and the\n"
       "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
       "agent cannot be reached keeps its recorded state, with the note 'agent\n"
@@ -255,8 +312,9 @@ CommandRun AddStatusOptions(CLI::App& app) {
   auto request = std::make_shared<StatusRequest>();
   app.add_option("job", request->job, "Job id, unique id prefix, or name (default: the latest)");
   app.add_flag("--json", request->json,
-               "One JSON object: job, attempt, workers (worker, host, state, exit_code, signal, "
-               "start, end, note)");
+               "One JSON object: job, attempt (with hang_report when one was kept), workers "
+               "(worker, host, state, exit_code, signal, start, end, note, step, step_ns, "
+               "steps_per_s, straggler)");
   return [request] { return RunStatus(*request); };
 }
 

@@ -1,4 +1,5 @@
-// `podrun top`: Top RPCs to the job's agents every second, shown as output/top_table.h's rows.
+// `podrun top`: Top RPCs to the job's agents every second, with the workers' steps from the job
+// store, shown as output/top_table.h's rows.
 #include "launcher/commands/top_command.h"
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "launcher/output/top_table.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/run_records.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -34,13 +36,17 @@ constexpr auto kRefreshInterval = std::chrono::seconds(1);
 constexpr auto kOnceSampleInterval = std::chrono::milliseconds(500);
 
 // Samples every worker of one attempt through its agent, remembering each worker's previous
-// sample for the rates. Workers whose agent is not asked (the attempt never started) keep the
-// store's record. Used from one thread.
+// sample for the rates, and reads the workers' steps from `store` (one query a sample). Workers
+// whose agent is not asked (the attempt never started) keep the store's record. Used from one
+// thread.
 class TopSampler {
  public:
-  TopSampler(const JobRecord& job, int attempt, std::vector<WorkerRecord> workers,
+  TopSampler(JobStore& store, const JobRecord& job, int attempt, std::vector<WorkerRecord> workers,
              bool start_failed)
-      : job_id_(job.id), attempt_(static_cast<uint32_t>(attempt)), workers_(std::move(workers)) {
+      : store_(store),
+        job_id_(job.id),
+        attempt_(static_cast<uint32_t>(attempt)),
+        workers_(std::move(workers)) {
     if (start_failed) {
       not_asked_ = "not started: the attempt could not start on every worker";
       return;
@@ -65,8 +71,7 @@ class TopSampler {
                                      : StoreRow(workers_[i], not_asked_);
         *unreachable += not_asked_.empty() ? 1 : 0;
       }
-      SortTopRows(rows);
-      return rows;
+      return Sorted(std::move(rows));
     }
     std::vector<std::optional<AgentTopSample>> samples(workers_.size());
     std::vector<std::string> errors(workers_.size());
@@ -93,11 +98,24 @@ class TopSampler {
       rows[i] = TopRowOf(w, samples[i], before == previous_.end() ? std::nullopt : before->second);
       previous_[w.index] = samples[i];
     }
+    return Sorted(std::move(rows));
+  }
+
+ private:
+  // The rows with the steps the store has now (those of the last read if it cannot be read:
+  // the view goes on), sorted.
+  std::vector<TopRow> Sorted(std::vector<TopRow> rows) {
+    try {
+      progress_ = RunRecords(store_).Progress(job_id_, static_cast<int>(attempt_));
+    } catch (const Error&) {
+    }
+    AddProgress(rows, progress_);
     SortTopRows(rows);
     return rows;
   }
 
- private:
+  JobStore& store_;
+  std::vector<WorkerProgress> progress_;
   std::string job_id_;
   uint32_t attempt_;
   std::vector<WorkerRecord> workers_;
@@ -187,7 +205,7 @@ ExitCode RunTop(const TopRequest& request) {
     Say(fmt::format("job {} ({}) has no attempt yet", job.id, job.name));
     return ExitCode::kOk;
   }
-  TopSampler sampler(job, attempt->number, store.Workers(job.id, attempt->number),
+  TopSampler sampler(store, job, attempt->number, store.Workers(job.id, attempt->number),
                      attempt->state == AttemptState::kStartFailed);
   int unreachable = 0;
   if (request.once) {
@@ -236,9 +254,11 @@ CommandRun AddTopOptions(CLI::App& app) {
       "A live view of JOB's latest attempt, a row per worker, refreshed every second:\n"
       "state, pid, CPU (% of one CPU, the job's whole process tree), resident memory,\n"
       "processes, accelerator devices held open, output rate, seconds since the last\n"
-      "output, and the last line. Failed, lost and unreachable workers come first, then\n"
-      "the workers silent longest. On a terminal the table is redrawn in place until\n"
-      "Ctrl-C (exit 0); into a file or pipe, a plain snapshot is printed every second.\n"
+      "output, the training step and steps per second (when the job prints steps; see\n"
+      "the spec's progress:), and the last line. Failed, lost and unreachable workers\n"
+      "come first, then stragglers, then the workers silent longest. On a terminal the\n"
+      "table is redrawn in place until Ctrl-C (exit 0); into a file or pipe, a plain\n"
+      "snapshot is printed every second.\n"
       "Without JOB: the latest job. A worker whose agent cannot be asked gets a row in\n"
       "state 'unreachable' with the error.\n"
       "Exit with --once: 3 if a worker was unreachable, else 0.");
@@ -249,7 +269,7 @@ CommandRun AddTopOptions(CLI::App& app) {
   app.add_flag("--json", request->json,
                "One JSON object per worker and line: worker, host, state, pid, cpu_percent, "
                "rss_bytes, processes, accelerators, output_bytes_per_second, silent_seconds, "
-               "last_line, error, ...");
+               "last_line, error, step, step_ns, steps_per_s, straggler, ...");
   app.footer("Example: podrun top bert-base --once");
   return [request] { return RunTop(*request); };
 }

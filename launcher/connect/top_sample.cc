@@ -2,6 +2,7 @@
 #include "launcher/connect/top_sample.h"
 
 #include <algorithm>
+#include <map>
 
 #include "launcher/connect/job_agents.h"
 #include "launcher/store/worker_state.h"
@@ -111,6 +112,19 @@ TopRow TopRowOf(const WorkerRecord& worker, const std::optional<AgentTopSample>&
   row.output_bytes = sample->output_bytes;
   row.last_line = sample->last_line;
   return row;
+}
+
+void AddProgress(std::vector<TopRow>& rows, const std::vector<WorkerProgress>& progress) {
+  std::map<int, const WorkerProgress*> by_worker;
+  for (const WorkerProgress& p : progress) by_worker[p.worker] = &p;
+  for (TopRow& row : rows) {
+    auto it = by_worker.find(row.worker);
+    if (it == by_worker.end()) continue;
+    row.step = it->second->step;
+    row.step_ns = it->second->step_ns;
+    row.steps_per_s = it->second->steps_per_s;
+    row.straggler = it->second->straggler;
+  }
 }
 
 }  // namespace podrun

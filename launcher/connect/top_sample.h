@@ -1,13 +1,16 @@
 // `podrun top`'s arithmetic: the row a worker's Top sample makes (output/top_table.h), with the
-// CPU and output rates between two samples of the same worker and how long it has been silent.
+// CPU and output rates between two samples of the same worker, how long it has been silent, and
+// its step as the job store records it.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/output/top_table.h"
 #include "launcher/store/job_store.h"
+#include "launcher/store/run_records.h"
 
 namespace podrun {
 
@@ -35,5 +38,9 @@ TopRow UnreachableRow(const WorkerRecord& worker, const std::string& error);
 
 // The row of a worker as the store records it, with `note` (its agent was not asked).
 TopRow StoreRow(const WorkerRecord& worker, const std::string& note);
+
+// Gives each row its worker's step, rate and straggler note from `progress` (RunRecords::Progress
+// of the attempt); rows of workers it does not name are left as they are.
+void AddProgress(std::vector<TopRow>& rows, const std::vector<WorkerProgress>& progress);
 
 }  // namespace podrun

@@ -1,6 +1,6 @@
 // Tests of `podrun top`'s arithmetic: CPU and output rates between two samples (only of the
-// same running process, never negative), silence by the worker's clock, and the state and
-// fields a sample gives a row.
+// same running process, never negative), silence by the worker's clock, the state and fields a
+// sample gives a row, and the steps the store gives it.
 #include "launcher/connect/top_sample.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +130,35 @@ TEST(TopSampleTest, RowsOfEndedMissingAndUnreachableWorkers) {
   EXPECT_EQ(row.state, "unreachable");
   EXPECT_TRUE(row.failed);
   EXPECT_EQ(row.note, "ssh connect: timed out");
+}
+
+WorkerProgress Progress(int worker, std::optional<int64_t> step = {},
+                        std::optional<double> rate = {}, std::string straggler = "") {
+  WorkerProgress p;
+  p.worker = worker;
+  p.step = step;
+  if (step) p.step_ns = *step * 10;
+  p.steps_per_s = rate;
+  p.straggler = std::move(straggler);
+  return p;
+}
+
+TEST(TopSampleTest, RowsGetTheStoresSteps) {
+  std::vector<TopRow> rows(3);
+  for (int i = 0; i < 3; ++i) rows[i].worker = 2 - i;
+  AddProgress(rows, {Progress(0, 1513, 0.93), Progress(1),
+                     Progress(2, 1200, 0.41, "0.41 steps/s vs median 0.93")});
+  EXPECT_EQ(rows[0].step, 1200);  // w2
+  EXPECT_EQ(rows[0].straggler, "0.41 steps/s vs median 0.93");
+  EXPECT_FALSE(rows[1].step);  // w1: no step yet
+  EXPECT_EQ(rows[2].step, 1513);
+  EXPECT_EQ(rows[2].step_ns, 15130);
+  EXPECT_EQ(rows[2].steps_per_s, 0.93);
+  EXPECT_EQ(rows[2].straggler, "");
+  // No progress recorded (progress: none): the rows are as they were.
+  std::vector<TopRow> plain(2);
+  AddProgress(plain, {});
+  EXPECT_FALSE(plain[0].step || plain[1].step);
 }
 
 }  // namespace

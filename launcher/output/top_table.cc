@@ -13,11 +13,14 @@
 namespace podrun {
 namespace {
 
-// The sort key's group: failed first, then running (by silence), then the rest.
+// The sort key's group: failed first, then stragglers, then running (by silence), then the rest.
 int Group(const TopRow& row) {
   if (row.failed) return 0;
-  return row.silent_seconds ? 1 : 2;
+  if (!row.straggler.empty()) return 1;
+  return row.silent_seconds ? 2 : 3;
 }
+
+constexpr int kSilenceGroup = 2;
 
 // Columns of UTF-8 text: continuation bytes take none.
 size_t Columns(std::string_view text) {
@@ -68,13 +71,19 @@ nlohmann::json Rounded(const std::optional<double>& v, int digits = 1) {
 void SortTopRows(std::vector<TopRow>& rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const TopRow& a, const TopRow& b) {
     if (Group(a) != Group(b)) return Group(a) < Group(b);
-    if (Group(a) == 1) {
+    if (Group(a) == kSilenceGroup) {
       const auto sa = static_cast<int64_t>(*a.silent_seconds);
       const auto sb = static_cast<int64_t>(*b.silent_seconds);
       if (sa != sb) return sa > sb;
     }
     return a.worker < b.worker;
   });
+}
+
+std::string FormatStepRate(double steps_per_s) {
+  if (steps_per_s < 10) return fmt::format("{:.2f}", steps_per_s);
+  if (steps_per_s < 100) return fmt::format("{:.1f}", steps_per_s);
+  return fmt::format("{:.0f}", steps_per_s);
 }
 
 std::string FormatBytes(double bytes) {
@@ -118,16 +127,22 @@ std::string CellText(std::string_view text) {
 }
 
 std::string FormatTopTable(const std::vector<TopRow>& rows, size_t width, size_t max_rows) {
-  std::vector<std::vector<std::string>> cells = {{"WORKER", "HOST", "STATE", "PID", "CPU%", "MEM",
-                                                  "PROCS", "ACCEL", "OUT/S", "SILENT",
-                                                  "LAST LINE"}};
+  // A program that prints no step (or `progress: none`) gets the table it always had.
+  const bool steps = std::any_of(rows.begin(), rows.end(), [](const TopRow& r) { return r.step; });
+  std::vector<std::vector<std::string>> cells = {
+      {"WORKER", "HOST", "STATE", "PID", "CPU%", "MEM", "PROCS", "ACCEL", "OUT/S", "SILENT"}};
+  if (steps) cells[0].insert(cells[0].end(), {"STEP", "STEPS/S"});
+  cells[0].push_back("LAST LINE");
   const size_t shown = max_rows > 0 ? std::min(max_rows, rows.size()) : rows.size();
   for (size_t r = 0; r < shown; ++r) {
     const TopRow& row = rows[r];
-    const std::string last = row.note.empty()
-                                 ? row.last_line
-                                 : row.note + (row.last_line.empty() ? "" : " | " + row.last_line);
-    cells.push_back({
+    std::string last = row.note.empty()
+                           ? row.last_line
+                           : row.note + (row.last_line.empty() ? "" : " | " + row.last_line);
+    if (!row.straggler.empty()) {
+      last = "straggler: " + row.straggler + (last.empty() ? "" : " | " + last);
+    }
+    std::vector<std::string> line = {
         "w" + std::to_string(row.worker),
         row.host,
         row.state,
@@ -138,8 +153,13 @@ std::string FormatTopTable(const std::vector<TopRow>& rows, size_t width, size_t
         Accelerators(row.accelerators),
         row.output_bytes_per_second ? FormatBytes(*row.output_bytes_per_second) : "-",
         row.silent_seconds ? Silence(*row.silent_seconds) : "-",
-        CellText(last),
-    });
+    };
+    if (steps) {
+      line.push_back(row.step ? std::to_string(*row.step) : "-");
+      line.push_back(row.steps_per_s ? FormatStepRate(*row.steps_per_s) : "-");
+    }
+    line.push_back(CellText(last));
+    cells.push_back(std::move(line));
   }
   std::vector<size_t> widths(cells[0].size(), 0);
   for (const auto& line : cells) {
@@ -183,6 +203,10 @@ std::string TopRowJson(const TopRow& row) {
       {"last_line", row.last_line},
       {"error", unreachable ? nlohmann::json(row.note) : nlohmann::json()},
       {"note", !unreachable && !row.note.empty() ? nlohmann::json(row.note) : nlohmann::json()},
+      {"step", OrNull(row.step)},
+      {"step_ns", OrNull(row.step_ns)},
+      {"steps_per_s", Rounded(row.steps_per_s, 3)},
+      {"straggler", row.straggler.empty() ? nlohmann::json() : nlohmann::json(row.straggler)},
   };
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

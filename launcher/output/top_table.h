@@ -1,5 +1,6 @@
-// `podrun top`'s rows: one per worker, in the order that matters (failed first, then the workers
-// silent longest), as a table for people or as JSON objects for scripts. Pure: no I/O.
+// `podrun top`'s rows: one per worker, in the order that matters (failed first, then stragglers,
+// then the workers silent longest), as a table for people or as JSON objects for scripts. Pure:
+// no I/O.
 #pragma once
 
 #include <cstddef>
@@ -31,15 +32,21 @@ struct TopRow {
   std::optional<double> output_bytes_per_second;
   std::optional<double> silent_seconds;  // since the last output (or the start), while it runs
   std::string last_line;                 // as printed (may hold control characters)
-  std::string note;                      // why it is unreachable, or what else is worth saying
+  // Its training step as the job store last recorded it (the spec's `progress:`), when seen.
+  std::optional<int64_t> step;
+  std::optional<int64_t> step_ns;     // when it printed it (the launcher's clock)
+  std::optional<double> steps_per_s;  // its recent rate
+  std::string straggler;              // "" or why it is one ("0.41 steps/s vs median 0.93")
+  std::string note;                   // why it is unreachable, or what else is worth saying
 };
 
-// Orders rows: failed ones first (by worker), then by whole seconds of silence, longest first,
-// then those without silence (not running); ties by worker. Whole seconds keep workers that
-// print all the time from swapping places at every refresh.
+// Orders rows: failed ones first (by worker), then stragglers (by worker), then by whole seconds
+// of silence, longest first, then those without silence (not running); ties by worker. Whole
+// seconds keep workers that print all the time from swapping places at every refresh.
 void SortTopRows(std::vector<TopRow>& rows);
 
-// The table: a header line and a line per row. `width` > 0: each line is cut to that many
+// The table: a header line and a line per row. STEP and STEPS/S columns only when some row has
+// a step; a straggler's note starts its last column. `width` > 0: each line is cut to that many
 // columns (the last line column gives way first); 0: nothing is cut. `max_rows` > 0: at most
 // that many rows, then "... N more workers". Control characters in a last line are removed
 // (escape sequences) or shown as '?'.
@@ -48,8 +55,12 @@ std::string FormatTopTable(const std::vector<TopRow>& rows, size_t width = 0, si
 // One JSON object on one line (no newline): worker, host, state, pid, exit_code, signal,
 // cpu_percent, cpu_seconds, rss_bytes, processes, accelerators, output_bytes,
 // output_bytes_per_second, silent_seconds, last_line, error (the note of an unreachable
-// worker), note. Unknown values are null; invalid UTF-8 is replaced.
+// worker), note, step, step_ns, steps_per_s, straggler. Unknown values are null; invalid UTF-8
+// is replaced.
 std::string TopRowJson(const TopRow& row);
+
+// A step rate as the table shows it: "0.93", "12.4", "150".
+std::string FormatStepRate(double steps_per_s);
 
 // Sizes as the table shows them: "512B", "3.1K", "12M", "1.5G" (powers of 1024).
 std::string FormatBytes(double bytes);

@@ -1,5 +1,6 @@
-// Tests of `podrun top`'s rows: the order (failed first, then by whole seconds of silence), the
-// table (one line per worker, cut to a width, control characters defused) and the JSON objects.
+// Tests of `podrun top`'s rows: the order (failed first, then stragglers, then by whole seconds of
+// silence), the table (one line per worker, cut to a width, control characters defused, step
+// columns only when some worker has a step) and the JSON objects.
 #include "launcher/output/top_table.h"
 
 #include <gtest/gtest.h>
@@ -126,6 +127,87 @@ TEST(TopTableTest, OneJsonObjectPerRow) {
   EXPECT_EQ(u["error"], "timed out");
   EXPECT_TRUE(u["cpu_percent"].is_null());
   EXPECT_TRUE(u["silent_seconds"].is_null());
+}
+
+TEST(TopTableTest, StragglersRightAfterTheFailed) {
+  std::vector<TopRow> rows = {Row(0, "running", 30.0), Row(1, "running", 0.2),
+                              Row(2, "failed", {}, true), Row(3, "running", 0.1),
+                              Row(4, "running", 0.3)};
+  rows[3].straggler = "0.41 steps/s vs median 0.93";
+  rows[1].straggler = "0.10 steps/s vs median 0.93";
+  // The failed first, then the stragglers (by worker), then the silent longest.
+  EXPECT_EQ(Order(rows), (std::vector<int>{2, 1, 3, 0, 4}));
+}
+
+// The table's lines, split.
+std::vector<std::string> Lines(const std::string& table) {
+  std::istringstream in(table);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(TopTableTest, StepColumnsOnlyWhenSomeWorkerHasAStep) {
+  TopRow a = Row(0, "running", 1);
+  a.last_line = "loss 0.5";
+  TopRow b = Row(1, "running", 2);
+  // No step anywhere (a program that prints none, or progress: none): the table as it was.
+  const std::vector<std::string> plain = Lines(FormatTopTable({b, a}));
+  ASSERT_EQ(plain.size(), 3u);
+  EXPECT_EQ(plain[0].find("STEP"), std::string::npos) << plain[0];
+  EXPECT_NE(plain[0].find("SILENT  LAST LINE"), std::string::npos) << plain[0];
+  EXPECT_EQ(plain[2].find("straggler"), std::string::npos);
+
+  // Steps: STEP and STEPS/S, "-" for a worker without one; a straggler's note leads its line.
+  a.step = 1513;
+  a.steps_per_s = 0.934;
+  b.step = 1512;
+  b.steps_per_s = 12.34;
+  b.straggler = "0.41 steps/s vs median 0.93";
+  b.last_line = "step 1512";
+  TopRow c = Row(2, "running", 0);
+  const std::vector<std::string> got = Lines(FormatTopTable({b, a, c}));
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_NE(got[0].find("SILENT  STEP  STEPS/S  LAST LINE"), std::string::npos) << got[0];
+  const size_t step_column = got[0].find("STEP ");
+  const size_t rate_column = got[0].find("STEPS/S");
+  EXPECT_EQ(got[1].find("1512"), step_column) << got[1];
+  EXPECT_EQ(got[1].find("12.3"), rate_column) << got[1];
+  EXPECT_NE(got[1].find("straggler: 0.41 steps/s vs median 0.93 | step 1512"), std::string::npos)
+      << got[1];
+  EXPECT_EQ(got[2].find("1513"), step_column) << got[2];
+  EXPECT_EQ(got[2].find("0.93"), rate_column) << got[2];
+  EXPECT_EQ(got[2].find("straggler"), std::string::npos) << got[2];
+  EXPECT_EQ(got[3][step_column], '-') << got[3];
+  EXPECT_EQ(got[3][rate_column], '-') << got[3];
+
+  // The columns are decided by every row, not only the rows shown.
+  EXPECT_NE(FormatTopTable({c, a}, 0, 1).find("STEPS/S"), std::string::npos);
+}
+
+TEST(TopTableTest, StepsInJson) {
+  TopRow row = Row(0, "running", 1);
+  nlohmann::json j = nlohmann::json::parse(TopRowJson(row));
+  EXPECT_TRUE(j["step"].is_null());
+  EXPECT_TRUE(j["step_ns"].is_null());
+  EXPECT_TRUE(j["steps_per_s"].is_null());
+  EXPECT_TRUE(j["straggler"].is_null());
+  row.step = 1513;
+  row.step_ns = 1'700'000'000'000'000'000;
+  row.steps_per_s = 0.93456;
+  row.straggler = "0.41 steps/s vs median 0.93";
+  j = nlohmann::json::parse(TopRowJson(row));
+  EXPECT_EQ(j["step"], 1513);
+  EXPECT_EQ(j["step_ns"], 1'700'000'000'000'000'000);
+  EXPECT_EQ(j["steps_per_s"], 0.935);
+  EXPECT_EQ(j["straggler"], "0.41 steps/s vs median 0.93");
+}
+
+TEST(TopTableTest, StepRates) {
+  EXPECT_EQ(FormatStepRate(0), "0.00");
+  EXPECT_EQ(FormatStepRate(0.934), "0.93");
+  EXPECT_EQ(FormatStepRate(12.34), "12.3");
+  EXPECT_EQ(FormatStepRate(150.4), "150");
 }
 
 TEST(TopTableTest, Bytes) {

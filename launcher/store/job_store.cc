@@ -421,7 +421,8 @@ std::vector<JobSummary> JobStore::ListJobs(int limit) {
   Statement s(db_.get(), path_,
               "SELECT j.id, j.name, j.pod, j.created_ns, "
               "  (SELECT COUNT(*) FROM attempts c WHERE c.job_id = j.id), "
-              "  a.state, a.started_ns, a.ended_ns "
+              "  a.state, a.started_ns, a.ended_ns, (SELECT MIN(w.step) FROM workers w "
+              "    WHERE w.job_id = j.id AND w.attempt = a.number) "
               "FROM jobs j LEFT JOIN attempts a ON a.job_id = j.id AND a.number = "
               "  (SELECT MAX(number) FROM attempts m WHERE m.job_id = j.id) "
               "ORDER BY j.created_ns DESC, j.id DESC LIMIT ?1");
@@ -438,6 +439,7 @@ std::vector<JobSummary> JobStore::ListJobs(int limit) {
       job.state = ParseAttemptState(s.Text(5));
       job.started_ns = s.OptionalInt(6);
       job.ended_ns = s.OptionalInt(7);
+      job.step = s.OptionalInt(8);
     }
     out.push_back(std::move(job));
   }

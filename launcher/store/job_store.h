@@ -87,7 +87,8 @@ struct WorkerUpdate {
 };
 
 // One line of `podrun ls`: the job and its latest attempt (the attempt fields are empty when it
-// has none). Duration = ended_ns - started_ns (still running: no ended_ns).
+// has none). Duration = ended_ns - started_ns (still running: no ended_ns). `step`: the lowest
+// step among the attempt's workers that have one (the step every worker has reached).
 struct JobSummary {
   std::string id;
   std::string name;
@@ -97,6 +98,7 @@ struct JobSummary {
   std::optional<AttemptState> state;
   std::optional<int64_t> started_ns;
   std::optional<int64_t> ended_ns;
+  std::optional<int64_t> step;
 };
 
 // Wall clock, ns since the epoch.
