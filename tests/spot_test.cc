@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -546,6 +548,132 @@ int LatestCheckpoint(const std::string& dir) {
   std::smatch m;
   const std::string latest = ReadTextFile(dir + "/latest");
   return std::regex_search(latest, m, std::regex("ckpt-(\\d+)[.]pt")) ? std::stoi(m[1]) : 0;
+}
+
+// What happened, by the program's own clock: each step's time per attempt and worker, as the
+// workers wrote it to a shared file ("attempt worker step seconds" lines).
+struct TruthSteps {
+  std::map<int, std::pair<double, double>> span;  // by attempt: first, last step
+  std::map<std::pair<int, int>, double> first;    // by (attempt, worker)
+};
+TruthSteps ReadTruth(const std::string& path) {
+  TruthSteps truth;
+  std::istringstream lines(ReadTextFile(path));
+  for (std::string line; std::getline(lines, line);) {
+    int attempt = 0, worker = 0, step = 0;
+    double at = 0;
+    if (std::sscanf(line.c_str(), "%d %d %d %lf", &attempt, &worker, &step, &at) != 4) continue;
+    auto [it, fresh] = truth.span.try_emplace(attempt, at, at);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, at);
+      it->second.second = std::max(it->second.second, at);
+    }
+    auto [f, new_worker] = truth.first.try_emplace({attempt, worker}, at);
+    if (!new_worker) f->second = std::min(f->second, at);
+  }
+  return truth;
+}
+
+TEST_F(SpotTest, TheReportOfARunWithAPreemptionAndARestartMatchesWhatHappened) {
+  // Attempt 1 steps until its node is preempted; attempt 2 (after the recovery) fails on w0 at
+  // step 15; attempt 3 (after the restart) ends at step 15. Each step is also written, with the
+  // worker's clock, to a file all workers share: what happened, to compare the report with.
+  const std::string truth = Shared() + "/truth";
+  std::filesystem::create_directories(truth);
+  const std::string spec = WriteSpec(
+      "report", "node-report", "accelerator_type: v4-16, version: base, spot: true",
+      "restarts: 2\nmounts:\n  - {type: bind, source: " + truth +
+          ", path: /mnt/truth}\nrun: |\n"
+          "  for i in $(seq 1 100000); do\n"
+          "    echo \"step $i\"\n"
+          "    echo \"$PODRUN_ATTEMPT $PODRUN_WORKER_ID $i $(date +%s.%N)\" >> /mnt/truth/steps\n"
+          "    if [ $PODRUN_ATTEMPT = 2 ] && [ $i = 15 ] && [ $PODRUN_WORKER_ID = 0 ]; then exit "
+          "3; "
+          "fi\n"
+          "    if [ $PODRUN_ATTEMPT = 3 ] && [ $i = 15 ]; then exit 0; fi\n"
+          "    sleep 0.2\n"
+          "  done\n");
+  CommandResult r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadTruth(truth + "/steps").span.count(1) &&
+               LineCount(ReadTextFile(truth + "/steps")) >= 20;
+      },
+      std::chrono::seconds(60)));
+  Preempt("node-report");
+  ASSERT_TRUE(WaitUntil([&] { return Status(job)["attempt"]["state"] == "succeeded"; },
+                        std::chrono::seconds(120)))
+      << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  const TruthSteps happened = ReadTruth(truth + "/steps");
+  ASSERT_EQ(3u, happened.span.size()) << ReadTextFile(truth + "/steps");
+
+  r = RunCommand(Podrun() + " report " + job + " --json", false);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const nlohmann::json report = nlohmann::json::parse(r.output);
+  ASSERT_EQ(3u, report["attempts"].size()) << r.output;
+  EXPECT_EQ("launch", report["attempts"][0]["reason"]);
+  EXPECT_EQ("recovery-after-preemption", report["attempts"][1]["reason"]);
+  EXPECT_EQ("restart-after-failure", report["attempts"][2]["reason"]);
+  // Time making steps, and time lost to the preemption and to the failure, within a second of
+  // what the program's own clock says.
+  double steps = 0;
+  for (const auto& [attempt, span] : happened.span) steps += span.second - span.first;
+  EXPECT_NEAR(steps, report["steps_s"].get<double>(), 1.0) << r.output;
+  EXPECT_NEAR(happened.span.at(2).first - happened.span.at(1).second,
+              report["lost_s"]["preemption"].get<double>(), 1.0)
+      << r.output;
+  EXPECT_NEAR(happened.span.at(3).first - happened.span.at(2).second,
+              report["lost_s"]["failure"].get<double>(), 1.0)
+      << r.output;
+  EXPECT_EQ(0, report["lost_s"]["hang"].get<double>());
+  EXPECT_NEAR(report["steps_s"].get<double>() / report["wall_s"].get<double>(),
+              report["goodput"].get<double>(), 0.01);
+  EXPECT_GE(report["wall_s"].get<double>(), happened.span.at(3).second - happened.span.at(1).first);
+  // The recovery is where it happened: after attempt 1's last step, before attempt 2's first.
+  ASSERT_EQ(1u, report["recoveries"].size()) << r.output;
+  EXPECT_GE(report["recoveries"][0]["seen_ns"].get<int64_t>() / 1e9,
+            happened.span.at(1).second - 1.0);
+  EXPECT_LE(report["recoveries"][0]["back_ns"].get<int64_t>() / 1e9, happened.span.at(2).first);
+  // Every worker of every attempt went through its phases in order, each ended before its
+  // first step.
+  for (const auto& attempt : report["attempts"]) {
+    const int number = attempt["number"];
+    for (const auto& w : attempt["workers"]) {
+      std::vector<std::string> names;
+      int64_t previous_end = 0;
+      for (const auto& phase : w["phases"]) {
+        names.push_back(phase["phase"]);
+        ASSERT_TRUE(phase["end_ns"].is_number()) << phase.dump();
+        EXPECT_LE(phase["start_ns"].get<int64_t>(), phase["end_ns"].get<int64_t>());
+        EXPECT_GE(phase["start_ns"].get<int64_t>() + 1'000'000, previous_end) << phase.dump();
+        previous_end = phase["end_ns"].get<int64_t>();
+      }
+      EXPECT_EQ((std::vector<std::string>{"agents", "mounts", "start"}), names) << w.dump();
+      const double first = happened.first.at({number, w["worker"].get<int>()});
+      EXPECT_LE(previous_end / 1e9, first + 0.5) << w.dump();
+      EXPECT_NEAR(first, w["first_step_ns"].get<int64_t>() / 1e9, 0.5) << w.dump();
+    }
+  }
+  // The page: rendered by a real browser, a screenshot to look at.
+  const std::string html = Dir() + "/report.html";
+  r = RunCommand(Podrun() + " report " + job + " --html " + html);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string page = ReadTextFile(html);
+  EXPECT_NE(page.find("PREEMPTED"), std::string::npos);
+  if (std::filesystem::exists("/usr/bin/chromium")) {
+    const std::string png = ::testing::TempDir() + "/podrun-report-preemption.png";
+    RunCommand("rm -f " + png);
+    RunCommand(
+        "timeout 60 chromium --headless=new --no-sandbox --disable-gpu --hide-scrollbars "
+        "--window-size=1400,900 --screenshot=" +
+        png + " file://" + html);
+    ASSERT_TRUE(std::filesystem::exists(png));
+    EXPECT_GT(std::filesystem::file_size(png), 20000u);
+    std::printf("report screenshot: %s\n", png.c_str());
+  }
+  RunCommand(Podrun() + " down --tpu node-report --zone zone-a -y");
 }
 
 TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSameWeights) {
