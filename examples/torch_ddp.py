@@ -152,6 +152,7 @@ def train(device, step_done=lambda: None, backend="gloo"):
               f"{len(loader) if STEPS <= 0 else min(STEPS, len(loader))} steps per epoch")
 
     start = time.monotonic()
+    global_step = 0  # what `podrun top` and `podrun report` read (the spec's progress:)
     for epoch in range(1, EPOCHS + 1):
         sampler.set_epoch(epoch)
         epoch_start = time.monotonic()
@@ -166,13 +167,14 @@ def train(device, step_done=lambda: None, backend="gloo"):
             loss.backward()
             opt.step()
             step_done()
+            global_step += 1
             total[0] += loss.detach().to(total.dtype) * x.shape[0]
             total[1] += x.shape[0]
         local_loss = (total[0] / total[1]).item()
         dist.all_reduce(total, op=dist.ReduceOp.SUM)
         step_done()
         global_loss = (total[0] / total[1]).item()
-        print(f"{me}: epoch {epoch}/{EPOCHS} loss {local_loss:.6f} on my shard")
+        print(f"{me}: epoch {epoch}/{EPOCHS} step {global_step} loss {local_loss:.6f} on my shard")
         if rank == 0:
             print(f"{me}: epoch {epoch}/{EPOCHS} global loss {global_loss:.6f} "
                   f"({int(total[1].item())} samples, {time.monotonic() - epoch_start:.2f}s)")

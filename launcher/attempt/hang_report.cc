@@ -30,7 +30,9 @@ std::vector<WhyLine> MakeHangReport(const AttemptPlan& plan, AttemptRecorder& re
   size_t suspects = 0;
   for (const WhyLine& line : report.verdict) suspects += line.suspect ? 1 : 0;
   std::istringstream text(WhyText(report, 40, std::max<size_t>(1, suspects)));
-  for (std::string line; std::getline(text, line);) Say(line);
+  for (std::string line; std::getline(text, line);) {
+    if (!line.empty()) Say(line);
+  }
   recorder.SetHangReport(
       {.made_ns = report.made_ns,
        .text = WhyText(report),

@@ -18,6 +18,8 @@ void StepThinning::Add(int64_t time_ns, int64_t step) {
 }
 
 StepSamplesUpdate StepThinning::TakeChanges(int worker) {
+  // Nothing yet: nothing to replace either (the first samples will).
+  if (samples_.empty()) return {.worker = worker, .replace = false, .samples = {}};
   StepSamplesUpdate update{.worker = worker, .replace = thinned_, .samples = {}};
   const size_t from = thinned_ ? 0 : unsaved_from_;
   update.samples.assign(samples_.begin() + static_cast<std::ptrdiff_t>(from), samples_.end());

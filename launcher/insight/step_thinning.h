@@ -25,14 +25,16 @@ class StepThinning {
   int64_t spacing_ns() const { return spacing_ns_; }
 
   // What changed since the last call: the samples kept since then (replace = false), or all of
-  // them after a thinning (replace = true). Empty samples and replace = false: nothing new.
+  // them after a thinning and on the first call (replace = true: a follower that starts again
+  // reads the log from its start, and its samples replace those of the follower before it).
+  // Empty samples and replace = false: nothing new.
   StepSamplesUpdate TakeChanges(int worker);
 
  private:
   std::vector<StepSample> samples_;
   int64_t spacing_ns_ = kFirstSpacingNs;
   size_t unsaved_from_ = 0;  // samples_[unsaved_from_..] are not taken yet
-  bool thinned_ = false;     // since the last TakeChanges
+  bool thinned_ = true;      // since the last TakeChanges (true before the first)
 };
 
 }  // namespace podrun

@@ -29,9 +29,11 @@ TEST(StepThinningTest, ChangesAreAppendedUntilAThinningReplacesThemAll) {
   t.Add(kSecond, 2);
   StepSamplesUpdate first = t.TakeChanges(3);
   EXPECT_EQ(3, first.worker);
-  EXPECT_FALSE(first.replace);
+  EXPECT_TRUE(first.replace);  // the first replaces what an earlier follower recorded
   EXPECT_EQ((std::vector<StepSample>{{0, 0}, {kSecond, 2}}), first.samples);
-  EXPECT_TRUE(t.TakeChanges(3).samples.empty());
+  StepSamplesUpdate none = t.TakeChanges(3);
+  EXPECT_TRUE(none.samples.empty());
+  EXPECT_FALSE(none.replace);
   t.Add(2 * kSecond, 3);
   StepSamplesUpdate second = t.TakeChanges(3);
   EXPECT_FALSE(second.replace);

@@ -159,7 +159,7 @@ std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed
   size_t shown = 0;
   for (const WhyLine& line : report.verdict) {
     if (shown++ == detailed) {
-      out << fmt::format("\n(the other {} workers' processes: podrun why {} --json)\n",
+      out << fmt::format("\n(the other {} workers' processes: podrun status {} --json)\n",
                          report.verdict.size() - detailed, report.job_id);
       break;
     }
@@ -180,6 +180,11 @@ std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed
         std::string l;
         size_t n = 0;
         while (std::getline(lines, l)) {
+          // gdb's chatter about itself is not the stack.
+          if (l.rfind("[Thread debugging", 0) == 0 || l.rfind("Using host libthread_db", 0) == 0 ||
+              l.rfind("[Inferior ", 0) == 0 || l.empty()) {
+            continue;
+          }
           if (stack_lines && n == stack_lines) {
             out << "      ...\n";
             break;
