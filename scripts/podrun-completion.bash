@@ -41,7 +41,7 @@ _podrun() {
     return
   fi
   case $command in
-    logs | status | stop | rerun | top | watch | report)
+    logs | status | stop | rerun | top | watch | report | why)
       mapfile -t COMPREPLY < <(compgen -W "$(_podrun_jobs "$podrun")" -- "$cur")
       ;;
     launch | up | down)
