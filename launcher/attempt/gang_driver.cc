@@ -211,13 +211,13 @@ void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_
   RecordUnsentStops(unsent);
 }
 
-void GangDriver::OnLost(AttemptWorker& w, const std::string& lost) {
+void GangDriver::OnLost(AttemptWorker& w, const std::string& lost, bool known_gone) {
   output_->Finish(w.index);
   if (progress_) progress_->tracker().Ended(w.index);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
-  if (auto state = GoneNode(w.index); state && lost.rfind(*state, 0) != 0) {
-    reason = *state + "; " + lost;  // said once: a give-up already starts with it
+  if (!known_gone) {
+    if (auto state = GoneNode(w.index)) reason = *state + "; " + lost;
   }
   std::vector<AttemptWorker*> unsent;
   {
@@ -294,7 +294,7 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
     } else if (result.end) {
       OnEnded(*workers[i], *result.end, result.next_seq - 1);
     } else {
-      OnLost(*workers[i], result.lost);
+      OnLost(*workers[i], result.lost, result.lost_by_hook);
     }
   });
   stall_.reset();     // joins its thread: no stall is reported after the logs are done

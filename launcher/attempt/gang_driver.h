@@ -70,7 +70,8 @@ class GangDriver {
  private:
   void OnStall(std::chrono::seconds silent);  // on the stall watch's thread
   void OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq);
-  void OnLost(AttemptWorker& w, const std::string& reason);
+  // `known_gone`: the reason already says why the worker is gone (its node's state).
+  void OnLost(AttemptWorker& w, const std::string& reason, bool known_gone = false);
   // Starts a stopper for every running worker; returns those for which none could start.
   // Caller holds mutex_.
   std::vector<AttemptWorker*> StopRunning();

@@ -89,12 +89,13 @@ class FollowPolicy {
     return give_up_at_;
   }
 
-  // Reconnects until it works (true) or `give_up_at` passes (false, result.lost set). Blocks;
-  // `stop` ends it early (false) between attempts. Touches only what its arguments and the hooks
-  // hold, so that it may run on a thread of its own.
+  // Reconnects until it works (true) or `give_up_at` passes (false, `lost` set; `by_hook` when
+  // the reconnect hook gave the worker up). Blocks; `stop` ends it early (false) between
+  // attempts. Touches only what its arguments and the hooks hold, so that it may run on a thread
+  // of its own.
   static bool Reconnect(const LogFollowParams& params, const LogFollowHooks& hooks,
                         Clock::time_point give_up_at, std::string last_error, std::string* lost,
-                        std::stop_token stop = {}) {
+                        bool* by_hook, std::stop_token stop = {}) {
     for (;;) {
       if (stop.stop_requested()) {
         *lost = "stopped following the log: " + last_error;
@@ -119,6 +120,7 @@ class FollowPolicy {
         return true;
       } catch (const GiveUpWorker& e) {
         *lost = e.what();
+        *by_hook = true;
         return false;
       } catch (const std::exception& e) {
         last_error = e.what();  // keep trying until give_up_at
@@ -186,6 +188,7 @@ class Followers {
           break;
         case Event::kGaveUp:
           log.policy.result.lost = e.message;
+          log.policy.result.lost_by_hook = e.by_hook;
           finished = true;
           break;
       }
@@ -207,6 +210,7 @@ class Followers {
     AgentLogStreamEnd end;
     std::exception_ptr error;
     std::string message;
+    bool by_hook = false;  // kGaveUp: the reconnect hook gave the worker up
   };
   struct Log {
     Log(const LogFollowParams& params, const LogFollowHooks& hooks) : policy(params, hooks) {}
@@ -242,7 +246,7 @@ class Followers {
       return on_batch(std::move(records));
     };
     auto on_done = [this, i](AgentLogStreamEnd end, std::exception_ptr error) {
-      Post({Event::kStreamDone, i, end, std::move(error), {}});
+      Post({Event::kStreamDone, i, end, std::move(error), {}, false});
     };
     if (job.hooks.open_stream) {
       log.stream = job.hooks.open_stream(log.policy.result.next_seq, on_batch, on_done);
@@ -257,7 +261,7 @@ class Followers {
     } catch (...) {
     }
     if (!client) {
-      Event e{Event::kStreamDone, i, {}, {}, {}};
+      Event e{Event::kStreamDone, i, {}, {}, {}, false};
       e.end.next_seq = log.policy.result.next_seq;
       e.error = std::make_exception_ptr(Error(ExitCode::kUnreachable, "not connected"));
       Post(std::move(e));
@@ -275,10 +279,12 @@ class Followers {
     const LogFollowJob& job = jobs_[i];
     auto reconnect = [this, i, give_up_at, last_error, &job](std::stop_token stop) {
       std::string lost;
-      if (FollowPolicy::Reconnect(job.params, job.hooks, give_up_at, last_error, &lost, stop)) {
-        Post({Event::kReconnected, i, {}, {}, {}});
+      bool by_hook = false;
+      if (FollowPolicy::Reconnect(job.params, job.hooks, give_up_at, last_error, &lost, &by_hook,
+                                  stop)) {
+        Post({Event::kReconnected, i, {}, {}, {}, false});
       } else {
-        Post({Event::kGaveUp, i, {}, {}, lost});
+        Post({Event::kGaveUp, i, {}, {}, lost, by_hook});
       }
     };
     try {
@@ -335,8 +341,10 @@ LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& h
     std::optional<Clock::time_point> give_up_at = policy.OnStreamDone(end, error);
     if (!give_up_at) return policy.result;
     std::string lost;
-    if (!FollowPolicy::Reconnect(params, hooks, *give_up_at, policy.last_error, &lost)) {
+    bool by_hook = false;
+    if (!FollowPolicy::Reconnect(params, hooks, *give_up_at, policy.last_error, &lost, &by_hook)) {
       policy.result.lost = lost;
+      policy.result.lost_by_hook = by_hook;
       return policy.result;
     }
     hooks.say(fmt::format("{}: reconnected; resuming its log at record {}", params.description,

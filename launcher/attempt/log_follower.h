@@ -37,6 +37,8 @@ struct LogFollowResult {
   uint64_t next_seq = 1;           // the first record not delivered
   bool cancelled = false;          // on_batch asked to stop
   std::string lost;                // set when given up: why ("no answer from its agent ...")
+  bool lost_by_hook = false;       // given up by the reconnect hook (GiveUpWorker): `lost` is its
+                                   // reason as it gave it
   std::optional<AgentLogGap> gap;  // with `end`: output the worker could not keep on disk
 };
 

@@ -1,8 +1,7 @@
 // POD OPTIONS on the command line, and their merging with a spec's pod section.
 #include "launcher/commands/pod_options.h"
 
-#include <sstream>
-
+#include "launcher/pod/tpu_names.h"
 #include "launcher/spec/pod_create.h"
 
 namespace podrun {
@@ -111,9 +110,8 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   // The spec's create: is for the spec's own nodes: kept only when every node chosen now is one.
   if (out.create) {
     bool covered = out.tpu && out.zone;
-    std::stringstream names(out.tpu.value_or(""));
-    for (std::string name; covered && std::getline(names, name, ',');) {
-      covered = SpecCreateCovers(spec, TpuQuery{name, *out.zone, out.project});
+    for (const std::string& name : covered ? SplitTpuNames(*out.tpu) : std::vector<std::string>{}) {
+      covered = covered && SpecCreateCovers(spec, TpuQuery{name, *out.zone, out.project});
     }
     if (!covered) out.create.reset();
   }

@@ -7,12 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "launcher/attempt/interrupt_watcher.h"
 #include "launcher/commands/pod_options.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
+#include "launcher/pod/tpu_names.h"
 #include "launcher/recovery/keeper.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
@@ -50,8 +50,7 @@ bool Confirm(const std::string& question) {
 std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings) {
   std::vector<TpuQuery> created;
   if (!settings.create || !settings.tpu || !settings.zone) return created;
-  std::stringstream names(*settings.tpu);
-  for (std::string name; std::getline(names, name, ',');) {
+  for (const std::string& name : SplitTpuNames(*settings.tpu)) {
     const TpuQuery node{name, *settings.zone, settings.project};
     TpuProvisioner provisioner(node, *settings.create, TpuPollInterval(kCreatePoll),
                                SleepUnlessInterrupted);

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "launcher/base/error.h"
 #include "launcher/output/say.h"
@@ -42,11 +41,9 @@ namespace {
 // whether any node's answer came from the cache.
 bool DiscoverTpuWorkers(const PodSettings& s, bool refresh, Pod* pod) {
   if (!s.zone) throw UsageError("--tpu needs --zone ZONE (and --project P unless gcloud has one)");
-  std::vector<std::string> names;
-  std::stringstream list(*s.tpu);
-  for (std::string name; std::getline(list, name, ',');) {
+  const std::vector<std::string> names = SplitTpuNames(*s.tpu);
+  for (const std::string& name : names) {
     if (name.empty()) throw UsageError(fmt::format("--tpu {}: an empty node name", *s.tpu));
-    names.push_back(name);
   }
   // A spec's names were checked as it was read; what is wrong here came from the command line.
   if (std::string problem = TpuOptionsProblem(s.tpu, s.zone, s.project); !problem.empty()) {

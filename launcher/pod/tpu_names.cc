@@ -64,17 +64,23 @@ std::string ProjectIdProblem(const std::string& project) {
                       "my-project-123");
 }
 
+std::vector<std::string> SplitTpuNames(const std::string& list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    names.push_back(list.substr(start, end - start));
+    if (end == list.size()) return names;
+    start = end + 1;
+  }
+}
+
 std::string TpuOptionsProblem(const std::optional<std::string>& tpu,
                               const std::optional<std::string>& zone,
                               const std::optional<std::string>& project) {
   if (tpu) {
-    size_t start = 0;
-    for (;;) {
-      const size_t end = std::min(tpu->find(',', start), tpu->size());
-      const std::string name = tpu->substr(start, end - start);
+    for (const std::string& name : SplitTpuNames(*tpu)) {
       if (std::string p = Named("--tpu", name, TpuNodeNameProblem(name)); !p.empty()) return p;
-      if (end == tpu->size()) break;
-      start = end + 1;
     }
   }
   if (zone) {

@@ -6,10 +6,15 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/pod/tpu_discovery.h"
 
 namespace podrun {
+
+// The node names of a `tpu:` / --tpu list ("A" or "A,B" for a multislice pod), in order. Empty
+// names are kept ("A,,B", "A,") for the checks to refuse.
+std::vector<std::string> SplitTpuNames(const std::string& list);
 
 // Why `name` is not a TPU node name, or "" when it is: 1 to 63 lowercase letters, digits and
 // hyphens, starting with a letter, not ending with a hyphen.

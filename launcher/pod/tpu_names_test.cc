@@ -79,3 +79,17 @@ TEST(TpuNames, NoBadNameReachesAGcloudCommandLine) {
 
 }  // namespace
 }  // namespace podrun
+
+namespace podrun {
+namespace {
+
+TEST(TpuNamesTest, AListSplitsInOrderKeepingEmptyNamesForTheChecks) {
+  EXPECT_EQ((std::vector<std::string>{"a"}), SplitTpuNames("a"));
+  EXPECT_EQ((std::vector<std::string>{"a", "b"}), SplitTpuNames("a,b"));
+  EXPECT_EQ((std::vector<std::string>{"a", "", "b"}), SplitTpuNames("a,,b"));
+  EXPECT_EQ((std::vector<std::string>{"a", ""}), SplitTpuNames("a,"));
+  EXPECT_NE("", TpuOptionsProblem(std::string("a,"), std::nullopt, std::nullopt));
+}
+
+}  // namespace
+}  // namespace podrun

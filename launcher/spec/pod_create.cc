@@ -1,18 +1,17 @@
 // See pod_create.h.
 #include "launcher/spec/pod_create.h"
 
-#include <sstream>
+#include <algorithm>
+
+#include "launcher/pod/tpu_names.h"
 
 namespace podrun {
 
 bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node) {
   if (!spec.create || !spec.tpu || !spec.zone || *spec.zone != node.zone) return false;
   if (spec.project && node.project && *spec.project != *node.project) return false;
-  std::stringstream names(*spec.tpu);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (name == node.name) return true;
-  }
-  return false;
+  const std::vector<std::string> names = SplitTpuNames(*spec.tpu);
+  return std::find(names.begin(), names.end(), node.name) != names.end();
 }
 
 std::optional<TpuCreate> SpecCreateFor(const PodSettings& spec, const TpuQuery& node) {

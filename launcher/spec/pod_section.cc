@@ -111,15 +111,10 @@ void ReadJump(const YamlReader& yaml, const Node& k, const Node& v, PodSettings*
 // checked as the API would (pod/tpu_names.h) before they can reach gcloud or a cache path.
 void ReadTpu(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
   const std::string list = yaml.NonEmptyString(k, v);
-  size_t start = 0;
-  for (;;) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    const std::string name = list.substr(start, end - start);
+  for (const std::string& name : SplitTpuNames(list)) {
     if (std::string problem = TpuNodeNameProblem(name); !problem.empty()) {
       yaml.Fail(YamlReader::At(k, v), "bad tpu name '" + name + "': " + problem);
     }
-    if (end == list.size()) break;
-    start = end + 1;
   }
   pod->tpu = list;
 }
