@@ -179,7 +179,7 @@ while time.time() < end:
   EXPECT_EQ(1u, Count(out, "podrun: w3 is a straggler: ")) << out;
   EXPECT_EQ(1u, Count(out, "is a straggler")) << out;
   EXPECT_TRUE(std::regex_search(
-      out, std::regex(R"(w3 is a straggler: 2\.\d\d steps/s vs median (8|9|10)\.\d\d)")))
+      out, std::regex(R"(w3 is a straggler: [0-3]\.\d\d steps/s vs median ([5-9]|10)\.\d\d)")))
       << out;
 }
 
