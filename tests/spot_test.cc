@@ -631,6 +631,11 @@ TEST_F(SpotTest, TheReportOfARunWithAPreemptionAndARestartMatchesWhatHappened) {
   EXPECT_NEAR(report["steps_s"].get<double>() / report["wall_s"].get<double>(),
               report["goodput"].get<double>(), 0.01);
   EXPECT_GE(report["wall_s"].get<double>(), happened.span.at(3).second - happened.span.at(1).first);
+  // The node this launch created is the startup's first part (the stand-in takes 1 s).
+  ASSERT_FALSE(report["startup"].empty()) << r.output;
+  EXPECT_EQ("creating", report["startup"][0]["part"]) << r.output;
+  EXPECT_GE(report["startup"][0]["s"].get<double>(), 0.9) << r.output;
+  EXPECT_EQ("creating", report["attempts"][0]["provisioning"][0]["phase"]) << r.output;
   // The recovery is where it happened: after attempt 1's last step, before attempt 2's first.
   ASSERT_EQ(1u, report["recoveries"].size()) << r.output;
   EXPECT_GE(report["recoveries"][0]["seen_ns"].get<int64_t>() / 1e9,

@@ -22,6 +22,7 @@
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/run_records.h"
 
 namespace podrun {
 
@@ -41,8 +42,11 @@ ExitCode RunLaunch(const LaunchRequest& request) {
         "is used as it is: podrun never creates, deletes or recreates it",
         spec.pod.tpu.value_or("?"), spec.pod.zone.value_or("?")));
   }
-  // pod.create: the node is made to exist and be READY first (nothing is recorded before).
+  // pod.create: the node is made to exist and be READY first (nothing is recorded before; its
+  // time is recorded with the first attempt once the job exists, for `podrun report`).
+  const int64_t provision_began = NowUnixNs();
   const std::vector<TpuQuery> created = ProvisionSpecNodes(settings);
+  const int64_t provision_ended = NowUnixNs();
   Pod pod = ResolvePod(settings);
   for (const TpuQuery& node : created) {
     // New VMs, new host keys: pin the ones the node publishes (only this node's workers).
@@ -66,6 +70,15 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   job.options_json = PodOptionsJson(pod, home / "local");
   job = store.CreateJob(job);
   int attempt = store.AddAttempt(job.id, pod.selected, AttemptReason::kLaunch);
+  if (!created.empty()) {  // the pod's own phase (worker -1): the nodes this launch created
+    RunRecords(store).SetPhases(
+        job.id, attempt,
+        {{.worker = -1,
+          .phase = settings.create && settings.create->queued ? "queued/creating" : "creating",
+          .start_ns = provision_began,
+          .end_ns = provision_ended,
+          .failed = false}});
+  }
   WriteAll(STDOUT_FILENO, fmt::format("job: {}\n", job.id));
 
   const AttemptPlan plan =

@@ -13,14 +13,19 @@ nlohmann::json OrNull(const std::optional<T>& v) {
 
 double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
-nlohmann::json WorkerJson(const WorkerTimeline& w) {
+nlohmann::json PhasesJson(const std::vector<PhaseSegment>& segments) {
   nlohmann::json phases = nlohmann::json::array();
-  for (const PhaseSegment& p : w.phases) {
+  for (const PhaseSegment& p : segments) {
     phases.push_back({{"phase", p.phase},
                       {"start_ns", p.start_ns},
                       {"end_ns", OrNull(p.end_ns)},
                       {"failed", p.failed}});
   }
+  return phases;
+}
+
+nlohmann::json WorkerJson(const WorkerTimeline& w) {
+  nlohmann::json phases = PhasesJson(w.phases);
   nlohmann::json samples = nlohmann::json::array();
   for (const StepSample& s : w.samples) samples.push_back({s.time_ns, s.step});
   return {{"worker", w.worker},
@@ -84,6 +89,7 @@ nlohmann::json ReportJson(const RunTimeline& run, const RunAccount& account) {
          {"hang_report", a.hang_report ? nlohmann::json{{"made_ns", a.hang_report->made_ns},
                                                         {"text", a.hang_report->text}}
                                        : nlohmann::json()},
+         {"provisioning", PhasesJson(a.provisioning)},
          {"workers", std::move(workers)}});
   }
   nlohmann::json recoveries = nlohmann::json::array();

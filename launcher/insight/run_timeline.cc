@@ -41,6 +41,15 @@ std::vector<StartupPart> StartupParts(const AttemptTimeline& a, int64_t first_st
   std::vector<StartupPart> parts;
   int64_t cursor = a.started_ns;
   const int64_t limit = std::max(first_step_ns, a.started_ns);
+  // The node the launch created, before the attempt began.
+  for (const PhaseSegment& p : a.provisioning) {
+    cursor = std::min(cursor, p.start_ns);
+  }
+  for (const PhaseSegment& p : a.provisioning) {
+    const int64_t end = Clamp(p.end_ns.value_or(a.started_ns), cursor, limit);
+    parts.push_back({p.phase, end - cursor});
+    cursor = end;
+  }
   const int64_t launch_end =
       spans.empty() ? cursor : Clamp(spans.begin()->second.second.start, cursor, limit);
   parts.push_back({"launch", launch_end - cursor});
@@ -115,6 +124,9 @@ RunAccount AccountRun(const RunTimeline& run) {
   RunAccount account;
   if (run.attempts.empty()) return account;
   account.start_ns = run.attempts.front().started_ns;
+  for (const PhaseSegment& p : run.attempts.front().provisioning) {
+    account.start_ns = std::min(account.start_ns, p.start_ns);
+  }
   account.end_ns = std::max(account.start_ns, EndOr(run.attempts.back(), run.now_ns));
   account.wall_ns = account.end_ns - account.start_ns;
 
@@ -150,7 +162,7 @@ RunAccount AccountRun(const RunTimeline& run) {
   if (account.steps.front()) {
     const AttemptTimeline& first = run.attempts.front();
     account.startup = StartupParts(first, account.steps.front()->first_ns);
-    account.startup_ns = account.steps.front()->first_ns - first.started_ns;
+    account.startup_ns = account.steps.front()->first_ns - account.start_ns;
   }
 
   int64_t lost_ns = 0;
@@ -182,6 +194,7 @@ RunTimeline LoadRunTimeline(JobStore& store, const JobRecord& job, int64_t now_n
     for (const PhaseRecord& p : records.Phases(job.id, a.number)) {
       phases[p.worker].push_back({p.phase, p.start_ns, p.end_ns, p.failed});
     }
+    if (auto pod = phases.find(-1); pod != phases.end()) at.provisioning = std::move(pod->second);
     std::map<int, WorkerProgress> progress;
     for (const WorkerProgress& p : records.Progress(job.id, a.number)) progress[p.worker] = p;
     for (const WorkerRecord& w : store.Workers(job.id, a.number)) {

@@ -3,8 +3,9 @@
 // run's account made from it (AccountRun): goodput and the time lost by cause.
 //
 // The rules, exactly (all times wall clock; step times are the workers' own clocks):
-//  - The run's wall time goes from the first attempt's start to the last attempt's end (to now
-//    while it has not ended).
+//  - The run's wall time goes from the first attempt's start (or, when the launch created its
+//    TPU node first, from the start of that creation) to the last attempt's end (to now while it
+//    has not ended).
 //  - An attempt's steps go from the first step seen on any of its workers to the last step seen
 //    on any of them, both clamped to the attempt's start and end (or now). The run's time making
 //    steps is the sum of its attempts' steps; goodput = time making steps / wall time (0 when
@@ -16,11 +17,11 @@
 //    stepped; the run's end when there is no next attempt). An interval is clipped to begin no
 //    earlier than the one before ends, so no time is lost twice: a preemption followed by an
 //    attempt that never stepped keeps that attempt's time.
-//  - Startup is the time from the first attempt's start to its first step (0 when it never
-//    stepped: that time is lost to how it ended, or is "other"), split by the phases recorded:
-//    "launch" (the attempt's start to its first phase), then each phase from where the last
-//    one ended to its last worker's end, then "first step" (the last phase's end to the first
-//    step).
+//  - Startup is the time from the run's start to the first attempt's first step (0 when it
+//    never stepped: that time is lost to how it ended, or is "other"), split by the phases
+//    recorded: the node's creation by the launch ("creating", or "queued/creating" for a queued
+//    resource), "launch" (to the first worker phase), then each phase from where the last one
+//    ended to its last worker's end, then "first step" (the last phase's end to the first step).
 //  - Other is what is left: wall - steps - startup - lost (e.g. the time after the last step
 //    of an attempt that succeeded, or between an attempt that succeeded and a rerun).
 #pragma once
@@ -77,6 +78,9 @@ struct AttemptTimeline {
   std::optional<int> exit_code;
   std::vector<WorkerTimeline> workers;          // by worker
   std::optional<HangReportRecord> hang_report;  // made when its stall watch fired
+  // The pod's own phases before it (worker -1 in the store): the TPU node the launch created
+  // ("creating" or "queued/creating"), before the attempt's start.
+  std::vector<PhaseSegment> provisioning;
 };
 
 // The pod between attempts: a preemption seen after attempt `after_attempt`, until the node

@@ -239,3 +239,36 @@ TEST(RunTimelineTest, LoadsFromTheStore) {
 
 }  // namespace
 }  // namespace podrun
+
+namespace podrun {
+namespace {
+
+TEST(RunTimelineTest, TheNodeTheLaunchCreatedIsPartOfTheStartupAndTheWallTime) {
+  RunTimeline run;
+  run.now_ns = S(1000);
+  // The node is created from 0 s to 100 s; the attempt starts at 110 s, steps from 120 s to
+  // 200 s and ends at 200 s.
+  AttemptTimeline a = Attempt(1, 110, 200, AttemptState::kSucceeded, AttemptEnd::kNone,
+                              {Worker(0, {{"agents", S(112), S(115), false}}, 120, 200)});
+  a.provisioning = {{"creating", S(0), S(100), false}};
+  run.attempts.push_back(a);
+  const RunAccount account = AccountRun(run);
+  EXPECT_EQ(S(0), account.start_ns);
+  EXPECT_EQ(S(200), account.wall_ns);
+  EXPECT_EQ(S(80), account.steps_ns);
+  EXPECT_DOUBLE_EQ(0.4, account.goodput);
+  EXPECT_EQ(S(120), account.startup_ns);
+  ASSERT_GE(account.startup.size(), 4u);
+  EXPECT_EQ("creating", account.startup[0].part);
+  EXPECT_EQ(S(100), account.startup[0].ns);
+  EXPECT_EQ("launch", account.startup[1].part);
+  EXPECT_EQ(S(12), account.startup[1].ns);  // 100 s to the first phase at 112 s
+  EXPECT_EQ("agents", account.startup[2].part);
+  EXPECT_EQ(S(3), account.startup[2].ns);
+  EXPECT_EQ("first step", account.startup[3].part);
+  EXPECT_EQ(S(5), account.startup[3].ns);
+  EXPECT_EQ(0, account.other_ns);
+}
+
+}  // namespace
+}  // namespace podrun
