@@ -1,12 +1,19 @@
 // See hang_report.h.
 #include "launcher/attempt/hang_report.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "launcher/insight/why_gather.h"
 #include "launcher/output/say.h"
 
 namespace podrun {
+namespace {
+
+constexpr size_t kDetailedWorkers = 4;  // whose processes and stacks are said on a hang
+constexpr size_t kKeptStacks = 8;       // whose stacks are kept with the attempt
+
+}  // namespace
 
 std::vector<WhyLine> MakeHangReport(const AttemptPlan& plan, AttemptRecorder& recorder,
                                     AttemptWorkers& workers, const StepTracker* steps) {
@@ -25,14 +32,16 @@ std::vector<WhyLine> MakeHangReport(const AttemptPlan& plan, AttemptRecorder& re
     targets.push_back(std::move(t));
   }
   const AgentWhyRequest request{.signal = plan.spec.stacks_signal};
-  const WhyReport report = GatherWhy(plan.job.id, plan.attempt, targets, request);
-  // On the terminal: the verdict and the details of the suspects (at least one worker).
+  WhyReport report = GatherWhy(plan.job.id, plan.attempt, targets, request);
+  // On the terminal: the verdict and the details of the suspects (one to kDetailedWorkers).
   size_t suspects = 0;
   for (const WhyLine& line : report.verdict) suspects += line.suspect ? 1 : 0;
-  std::istringstream text(WhyText(report, 40, std::max<size_t>(1, suspects)));
+  std::istringstream text(WhyText(report, 40, std::clamp<size_t>(suspects, 1, kDetailedWorkers)));
   for (std::string line; std::getline(text, line);) {
     if (!line.empty()) Say(line);
   }
+  // Kept: every worker's processes, the stacks of the first kKeptStacks workers of the verdict.
+  KeepStacksOf(report, kKeptStacks);
   recorder.SetHangReport(
       {.made_ns = report.made_ns,
        .text = WhyText(report),

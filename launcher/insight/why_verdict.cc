@@ -146,6 +146,19 @@ void MakeVerdict(WhyReport& report, int64_t now_ns) {
   }
 }
 
+void KeepStacksOf(WhyReport& report, size_t workers) {
+  for (size_t i = workers; i < report.verdict.size(); ++i) {
+    for (WorkerWhy& w : report.workers) {
+      if (w.worker != report.verdict[i].worker || !w.report) continue;
+      for (AgentProcessReport& p : w.report->processes) {
+        if (p.stack.empty()) continue;
+        p.stack.clear();
+        p.stack_error = fmt::format("not kept: the stacks of the first {} workers are", workers);
+      }
+    }
+  }
+}
+
 std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed) {
   std::ostringstream out;
   const size_t suspects = std::count_if(report.verdict.begin(), report.verdict.end(),

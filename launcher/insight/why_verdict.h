@@ -50,6 +50,11 @@ void MakeVerdict(WhyReport& report, int64_t now_ns);
 // threads, then the most CPU), else the leader; null when there is none.
 const AgentProcessReport* MainProcess(const AgentWhyReport& report);
 
+// Drops the stacks of every worker after the first `workers` of the verdict (each such process
+// says so in its stack_error): what is kept with an attempt stays bounded on a large pod (at most
+// `workers` x 16 processes x 16 KiB), the suspects' stacks first.
+void KeepStacksOf(WhyReport& report, size_t workers);
+
 // "7m12s", "42s", "3h05m".
 std::string ShortDuration(double seconds);
 

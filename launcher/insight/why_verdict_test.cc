@@ -111,3 +111,29 @@ TEST(WhyVerdictTest, ShortDurations) {
 
 }  // namespace
 }  // namespace podrun
+
+namespace podrun {
+namespace {
+
+TEST(WhyVerdictTest, OnlyTheFirstWorkersOfTheVerdictKeepTheirStacks) {
+  const int64_t now = 100 * kS;
+  WhyReport report;
+  for (int i = 0; i < 3; ++i) {
+    WorkerWhy w = Worker(i, i == 1 ? 4 : 5, now - 10 * kS, "futex_wait_queue", 10, now);
+    for (auto& p : w.report->processes) p.stack = "#0 somewhere";
+    report.workers.push_back(w);
+  }
+  MakeVerdict(report, now);
+  ASSERT_EQ(1, report.verdict[0].worker);  // behind: first
+  KeepStacksOf(report, 1);
+  EXPECT_EQ("#0 somewhere", report.workers[1].report->processes[1].stack);
+  for (int i : {0, 2}) {
+    for (const auto& p : report.workers[i].report->processes) {
+      EXPECT_TRUE(p.stack.empty());
+      EXPECT_NE(p.stack_error.find("not kept"), std::string::npos) << p.stack_error;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace podrun
