@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -21,6 +23,9 @@ namespace podrun::agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How often each process's state and wait channel are read during the CPU window.
+constexpr int kStateSamples = 10;
 
 std::string ProcPath(pid_t pid, const char* file) {
   return "/proc/" + std::to_string(pid) + "/" + file;
@@ -279,7 +284,20 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
     }
   }
 
-  std::this_thread::sleep_for(options.cpu_window);
+  // The state and wait channel, sampled through the window: what a process mostly did, not what
+  // it happened to do at one instant (a loop that sleeps 50 ms at a time is sleeping, though
+  // one read in twenty finds it running).
+  std::map<pid_t, std::map<std::pair<char, std::string>, int>> seen;
+  const auto window_start = Clock::now();
+  for (int i = 1; i <= kStateSamples; ++i) {
+    for (const ProcStat& stat : first) {
+      const std::optional<ProcStat> now = ReadProcStat(stat.pid);
+      if (!now || now->start_ticks != stat.start_ticks) continue;
+      const std::string wchan(Trim(ReadProcFile(ProcPath(stat.pid, "wchan"), 256)));
+      ++seen[stat.pid][{now->state, wchan == "0" || now->state == 'R' ? "" : wchan}];
+    }
+    std::this_thread::sleep_until(window_start + options.cpu_window * i / kStateSamples);
+  }
 
   const int64_t window_ns = std::max<int64_t>(1, ClockNs(CLOCK_MONOTONIC) - window_begin);
   const int64_t boot_wall_ns = ClockNs(CLOCK_REALTIME) - ClockNs(CLOCK_BOOTTIME);
@@ -298,6 +316,15 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
                     static_cast<double>(window_ns) * 100.0;
     p.signalled = signalled.contains(p.pid);
     unread_syscall.push_back(!ReadDetails(&p, boot_wall_ns));
+    if (auto it = seen.find(p.pid); it != seen.end() && !it->second.empty()) {
+      const auto mostly =
+          std::max_element(it->second.begin(), it->second.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      p.state_code = mostly->first.first;
+      p.state = ProcessStateName(p.state_code);
+      p.wchan = Utf8Text(mostly->first.second, 128);
+      if (p.state_code == 'R') p.syscall.clear();
+    }
     probe.processes.push_back(std::move(p));
   }
   std::vector<ProcessProbe*> unread;

@@ -30,10 +30,12 @@ struct ProcessProbe {
   char state_code = '?';     // /proc/<pid>/stat's state letter
   std::string command;       // comm
   std::string cmdline;       // at most kCmdlineMaxBytes, NULs as spaces
-  std::string state;         // ProcessStateName(state_code)
-  std::string wchan;         // "" while running or unknown
-  std::string syscall;       // "" while running or unknown; "#N" for an unnamed number
-  double cpu_percent = 0;    // over the window (100: one busy CPU)
+  // The state and wait channel it was seen in most often over the CPU window (sampled ten
+  // times), not at one instant.
+  std::string state;       // ProcessStateName(state_code)
+  std::string wchan;       // "" while running or unknown
+  std::string syscall;     // "" while running or unknown; "#N" for an unnamed number
+  double cpu_percent = 0;  // over the window (100: one busy CPU)
   uint32_t threads = 0;
   int64_t started_ns = 0;       // wall clock
   uint64_t caught_signals = 0;  // SigCgt: bit N-1 set when it catches signal N

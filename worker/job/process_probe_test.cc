@@ -136,6 +136,18 @@ TEST(ProcessProbeTest, ASleepingChildSleepsInASleepCall) {
   EXPECT_EQ(probe.signal_note, "");
 }
 
+TEST(ProcessProbeTest, ALoopOfShortSleepsReadsAsSleepingWhateverTheInstant) {
+  // Awake a moment every 20 ms: one read in many finds it running, the window's samples do not.
+  Child child({"python3", "-c", "import time\nwhile True: time.sleep(0.02)"});
+  WaitAsleep(child.pid());
+  for (int round = 0; round < 5; ++round) {
+    const JobProbe probe = ProbeProcesses(Stats({child.pid()}), child.pid(), {.cpu_window = 300ms});
+    ASSERT_EQ(probe.processes.size(), 1u);
+    EXPECT_EQ(probe.processes[0].state, "sleeping") << round;
+    EXPECT_NE(probe.processes[0].wchan, "") << round;
+  }
+}
+
 TEST(ProcessProbeTest, ABusyChildRunsOnACpu) {
   Child child({"/bin/sh", "-c", "while :; do :; done"});
   std::this_thread::sleep_for(100ms);
