@@ -65,9 +65,7 @@ ExitCode RunWhy(const WhyCommandRequest& request) {
           : WhyText(report));
   if (!written) return ExitCode::kOk;  // the reader went away
   for (const WorkerWhy& w : report.workers) {
-    if (!w.report && !w.error.empty() && w.error.find("no record") == std::string::npos) {
-      return ExitCode::kUnreachable;
-    }
+    if (w.unreachable) return ExitCode::kUnreachable;
   }
   return ExitCode::kOk;
 }

@@ -26,12 +26,14 @@ WhyReport GatherWhy(const std::string& job_id, int attempt, const std::vector<Wh
       std::shared_ptr<AgentClient> client = t.client ? t.client() : nullptr;
       if (!client) {
         if (w.error.empty()) w.error = "not connected";
+        w.unreachable = true;
         return;
       }
       w.report = client->Why(job_id, static_cast<uint32_t>(attempt), request);
       if (!w.report) w.error = "its agent has no record of this attempt";
     } catch (const std::exception& e) {
       w.error = e.what();
+      w.unreachable = true;
     }
   });
   report.gather_seconds =

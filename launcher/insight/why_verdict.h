@@ -23,6 +23,7 @@ struct WorkerWhy {
   std::string description;               // "w3 (root@10.0.0.5:22)"
   std::optional<AgentWhyReport> report;  // nullopt: not asked, unreachable, or no such attempt
   std::string error;                     // why there is no report
+  bool unreachable = false;              // its agent could not be asked (not: had no record)
   WorkerProgress progress;               // its step, as the launcher saw it
   int64_t clock_offset_ns = 0;           // its clock minus the launcher's
 };
