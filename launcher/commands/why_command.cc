@@ -89,9 +89,13 @@ CommandRun AddWhyOptions(CLI::App& app) {
                "The report as one JSON object: verdict [{worker, suspect, line}], workers "
                "[{worker, host, step, state, processes [{pid, state, wchan, syscall, "
                "cpu_percent, threads, stack, ...}]}]");
-  app.add_flag("!--no-stacks", request->stacks, "Processes only: no py-spy or gdb");
+  auto no_stacks = std::make_shared<bool>(false);
+  app.add_flag("--no-stacks", *no_stacks, "Processes only: no py-spy or gdb");
   app.footer("Example: podrun why bert-base");
-  return [request] { return RunWhy(*request); };
+  return [request, no_stacks] {
+    request->stacks = !*no_stacks;
+    return RunWhy(*request);
+  };
 }
 
 }  // namespace
