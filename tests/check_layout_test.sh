@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests scripts/check-layout on small trees made here: a clean one passes; a folder loop, an
 # include against the order, a sibling include, launcher/ using worker/, a comment citing a
-# missing document and a 451-line source each fail with the file and line named.
+# missing document, a 451-line source and a class defined in two .cc files each fail with the file and line named.
 set -euo pipefail
 check="$1/scripts/check-layout"
 tmp=$(mktemp -d)
@@ -50,7 +50,14 @@ expect "a long file" "launcher/base/long.cc:1: 451 lines"
 seq 451 | sed 's/^/int v/; s/$/;/' > "$tmp/t/launcher/base/long_test.cc"; rm "$tmp/t/launcher/base/long.cc"
 "$check" --root "$tmp/t" >/dev/null || fail "a long test file is refused"
 
+make_tree; printf 'void Sess::Connect() {}\nint Sess::Ready() const { return 1; }\n' > "$tmp/t/launcher/base/s.cc"
+"$check" --root "$tmp/t" >/dev/null || fail "a class defined in one .cc is refused"
+printf 'asio::awaitable<void> Sess::Authenticate(const Options& o) {\n}\n' > "$tmp/t/launcher/base/s_auth.cc"
+expect "a class defined in two .cc files" "launcher/base/s_auth.cc:1: members of Sess are defined in launcher/base/s.cc, launcher/base/s_auth.cc"
+printf 'void Sess::Authenticate() {}\n' > "$tmp/t/launcher/base/s_auth_test.cc"; rm "$tmp/t/launcher/base/s_auth.cc"
+"$check" --root "$tmp/t" >/dev/null || fail "a test defining a member of its class is refused"
+
 make_tree; mkdir -p "$tmp/t/launcher/newfolder"; printf '#include "launcher/base/b.h"\n' > "$tmp/t/launcher/newfolder/n.cc"
 expect "an undeclared folder" "folder launcher/newfolder/ is not in"
 
-echo "check_layout_test: 9 passed, 0 failed"
+echo "check_layout_test: 12 passed, 0 failed"

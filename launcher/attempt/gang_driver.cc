@@ -310,10 +310,10 @@ void GangDriver::OnStall(std::chrono::seconds silent) {
                                    silent.count(), plan_.spec.stall_seconds);
   // What every worker is doing, asked before anything is stopped.
   Say(reason + "; asking every worker what its processes are doing");
-  hang_verdict_ =
+  const std::vector<WhyLine> verdict =
       MakeHangReport(plan_, recorder_, workers_, progress_ ? &progress_->tracker() : nullptr);
-  if (!hang_verdict_.empty() && hang_verdict_.front().suspect) {
-    reason += "; " + hang_verdict_.front().text;
+  if (!verdict.empty() && verdict.front().suspect) {
+    reason += "; " + verdict.front().text;
   }
   std::vector<AttemptWorker*> unsent;
   {

@@ -24,7 +24,6 @@
 #include "launcher/attempt/stopper_threads.h"
 #include "launcher/base/error.h"
 #include "launcher/insight/progress_watch.h"
-#include "launcher/insight/why_verdict.h"
 #include "launcher/output/attempt_output.h"
 
 namespace podrun {
@@ -90,7 +89,6 @@ class GangDriver {
   std::unique_ptr<AttemptOutput> output_;
   std::optional<StallWatch> stall_;        // stall_seconds > 0, while following
   std::optional<ProgressWatch> progress_;  // while following
-  std::vector<WhyLine> hang_verdict_;      // the hang report's, when the stall watch fired
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   StopperThreads stoppers_;  // last: joined before anything a stopper uses goes
 };

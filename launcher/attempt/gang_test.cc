@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -162,6 +164,15 @@ TEST(StopperThreads, AStopThatThrowsIsSaidNotFatal) {
 namespace podrun {
 namespace {
 
+// True when thread `tid` of this process sleeps in nanosleep or clock_nanosleep: SQLite's busy
+// handler, waiting for another connection's lock.
+bool SleepsInSqliteBusyWait(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  long number = -1;
+  if (!(in >> number)) return false;
+  return number == SYS_nanosleep || number == SYS_clock_nanosleep;
+}
+
 TEST(GangDriver, ACtrlCIsTakenAtOnceWhileTheJobStoreIsLocked) {
   ::setenv("PODRUN_AGENT", PODRUN_AGENT_BINARY, 1);
   const auto home =
@@ -194,9 +205,19 @@ TEST(GangDriver, ACtrlCIsTakenAtOnceWhileTheJobStoreIsLocked) {
   ASSERT_EQ(SQLITE_OK, sqlite3_open((home / "podrun.db").c_str(), &other));
   ASSERT_EQ(SQLITE_OK, sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr));
   std::optional<ExitCode> not_started;
-  std::thread barrier(
-      [&] { EXPECT_FALSE(gang.Barrier([&](ExitCode outcome, bool) { not_started = outcome; })); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::atomic<pid_t> barrier_tid{0};
+  std::thread barrier([&] {
+    barrier_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    EXPECT_FALSE(gang.Barrier([&](ExitCode outcome, bool) { not_started = outcome; }));
+  });
+  // The interrupt comes once the barrier's record of w1's failure waits for the store's lock.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  bool waits_for_store = false;
+  while (!waits_for_store && std::chrono::steady_clock::now() < deadline) {
+    waits_for_store = barrier_tid != 0 && SleepsInSqliteBusyWait(barrier_tid);
+    if (!waits_for_store) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(waits_for_store) << "the barrier's store write never waited for the lock";
   const auto began = std::chrono::steady_clock::now();
   gang.OnInterrupt();  // the interrupt watcher's thread, while the barrier writes
   const bool has_cause = gang.HasRootCause();

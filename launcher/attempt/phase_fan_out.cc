@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "launcher/attempt/run_request.h"
 #include "launcher/attempt/setup_phase.h"
@@ -20,7 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How far ahead the lockstep start is scheduled at least: enough for every Start to arrive first.
+// How far ahead the lockstep start is scheduled at least, whatever was measured.
 constexpr auto kMinStartLead = std::chrono::milliseconds(25);
 
 }  // namespace
@@ -126,7 +127,6 @@ void PhaseFanOut::SetupAll() {
 void PhaseFanOut::PrepareAll() {
   const std::vector<std::string> addresses = WorkerAddresses(plan_, workers_);
   recorder_.SetJobHosts(JobHostsOf(plan_.pod, addresses));
-  const auto fan_out_began = Clock::now();
   times_.Begin("start");  // prepare to start, for each worker: ended by StartAll
   progress_.Begin("prepare");
   workers_.ForEach([&](AttemptWorker& w) {
@@ -143,16 +143,39 @@ void PhaseFanOut::PrepareAll() {
     }
     progress_.Done(w.index);
   });
-  prepare_fan_out_ = Clock::now() - fan_out_began;
+}
+
+std::chrono::nanoseconds PhaseFanOut::MeasureReach() {
+  const auto began = Clock::now();
+  std::mutex mutex;
+  Clock::time_point last = began;
+  workers_.ForEach([&](AttemptWorker& w) {
+    if (!w.error.empty()) return;
+    try {
+      w.client()->Hello();
+    } catch (const std::exception&) {
+      return;  // its Start fails and says why
+    }
+    std::lock_guard lock(mutex);
+    last = std::max(last, Clock::now());
+  });
+  return last - began;
 }
 
 void PhaseFanOut::StartAll() {
   // GO at one instant: each agent gets the same target in its own clock, far enough ahead that
-  // every Start arrives before it (Start blocks until the instant: one thread per worker).
-  int64_t slowest_rtt_ns = 0;
-  for (auto& w : workers_.all()) slowest_rtt_ns = std::max(slowest_rtt_ns, w->connection.rtt_ns());
-  const int64_t target_ns =
-      NowUnixNs() + StartLead(kMinStartLead, slowest_rtt_ns, prepare_fan_out_).count();
+  // every Start arrives before it (Start blocks until the instant: one thread per worker). How
+  // far is measured here, on this pod now: a Hello to every worker at once, the way Start goes.
+  const std::chrono::nanoseconds reach = MeasureReach();
+  const std::chrono::nanoseconds lead = StartLead(kMinStartLead, reach);
+  if (lead < 2 * reach) {
+    Say(fmt::format(
+        "the workers answered slowly (a message to all of them took {:.1f} s): the "
+        "start is scheduled {:.1f} s ahead, the most an agent waits; some may start "
+        "late",
+        std::chrono::duration<double>(reach).count(), std::chrono::duration<double>(lead).count()));
+  }
+  const int64_t target_ns = NowUnixNs() + lead.count();
   progress_.Begin("start");
   workers_.ForEach([&](AttemptWorker& w) {
     auto client = w.client();

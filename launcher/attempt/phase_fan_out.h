@@ -51,12 +51,18 @@ class PhaseFanOut {
   void MountAll();  // the spec's mounts, the nfs servers first
   void SetupAll();  // the spec's setup (cached by its stamp)
   void PrepareAll();
-  // Starts every worker still in at one instant (each agent's clock corrected by its offset).
+  // Starts every worker still in at one instant (each agent's clock corrected by its offset),
+  // scheduled as far ahead as a fan-out to every worker was measured to take just before
+  // (StartLead).
   void StartAll();
   // Ends the prepared processes (after a failed barrier: GO never comes).
   void ReleasePrepared();
 
  private:
+  // How long one light RPC (Hello) to every worker still in, all sent at once as Start will be,
+  // took from the first send to the last answer.
+  std::chrono::nanoseconds MeasureReach();
+
   const AttemptPlan& plan_;
   AttemptRecorder& recorder_;
   AttemptWorkers& workers_;
@@ -65,7 +71,6 @@ class PhaseFanOut {
   SyncPhase sync_;
   MountsPhase mounts_;
   bool tpu_vms_ = false;  // the agents run on Cloud TPU VMs (their metadata says so)
-  std::chrono::nanoseconds prepare_fan_out_{0};  // how long Prepare to every worker took
 };
 
 }  // namespace podrun

@@ -19,7 +19,7 @@
 #include "launcher/attempt/interrupt_watcher.h"
 #include "launcher/base/parallel_for.h"
 #include "launcher/connect/job_agents.h"
-#include "launcher/connect/top_sample.h"
+#include "launcher/insight/top_sample.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/output/top_table.h"

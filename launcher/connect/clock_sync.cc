@@ -36,9 +36,9 @@ ClockOffset MeasureClockOffset(AgentClient& client, int probes, AgentHello* hell
   return EstimateClockOffset(samples);
 }
 
-std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum, int64_t slowest_rtt_ns,
-                                   std::chrono::nanoseconds fan_out) {
-  return std::max({minimum, std::chrono::nanoseconds(8 * slowest_rtt_ns), 2 * fan_out});
+std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum,
+                                   std::chrono::nanoseconds reach) {
+  return std::clamp(2 * reach, minimum, std::max(minimum, kMaxStartLead));
 }
 
 }  // namespace podrun

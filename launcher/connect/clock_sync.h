@@ -34,10 +34,16 @@ struct AgentHello;
 // `hello`, if given, receives the last Hello's answer.
 ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3, AgentHello* hello = nullptr);
 
-// How far ahead of now the start is scheduled: at least `minimum`, 8 round trips of the slowest
-// worker, and twice as long as the last fan-out to every worker took (`fan_out`, e.g. Prepare
-// to all): sending Start to N workers costs about what Prepare to N did.
-std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum, int64_t slowest_rtt_ns,
-                                   std::chrono::nanoseconds fan_out);
+// The most an agent waits for a start instant (it starts at once when told to wait longer,
+// worker/job/job_runner.cc), less a margin: the lead never exceeds it.
+constexpr std::chrono::nanoseconds kMaxStartLead = std::chrono::seconds(8);
+
+// How far ahead of now the start is scheduled: twice `reach`, what a light RPC to every worker
+// at once measured just before took from the first send to the last answer (Start goes the same
+// way, one way only: twice that round trip covers a busier moment), at least `minimum` and at
+// most kMaxStartLead. The rule follows the pod as measured, not its size: the time Prepare took
+// is no measure of it (Prepare forks each job's supervisor; Start only delivers a message).
+std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum,
+                                   std::chrono::nanoseconds reach);
 
 }  // namespace podrun

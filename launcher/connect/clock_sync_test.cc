@@ -27,11 +27,17 @@ TEST(ClockSync, NegativeOffset) {
   EXPECT_EQ(o.offset_ns, -1'000'100);
 }
 
-TEST(ClockSync, StartLeadGrowsWithThePod) {
-  EXPECT_EQ(StartLead(milliseconds(50), 1'000'000, milliseconds(5)), milliseconds(50));
-  EXPECT_EQ(StartLead(milliseconds(50), 10'000'000, milliseconds(5)), milliseconds(80));
-  // 200 workers whose Prepare fan-out took 700 ms: Start gets 1.4 s.
-  EXPECT_EQ(StartLead(milliseconds(50), 1'000'000, milliseconds(700)), milliseconds(1400));
+TEST(ClockSync, StartLeadFollowsTheMeasuredReach) {
+  // A quick pod: the floor.
+  EXPECT_EQ(StartLead(milliseconds(25), milliseconds(3)), milliseconds(25));
+  // 200 workers that all answered a Hello within 400 ms: the start is 800 ms ahead, whatever
+  // Prepare (which forks a supervisor on each) took.
+  EXPECT_EQ(StartLead(milliseconds(25), milliseconds(400)), milliseconds(800));
+  // Twice as slow: twice as far.
+  EXPECT_EQ(StartLead(milliseconds(25), milliseconds(800)), milliseconds(1600));
+  // Never past what an agent waits for (it would start at once): the lead stays under it.
+  EXPECT_EQ(StartLead(milliseconds(25), std::chrono::seconds(6)), kMaxStartLead);
+  EXPECT_LT(kMaxStartLead, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "launcher/base/atomic_file.h"
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
@@ -89,12 +90,11 @@ TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cach
   TpuNode node = ParseTpuNode(r.out, what);
   if (node.state == "READY") {
     std::filesystem::create_directories(cache_dir, ec);
-    const std::filesystem::path tmp = cache.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << r.out;
+    try {
+      WriteFileAtomically(cache, r.out, 0600);
+    } catch (const Error&) {
+      // Not cached: the next command asks gcloud again.
     }
-    std::filesystem::rename(tmp, cache, ec);
   }
   return node;
 }

@@ -152,12 +152,6 @@ std::vector<HostKeyAddress> NodeHostKeyAddresses(const Pod& pod, const std::stri
   return out;
 }
 
-void ForgetPodHostKeys(const Pod& pod) {
-  for (const HostKeyAddress& a : HostKeyAddressesOf(pod)) {
-    ForgetHostKeys(pod.ssh.known_hosts, {a.host}, a.port);
-  }
-}
-
 PinnedHostKeys PinHostKeys(const std::string& known_hosts,
                            const std::vector<HostKeyAddress>& workers,
                            const TpuHostKeys& published) {

@@ -29,9 +29,6 @@ std::string KnownHostsName(const HostKeyAddress& address);
 void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::string>& hosts,
                     int port);
 
-// ForgetHostKeys for every worker of `pod`.
-void ForgetPodHostKeys(const Pod& pod);
-
 // What PinHostKeys did.
 struct PinnedHostKeys {
   std::vector<int> pinned;     // workers whose published keys were written

@@ -45,8 +45,8 @@ int64_t SleptNs() {
   return (boot.tv_sec - mono.tv_sec) * 1'000'000'000LL + (boot.tv_nsec - mono.tv_nsec);
 }
 
-// Writes the keeper's heartbeat into the store every kHeartbeat (its own connection), until
-// destroyed.
+// Writes the keeper's heartbeat into the store every kHeartbeat, through a connection of its own
+// opened once (again after an error), until destroyed.
 class Heartbeat {
  public:
   Heartbeat(const std::filesystem::path& db, std::string job_id)
@@ -63,6 +63,7 @@ class Heartbeat {
             const std::stop_token& stop) {
     std::unique_lock lock(mutex_);
     int64_t slept = SleptNs();
+    std::optional<JobStore> store;  // this thread's connection, kept from beat to beat
     for (;;) {
       (void)cv_.wait_for(lock, stop, kHeartbeat, [] { return false; });
       if (stop.stop_requested()) return;
@@ -77,9 +78,10 @@ class Heartbeat {
         slept = now;
       }
       try {
-        JobStore store(db);
-        RecoveryRecords(store).KeeperHeartbeat(job_id);
+        if (!store) store.emplace(db);
+        RecoveryRecords(*store).KeeperHeartbeat(job_id);
       } catch (const Error& e) {
+        store.reset();  // opened afresh at the next beat
         Say(fmt::format("warning: keeper heartbeat: {}", e.what()));
       }
     }

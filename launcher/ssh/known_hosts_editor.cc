@@ -14,9 +14,8 @@
 #include <set>
 #include <sstream>
 
+#include "launcher/base/atomic_file.h"
 #include "launcher/base/error.h"
-#include "proto/unique_fd.h"
-#include "proto/write_all.h"
 
 namespace podrun {
 namespace {
@@ -94,19 +93,7 @@ int RemoveKnownHosts(const std::string& path, const std::vector<std::string>& na
     }
   }
   if (removed == 0) return 0;
-  const std::string scratch = path + ".podrun-new";
-  ::unlink(scratch.c_str());
-  UniqueFd fd(::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd.get() < 0 || !WriteAll(fd.get(), kept) || ::fsync(fd.get()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(scratch.c_str());
-    throw FileError(scratch, why);
-  }
-  if (::rename(scratch.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(scratch.c_str());
-    throw FileError(path, why);
-  }
+  WriteFileAtomically(path, kept, 0600);
   return removed;
 }
 

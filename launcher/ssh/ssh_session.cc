@@ -21,15 +21,16 @@
 #include "launcher/base/error.h"
 #include "launcher/ssh/jump_hosts.h"
 #include "launcher/ssh/proxy_command.h"
-#include "launcher/ssh/ssh_session_internal.h"
+#include "launcher/ssh/ssh_authenticator.h"
+#include "launcher/ssh/ssh_connect_error.h"
 
 // ssh_send_keepalive is declared in server.h but works for clients too.
 #include <libssh/server.h>
 
 namespace podrun {
 
-using ssh_session_internal::TransientError;
-using ssh_session_internal::Unreachable;
+using ssh_connect_error::TransientError;
+using ssh_connect_error::Unreachable;
 
 namespace {
 
@@ -244,8 +245,9 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
 asio::awaitable<void> SshSession::Establish(const SshOptions& options) {
   std::exception_ptr failure;
   try {
-    co_await Handshake(options);
-    co_await Authenticate(options);
+    SshAuthenticator authenticator(*this, options);
+    co_await authenticator.Handshake();
+    co_await authenticator.Authenticate();
     co_return;
   } catch (...) {
     failure = std::current_exception();

@@ -120,10 +120,9 @@ class SshSession {
   void WatchFd(int fd);
   // Cancels every timer registered with WakeOnIo.
   void WakeAll();
-  // Handshake and Authenticate; a failure the transport explains is reported as the transport's.
+  // The handshake and the authentication (SshAuthenticator); a failure the transport explains
+  // is reported as the transport's.
   asio::awaitable<void> Establish(const SshOptions& options);
-  asio::awaitable<void> Handshake(const SshOptions& options);
-  asio::awaitable<void> Authenticate(const SshOptions& options);
 
   // The keepalive's state, shared with its timer's handler: a handler that runs after the
   // session is gone finds `session` null and does nothing.

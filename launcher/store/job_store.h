@@ -16,9 +16,9 @@
 #include "launcher/store/attempt_reason.h"
 #include "launcher/store/worker_state.h"
 
-struct sqlite3;
-
 namespace podrun {
+
+class StoreDatabase;
 
 // One worker of the job's pod, as resolved at launch.
 struct JobHost {
@@ -120,7 +120,7 @@ class JobStore {
   JobStore& operator=(JobStore&&) noexcept;
   ~JobStore();
 
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const;
 
   // Stores a new job; assigns and returns its id and created_ns in the returned record.
   // Throws podrun::Error (kUsage) when an env override is also a secret's name.
@@ -166,18 +166,14 @@ class JobStore {
   // Every job, newest first; at most `limit` when limit > 0.
   std::vector<JobSummary> ListJobs(int limit = 0);
 
-  // Deleter of the connection handle (defined in job_store.cc).
-  struct Closer {
-    void operator()(sqlite3* db) const;
-  };
+  // The connection, for the store's other records (RecoveryRecords, RunRecords): valid while
+  // this store lives, moves included.
+  StoreDatabase& database() { return *db_; }
 
  private:
-  friend class RecoveryRecords;  // shares the connection (recovery_records.h)
-  friend class RunRecords;       // shares the connection (run_records.h)
   void Migrate();
 
-  std::filesystem::path path_;
-  std::unique_ptr<sqlite3, Closer> db_;
+  std::unique_ptr<StoreDatabase> db_;
 };
 
 }  // namespace podrun

@@ -8,9 +8,9 @@
 namespace podrun {
 
 int64_t RecoveryRecords::AddPreemption(const std::string& job_id, const PreemptionRecord& p) {
-  Statement s(store_.db_.get(), store_.path_,
-              "INSERT INTO preemptions (job_id, attempt, node, state, seen_ns, back_ns, "
-              "recreated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  Statement s = db_.Prepare(
+      "INSERT INTO preemptions (job_id, attempt, node, state, seen_ns, back_ns, "
+      "recreated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   s.Bind(1, job_id)
       .Bind(2, p.attempt)
       .Bind(3, p.node)
@@ -19,19 +19,18 @@ int64_t RecoveryRecords::AddPreemption(const std::string& job_id, const Preempti
       .Bind(6, p.back_ns)
       .Bind(7, p.recreated ? 1 : 0)
       .Run();
-  return sqlite3_last_insert_rowid(store_.db_.get());
+  return db_.LastInsertRowid();
 }
 
 void RecoveryRecords::SetPreemptionBack(int64_t id, int64_t back_ns) {
-  Statement s(store_.db_.get(), store_.path_,
-              "UPDATE preemptions SET back_ns = ?2 WHERE rowid = ?1");
+  Statement s = db_.Prepare("UPDATE preemptions SET back_ns = ?2 WHERE rowid = ?1");
   s.Bind(1, id).Bind(2, back_ns).Run();
 }
 
 std::vector<PreemptionRecord> RecoveryRecords::Preemptions(const std::string& job_id) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT rowid, attempt, node, state, seen_ns, back_ns, recreated FROM preemptions "
-              "WHERE job_id = ?1 ORDER BY seen_ns, rowid");
+  Statement s = db_.Prepare(
+      "SELECT rowid, attempt, node, state, seen_ns, back_ns, recreated FROM preemptions "
+      "WHERE job_id = ?1 ORDER BY seen_ns, rowid");
   s.Bind(1, job_id);
   std::vector<PreemptionRecord> out;
   while (s.Step()) {
@@ -51,29 +50,28 @@ std::vector<PreemptionRecord> RecoveryRecords::Preemptions(const std::string& jo
 void RecoveryRecords::SetKeeper(const std::string& job_id, int pid, const std::string& identity,
                                 const std::string& host) {
   const int64_t now = NowUnixNs();
-  Statement s(store_.db_.get(), store_.path_,
-              "INSERT OR REPLACE INTO keepers (job_id, pid, host, started_ns, heartbeat_ns, "
-              "identity) VALUES (?1, ?2, ?3, ?4, ?4, ?5)");
+  Statement s = db_.Prepare(
+      "INSERT OR REPLACE INTO keepers (job_id, pid, host, started_ns, heartbeat_ns, "
+      "identity) VALUES (?1, ?2, ?3, ?4, ?4, ?5)");
   s.Bind(1, job_id).Bind(2, pid).Bind(3, host).Bind(4, now).Bind(5, identity).Run();
 }
 
 void RecoveryRecords::KeeperHeartbeat(const std::string& job_id) {
-  Statement s(store_.db_.get(), store_.path_,
-              "UPDATE keepers SET heartbeat_ns = ?2 WHERE job_id = ?1");
+  Statement s = db_.Prepare("UPDATE keepers SET heartbeat_ns = ?2 WHERE job_id = ?1");
   s.Bind(1, job_id).Bind(2, NowUnixNs()).Run();
 }
 
 void RecoveryRecords::EndKeeper(const std::string& job_id, const std::string& note) {
-  Statement s(store_.db_.get(), store_.path_,
-              "UPDATE keepers SET ended_ns = ?2, end_note = ?3 WHERE job_id = ?1 AND ended_ns IS "
-              "NULL");
+  Statement s = db_.Prepare(
+      "UPDATE keepers SET ended_ns = ?2, end_note = ?3 WHERE job_id = ?1 AND ended_ns IS "
+      "NULL");
   s.Bind(1, job_id).Bind(2, NowUnixNs()).Bind(3, note).Run();
 }
 
 std::optional<KeeperRecord> RecoveryRecords::GetKeeper(const std::string& job_id) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT pid, host, started_ns, heartbeat_ns, ended_ns, end_note, identity "
-              "FROM keepers WHERE job_id = ?1");
+  Statement s = db_.Prepare(
+      "SELECT pid, host, started_ns, heartbeat_ns, ended_ns, end_note, identity "
+      "FROM keepers WHERE job_id = ?1");
   s.Bind(1, job_id);
   if (!s.Step()) return std::nullopt;
   KeeperRecord k;
@@ -88,29 +86,28 @@ std::optional<KeeperRecord> RecoveryRecords::GetKeeper(const std::string& job_id
 }
 
 void RecoveryRecords::SetRecovering(const std::string& job_id, const std::string& what) {
-  Statement s(store_.db_.get(), store_.path_,
-              "INSERT INTO recovering (job_id, what, since_ns) VALUES (?1, ?2, ?3) "
-              "ON CONFLICT (job_id) DO UPDATE SET what = excluded.what");
+  Statement s = db_.Prepare(
+      "INSERT INTO recovering (job_id, what, since_ns) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (job_id) DO UPDATE SET what = excluded.what");
   s.Bind(1, job_id).Bind(2, what).Bind(3, NowUnixNs()).Run();
 }
 
 void RecoveryRecords::EndRecovering(const std::string& job_id) {
-  Statement s(store_.db_.get(), store_.path_, "DELETE FROM recovering WHERE job_id = ?1");
+  Statement s = db_.Prepare("DELETE FROM recovering WHERE job_id = ?1");
   s.Bind(1, job_id).Run();
 }
 
 std::optional<RecoveringRecord> RecoveryRecords::Recovering(const std::string& job_id) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT what, since_ns FROM recovering WHERE job_id = ?1");
+  Statement s = db_.Prepare("SELECT what, since_ns FROM recovering WHERE job_id = ?1");
   s.Bind(1, job_id);
   if (!s.Step()) return std::nullopt;
   return RecoveringRecord{s.Text(0), s.Int(1)};
 }
 
 void RecoveryRecords::BeginRecreation(const std::string& job_id, const RecreationRecord& r) {
-  Statement s(store_.db_.get(), store_.path_,
-              "INSERT OR REPLACE INTO recreations (job_id, node, zone, project, began_ns) "
-              "VALUES (?1, ?2, ?3, ?4, ?5)");
+  Statement s = db_.Prepare(
+      "INSERT OR REPLACE INTO recreations (job_id, node, zone, project, began_ns) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
   s.Bind(1, job_id)
       .Bind(2, r.node)
       .Bind(3, r.zone)
@@ -120,16 +117,16 @@ void RecoveryRecords::BeginRecreation(const std::string& job_id, const Recreatio
 }
 
 void RecoveryRecords::EndRecreation(const std::string& job_id, const RecreationRecord& r) {
-  Statement s(store_.db_.get(), store_.path_,
-              "DELETE FROM recreations WHERE job_id = ?1 AND node = ?2 AND zone = ?3 AND "
-              "project = ?4");
+  Statement s = db_.Prepare(
+      "DELETE FROM recreations WHERE job_id = ?1 AND node = ?2 AND zone = ?3 AND "
+      "project = ?4");
   s.Bind(1, job_id).Bind(2, r.node).Bind(3, r.zone).Bind(4, r.project).Run();
 }
 
 std::vector<RecreationRecord> RecoveryRecords::Recreations(const std::string& job_id) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT node, zone, project, began_ns FROM recreations WHERE job_id = ?1 "
-              "ORDER BY began_ns");
+  Statement s = db_.Prepare(
+      "SELECT node, zone, project, began_ns FROM recreations WHERE job_id = ?1 "
+      "ORDER BY began_ns");
   s.Bind(1, job_id);
   std::vector<RecreationRecord> out;
   while (s.Step()) out.push_back({s.Text(0), s.Text(1), s.Text(2), s.Int(3)});

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "launcher/store/job_store.h"
+#include "launcher/store/store_database.h"
 
 namespace podrun {
 
@@ -51,7 +52,7 @@ struct RecreationRecord {
 
 class RecoveryRecords {
  public:
-  explicit RecoveryRecords(JobStore& store) : store_(store) {}
+  explicit RecoveryRecords(JobStore& store) : db_(store.database()) {}
 
   // Records a preemption seen now (or at `seen_ns`); returns its id.
   int64_t AddPreemption(const std::string& job_id, const PreemptionRecord& preemption);
@@ -82,7 +83,7 @@ class RecoveryRecords {
   std::vector<RecreationRecord> Recreations(const std::string& job_id);
 
  private:
-  JobStore& store_;
+  StoreDatabase& db_;
 };
 
 }  // namespace podrun

@@ -8,10 +8,10 @@ namespace podrun {
 void RunRecords::SetPhases(const std::string& job_id, int attempt,
                            const std::vector<PhaseRecord>& phases) {
   if (phases.empty()) return;
-  Transaction tx(store_.db_.get(), store_.path_);
-  Statement s(store_.db_.get(), store_.path_,
-              "INSERT OR REPLACE INTO phases (job_id, attempt, idx, phase, start_ns, end_ns, "
-              "failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  Transaction tx = db_.Begin();
+  Statement s = db_.Prepare(
+      "INSERT OR REPLACE INTO phases (job_id, attempt, idx, phase, start_ns, end_ns, "
+      "failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   for (const PhaseRecord& p : phases) {
     s.Reset()
         .Bind(1, job_id)
@@ -27,9 +27,9 @@ void RunRecords::SetPhases(const std::string& job_id, int attempt,
 }
 
 std::vector<PhaseRecord> RunRecords::Phases(const std::string& job_id, int attempt) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT idx, phase, start_ns, end_ns, failed FROM phases WHERE job_id = ?1 AND "
-              "attempt = ?2 ORDER BY idx, start_ns");
+  Statement s = db_.Prepare(
+      "SELECT idx, phase, start_ns, end_ns, failed FROM phases WHERE job_id = ?1 AND "
+      "attempt = ?2 ORDER BY idx, start_ns");
   s.Bind(1, job_id).Bind(2, attempt);
   std::vector<PhaseRecord> out;
   while (s.Step()) {
@@ -46,11 +46,11 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
                               const std::vector<WorkerProgress>& progress,
                               const std::vector<StepSamplesUpdate>& samples) {
   if (progress.empty() && samples.empty()) return;
-  Transaction tx(store_.db_.get(), store_.path_);
-  Statement update(store_.db_.get(), store_.path_,
-                   "UPDATE workers SET step = ?4, step_ns = ?5, first_step_ns = ?6, "
-                   "steps_per_s = ?7, straggler = ?8 WHERE job_id = ?1 AND attempt = ?2 AND "
-                   "idx = ?3");
+  Transaction tx = db_.Begin();
+  Statement update = db_.Prepare(
+      "UPDATE workers SET step = ?4, step_ns = ?5, first_step_ns = ?6, "
+      "steps_per_s = ?7, straggler = ?8 WHERE job_id = ?1 AND attempt = ?2 AND "
+      "idx = ?3");
   for (const WorkerProgress& p : progress) {
     update.Reset()
         .Bind(1, job_id)
@@ -63,11 +63,11 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
         .Bind(8, p.straggler)
         .Run();
   }
-  Statement clear(store_.db_.get(), store_.path_,
-                  "DELETE FROM step_samples WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
-  Statement insert(store_.db_.get(), store_.path_,
-                   "INSERT OR REPLACE INTO step_samples (job_id, attempt, idx, time_ns, step) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5)");
+  Statement clear =
+      db_.Prepare("DELETE FROM step_samples WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
+  Statement insert = db_.Prepare(
+      "INSERT OR REPLACE INTO step_samples (job_id, attempt, idx, time_ns, step) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
   for (const StepSamplesUpdate& u : samples) {
     if (u.replace) clear.Reset().Bind(1, job_id).Bind(2, attempt).Bind(3, u.worker).Run();
     for (const StepSample& sample : u.samples) {
@@ -84,9 +84,9 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
 }
 
 std::vector<WorkerProgress> RunRecords::Progress(const std::string& job_id, int attempt) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT idx, step, step_ns, first_step_ns, steps_per_s, straggler FROM workers "
-              "WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
+  Statement s = db_.Prepare(
+      "SELECT idx, step, step_ns, first_step_ns, steps_per_s, straggler FROM workers "
+      "WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
   s.Bind(1, job_id).Bind(2, attempt);
   std::vector<WorkerProgress> out;
   while (s.Step()) {
@@ -102,9 +102,9 @@ std::vector<WorkerProgress> RunRecords::Progress(const std::string& job_id, int 
 
 std::vector<StepSample> RunRecords::StepSamples(const std::string& job_id, int attempt,
                                                 int worker) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT time_ns, step FROM step_samples WHERE job_id = ?1 AND attempt = ?2 AND "
-              "idx = ?3 ORDER BY time_ns");
+  Statement s = db_.Prepare(
+      "SELECT time_ns, step FROM step_samples WHERE job_id = ?1 AND attempt = ?2 AND "
+      "idx = ?3 ORDER BY time_ns");
   s.Bind(1, job_id).Bind(2, attempt).Bind(3, worker);
   std::vector<StepSample> out;
   while (s.Step()) out.push_back({.time_ns = s.Int(0), .step = s.Int(1)});
@@ -113,9 +113,9 @@ std::vector<StepSample> RunRecords::StepSamples(const std::string& job_id, int a
 
 void RunRecords::SetHangReport(const std::string& job_id, int attempt,
                                const HangReportRecord& report) {
-  Statement s(store_.db_.get(), store_.path_,
-              "INSERT OR REPLACE INTO hang_reports (job_id, attempt, made_ns, text, json) VALUES "
-              "(?1, ?2, ?3, ?4, ?5)");
+  Statement s = db_.Prepare(
+      "INSERT OR REPLACE INTO hang_reports (job_id, attempt, made_ns, text, json) VALUES "
+      "(?1, ?2, ?3, ?4, ?5)");
   s.Bind(1, job_id)
       .Bind(2, attempt)
       .Bind(3, report.made_ns ? report.made_ns : NowUnixNs())
@@ -125,8 +125,8 @@ void RunRecords::SetHangReport(const std::string& job_id, int attempt,
 }
 
 std::optional<HangReportRecord> RunRecords::HangReport(const std::string& job_id, int attempt) {
-  Statement s(store_.db_.get(), store_.path_,
-              "SELECT made_ns, text, json FROM hang_reports WHERE job_id = ?1 AND attempt = ?2");
+  Statement s = db_.Prepare(
+      "SELECT made_ns, text, json FROM hang_reports WHERE job_id = ?1 AND attempt = ?2");
   s.Bind(1, job_id).Bind(2, attempt);
   if (!s.Step()) return std::nullopt;
   return HangReportRecord{.made_ns = s.Int(0), .text = s.Text(1), .json = s.Text(2)};

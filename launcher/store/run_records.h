@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "launcher/store/job_store.h"
+#include "launcher/store/store_database.h"
 
 namespace podrun {
 
@@ -57,7 +58,7 @@ struct HangReportRecord {
 
 class RunRecords {
  public:
-  explicit RunRecords(JobStore& store) : store_(store) {}
+  explicit RunRecords(JobStore& store) : db_(store.database()) {}
 
   // Records (inserts or replaces) these phases of attempt `attempt`, in one transaction.
   void SetPhases(const std::string& job_id, int attempt, const std::vector<PhaseRecord>& phases);
@@ -78,7 +79,7 @@ class RunRecords {
   std::optional<HangReportRecord> HangReport(const std::string& job_id, int attempt);
 
  private:
-  JobStore& store_;
+  StoreDatabase& db_;
 };
 
 }  // namespace podrun

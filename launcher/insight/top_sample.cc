@@ -1,5 +1,5 @@
 // `podrun top`'s rows from agents' samples (see top_sample.h).
-#include "launcher/connect/top_sample.h"
+#include "launcher/insight/top_sample.h"
 
 #include <algorithm>
 #include <map>

@@ -1,7 +1,7 @@
 // Tests of `podrun top`'s arithmetic: CPU and output rates between two samples (only of the
 // same running process, never negative), silence by the worker's clock, the state and fields a
 // sample gives a row, and the steps the store gives it.
-#include "launcher/connect/top_sample.h"
+#include "launcher/insight/top_sample.h"
 
 #include <gtest/gtest.h>
 

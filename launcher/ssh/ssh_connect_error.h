@@ -1,4 +1,5 @@
-// What the parts of SshSession's implementation share (ssh_session.cc, ssh_session_auth.cc).
+// The errors of connecting an SshSession (ssh_session.h) and of its handshake and login
+// (ssh_authenticator.h): a failure worth retrying, and an unreachable worker.
 #pragma once
 
 #include <stdexcept>
@@ -6,7 +7,7 @@
 
 #include "launcher/base/error.h"
 
-namespace podrun::ssh_session_internal {
+namespace podrun::ssh_connect_error {
 
 // A failure worth retrying: the server refused or reset a connection it may accept later.
 struct TransientError : std::runtime_error {
@@ -17,4 +18,4 @@ inline Error Unreachable(const std::string& message) {
   return Error(ExitCode::kUnreachable, message);
 }
 
-}  // namespace podrun::ssh_session_internal
+}  // namespace podrun::ssh_connect_error

@@ -1,5 +1,7 @@
 // The handshake (with podrun's host-key decision, docs/design.md decision 13) and the public-key
-// authentication of an SshSession (see ssh_session.h).
+// authentication of an SshSession (see ssh_authenticator.h).
+#include "launcher/ssh/ssh_authenticator.h"
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -9,13 +11,12 @@
 #include "launcher/base/error.h"
 #include "launcher/ssh/connection_probe.h"
 #include "launcher/ssh/host_key_policy.h"
-#include "launcher/ssh/ssh_session.h"
-#include "launcher/ssh/ssh_session_internal.h"
+#include "launcher/ssh/ssh_connect_error.h"
 
 namespace podrun {
 
-using ssh_session_internal::TransientError;
-using ssh_session_internal::Unreachable;
+using ssh_connect_error::TransientError;
+using ssh_connect_error::Unreachable;
 
 namespace {
 
@@ -80,15 +81,17 @@ std::string KnownKey(ssh_session s, const std::string& known_hosts, const std::s
 
 }  // namespace
 
-asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
-  ssh_session s = session_.get();
-  int rc = co_await Retry([s] { return ssh_connect(s); });
+asio::awaitable<void> SshAuthenticator::Handshake() {
+  const std::string& description = session_.description();
+  ssh_session s = session_.raw();
+  int rc = co_await session_.Retry([s] { return ssh_connect(s); });
   if (rc != SSH_OK) {
-    std::string message = fmt::format("{}: SSH handshake failed: {}", description_, LastError());
+    std::string message =
+        fmt::format("{}: SSH handshake failed: {}", description, session_.LastError());
     // Worth another try: the server reset the connection, or closed it before saying anything
     // (an sshd past MaxStartups). A server that answered and then failed the handshake, or a
     // failure libssh saw on a live connection, would fail the same way again.
-    ConnectionEnd end = ProbeConnection(waiter_.native_handle());
+    ConnectionEnd end = ProbeConnection(session_.waiter().native_handle());
     bool banner = ssh_get_serverbanner(s) != nullptr;
     if (end == ConnectionEnd::kReset || (end == ConnectionEnd::kClosedByPeer && !banner)) {
       throw TransientError(message);
@@ -97,65 +100,65 @@ asio::awaitable<void> SshSession::Handshake(const SshOptions& options) {
   }
   // The decision is podrun's own (docs/design.md decision 13): the known_hosts files are still the
   // ones ConfigureSession pinned, whatever ssh_config said.
-  if (!HostKeyOptionsPinned(s, options.known_hosts)) {
+  if (!HostKeyOptionsPinned(s, options_.known_hosts)) {
     throw Unreachable(fmt::format("{}: the known_hosts setting is not {} (refusing to connect)",
-                                  description_, options.known_hosts));
+                                  description, options_.known_hosts));
   }
   ssh_known_hosts_e state = ssh_session_is_known_server(s);
-  HostKeyAction action = DecideHostKey(state, options.strict_host_keys);
+  HostKeyAction action = DecideHostKey(state, options_.strict_host_keys);
   if (action == HostKeyAction::kAccept) co_return;
   ServerKey key = GetServerKey(s);
   if (action == HostKeyAction::kRecord) {
     std::error_code ignored;
-    auto dir = std::filesystem::path(options.known_hosts).parent_path();
+    auto dir = std::filesystem::path(options_.known_hosts).parent_path();
     if (!dir.empty() && !std::filesystem::exists(dir, ignored)) {
       std::filesystem::create_directories(dir, ignored);
       ::chmod(dir.c_str(), 0700);
     }
     if (ssh_session_update_known_hosts(s) != SSH_OK) {
-      throw Unreachable(fmt::format("{}: cannot record the host key in {}: {}", description_,
-                                    options.known_hosts, LastError()));
+      throw Unreachable(fmt::format("{}: cannot record the host key in {}: {}", description,
+                                    options_.known_hosts, session_.LastError()));
     }
     co_return;
   }
-  throw Unreachable(
-      fmt::format("{}: {}", description_,
-                  HostKeyRefusal(action, address_, key.type, key.fingerprint, options.known_hosts,
-                                 action == HostKeyAction::kRefuseChanged
-                                     ? KnownKey(s, options.known_hosts, address_, key.type)
-                                     : "")));
+  throw Unreachable(fmt::format(
+      "{}: {}", description,
+      HostKeyRefusal(action, session_.address(), key.type, key.fingerprint, options_.known_hosts,
+                     action == HostKeyAction::kRefuseChanged
+                         ? KnownKey(s, options_.known_hosts, session_.address(), key.type)
+                         : "")));
 }
 
-asio::awaitable<void> SshSession::Authenticate(const SshOptions& options) {
-  ssh_session s = session_.get();
-  int rc = co_await Retry([s] { return ssh_userauth_none(s, nullptr); }, SSH_AUTH_AGAIN);
+asio::awaitable<void> SshAuthenticator::Authenticate() {
+  const std::string& description = session_.description();
+  ssh_session s = session_.raw();
+  int rc = co_await session_.Retry([s] { return ssh_userauth_none(s, nullptr); }, SSH_AUTH_AGAIN);
   if (rc == SSH_AUTH_SUCCESS) co_return;
   if (rc == SSH_AUTH_ERROR) {
-    throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
+    throw Unreachable(fmt::format("{}: authentication: {}", description, session_.LastError()));
   }
   std::string tried;
-  if (options.identity) {
+  if (options_.identity) {
     ssh_key key = nullptr;
-    if (ssh_pki_import_privkey_file(options.identity->c_str(), nullptr, nullptr, nullptr, &key) !=
+    if (ssh_pki_import_privkey_file(options_.identity->c_str(), nullptr, nullptr, nullptr, &key) !=
         SSH_OK) {
       throw Unreachable(
-          fmt::format("{}: cannot read identity file {}", description_, *options.identity));
+          fmt::format("{}: cannot read identity file {}", description, *options_.identity));
     }
     std::unique_ptr<ssh_key_struct, void (*)(ssh_key)> owned(key, ssh_key_free);
-    rc = co_await Retry([s, key] { return ssh_userauth_publickey(s, nullptr, key); },
-                        SSH_AUTH_AGAIN);
-    tried = "identity file " + *options.identity;
+    rc = co_await session_.Retry([s, key] { return ssh_userauth_publickey(s, nullptr, key); },
+                                 SSH_AUTH_AGAIN);
+    tried = "identity file " + *options_.identity;
   } else {
-    rc = co_await Retry([s] { return ssh_userauth_publickey_auto(s, nullptr, nullptr); },
-                        SSH_AUTH_AGAIN);
+    rc = co_await session_.Retry([s] { return ssh_userauth_publickey_auto(s, nullptr, nullptr); },
+                                 SSH_AUTH_AGAIN);
     tried = "ssh-agent and the default key files";
   }
   if (rc == SSH_AUTH_SUCCESS) co_return;
   if (rc == SSH_AUTH_ERROR) {
-    throw Unreachable(fmt::format("{}: authentication: {}", description_, LastError()));
+    throw Unreachable(fmt::format("{}: authentication: {}", description, session_.LastError()));
   }
-  throw Unreachable(
-      fmt::format("{}: permission denied (publickey; tried {})", description_, tried));
+  throw Unreachable(fmt::format("{}: permission denied (publickey; tried {})", description, tried));
 }
 
 }  // namespace podrun
