@@ -909,7 +909,7 @@ TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
   ASSERT_FALSE(job.empty()) << text;
   char host[256] = {};
   ASSERT_EQ(0, ::gethostname(host, sizeof(host) - 1));
-  for (const std::string& flags : {"", " --foreground"}) {
+  for (const char* flags : {"", " --foreground"}) {
     CommandResult r = RunCommand(Podrun() + " watch " + job + flags + " < /dev/null");
     EXPECT_EQ(0, r.exit_code) << r.output;
     EXPECT_NE(std::string::npos, r.output.find("already driven by its attached launch (pid " +
