@@ -6,6 +6,7 @@
 // ~/.ssh, which a real TPU VM gets again from its metadata).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -315,7 +317,7 @@ TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
   ASSERT_EQ(0, r.exit_code) << r.output;
   r = RunCommand(Podrun() + " watch " + job);
   ASSERT_EQ(0, r.exit_code) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("already has a keeper")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("already driven by its keeper")) << r.output;
   status = Status(job);
   EXPECT_EQ("running", status["keeper"]["state"]) << status.dump();
   EXPECT_NE(keeper, status["keeper"]["pid"].get<int>());
@@ -765,6 +767,161 @@ TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSam
   r = RunCommand(Podrun() + " status " + job, false);
   EXPECT_NE(std::string::npos, r.output.find("2 preemptions:")) << r.output;
   RunCommand(Podrun() + " down --tpu node-ckpt --zone zone-a -y");
+}
+
+// The options of a job on the pod's workers as plain hosts (no gcloud).
+std::string HostsOptions(const TestPod& pod) {
+  return " --hosts @" + pod.host_file() + " -i " + pod.identity() + " --known-hosts " +
+         pod.known_hosts();
+}
+
+// Every line of `merged` is "[wK] line N", and each of the pod's workers printed 1..lines
+// exactly once, in order.
+void ExpectEveryLineOnceInOrder(const std::string& merged, int lines) {
+  std::map<int, int> next;  // worker -> last line number seen
+  std::istringstream in(merged);
+  const std::regex line_re(R"(\[w(\d)\] line (\d+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, line_re)) << line << "\n" << merged;
+    const int w = std::stoi(m[1]);
+    const int n = std::stoi(m[2]);
+    ASSERT_EQ(next[w] + 1, n) << "worker " << w << "\n" << merged;
+    next[w] = n;
+  }
+  ASSERT_EQ(static_cast<size_t>(kWorkers), next.size()) << merged;
+  for (auto& [w, n] : next) EXPECT_EQ(lines, n) << "worker " << w << "\n" << merged;
+}
+
+// The pid of the job's keeper, once it has recorded itself (it takes its lock first).
+int KeeperPid(const std::function<nlohmann::json()>& status) {
+  nlohmann::json s;
+  WaitUntil(
+      [&] {
+        s = status();
+        return s["keeper"]["state"] == "running";
+      },
+      std::chrono::seconds(10));
+  return s["keeper"]["pid"].is_number() ? s["keeper"]["pid"].get<int>() : -1;
+}
+
+// A keeper started by `podrun watch` in another folder (other files, another spec of the same
+// name there) restarts the job with the tree the launch synced: the paths were recorded absolute.
+TEST_F(SpotTest, AKeeperWatchedFromAnotherFolderRestartsWithTheLaunchsTree) {
+  const std::string tree = Dir() + "/tree";
+  const std::string elsewhere = Dir() + "/elsewhere";
+  std::filesystem::create_directories(tree);
+  std::filesystem::create_directories(elsewhere);
+  const std::string spec_text =
+      "name: tree\nsync: .\nrestarts: 1\nrun: |\n  echo \"attempt $PODRUN_ATTEMPT: $(cat "
+      "marker.txt)\"\n  if [ $PODRUN_ATTEMPT = 1 ]; then sleep 2; exit 1; fi\n";
+  std::ofstream(tree + "/tree.yaml") << spec_text;
+  std::ofstream(tree + "/marker.txt") << "the launch's tree\n";
+  std::ofstream(elsewhere + "/tree.yaml") << spec_text;
+  std::ofstream(elsewhere + "/marker.txt") << "another folder\n";
+  // Launched by a relative path from its folder.
+  CommandResult r = RunCommand("cd " + tree + " && " + Podrun() + " launch -d tree.yaml" +
+                               HostsOptions(*pod_) + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  const int keeper = KeeperPid([&] { return Status(job); });
+  ASSERT_GT(keeper, 0) << Status(job).dump();
+  ASSERT_EQ(0, ::kill(keeper, SIGKILL));
+  ASSERT_TRUE(
+      WaitUntil([&] { return Status(job)["keeper"]["state"] == "gone"; }, std::chrono::seconds(5)));
+  r = RunCommand("cd " + elsewhere + " && " + Podrun() + " watch " + job);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        nlohmann::json s = Status(job);
+        return s["attempt"]["number"] == 2 && s["attempt"]["state"] == "succeeded";
+      },
+      std::chrono::seconds(40)))
+      << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  const std::string merged = ReadTextFile(Home() + "/jobs/" + job + "/2/merged.log");
+  for (int i = 0; i < kWorkers; ++i) {
+    EXPECT_NE(std::string::npos,
+              merged.find("[w" + std::to_string(i) + "] attempt 2: the launch's tree"))
+        << merged;
+  }
+  EXPECT_EQ(std::string::npos, merged.find("another folder")) << merged;
+}
+
+// A keeper SIGKILLed mid-run and replaced by `podrun watch`: the replacement resumes every
+// worker's log where the launcher's copy ends (each line once in merged.log), counts the stall
+// watch from its own start (the job, older than stall_seconds, prints every 0.3 s: no hang) and
+// the job runs to its end as one attempt.
+TEST_F(SpotTest, AKeeperKilledMidRunIsReplacedWithoutARestartOrALineTwice) {
+  constexpr int kLines = 40;
+  const std::string spec = Dir() + "/lines.yaml";
+  std::ofstream(spec) << "name: lines\nrestarts: 1\nstall_seconds: 3\nrun: |\n  for i in $(seq 1 "
+                      << kLines << "); do echo \"line $i\"; sleep 0.3; done\n";
+  CommandResult r =
+      RunCommand(Podrun() + " launch -d " + spec + HostsOptions(*pod_) + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  const int keeper = KeeperPid([&] { return Status(job); });
+  ASSERT_GT(keeper, 0) << Status(job).dump();
+  const std::string merged = Home() + "/jobs/" + job + "/1/merged.log";
+  // Killed once its copy holds a few lines of every worker, and the job is older than 3 s.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const std::string text = ReadTextFile(merged);
+        for (int i = 0; i < kWorkers; ++i) {
+          if (text.find("[w" + std::to_string(i) + "] line 12\n") == std::string::npos) {
+            return false;
+          }
+        }
+        return true;
+      },
+      std::chrono::seconds(20)))
+      << ReadTextFile(merged);
+  ASSERT_EQ(0, ::kill(keeper, SIGKILL));
+  ASSERT_TRUE(
+      WaitUntil([&] { return Status(job)["keeper"]["state"] == "gone"; }, std::chrono::seconds(5)));
+  r = RunCommand(Podrun() + " watch " + job);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  ASSERT_TRUE(WaitUntil([&] { return Status(job)["keeper"]["state"] == "ended"; },
+                        std::chrono::seconds(30)))
+      << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  const nlohmann::json status = Status(job);
+  EXPECT_EQ(1, status["attempt"]["number"]) << status.dump();
+  EXPECT_EQ("succeeded", status["attempt"]["state"])
+      << status.dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  ExpectEveryLineOnceInOrder(ReadTextFile(merged), kLines);
+}
+
+// One driver per job: `podrun watch` beside an attached launch starts no keeper and says who
+// drives the job (the launch's pid and host); --foreground alike.
+TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
+  const std::string spec = Dir() + "/attached.yaml";
+  const std::string release = Shared() + "/attached.release";  // the workers see /var/tmp
+  std::filesystem::remove(release);
+  std::ofstream(spec) << "name: attached\nrestarts: 1\nrun: |\n  echo started\n"
+                         "  while [ ! -e "
+                      << release << " ]; do sleep 0.2; done\n";
+  const std::string out = Dir() + "/attached.out";
+  const pid_t launch = StartCommand("exec " + Podrun() + " launch " + spec + HostsOptions(*pod_) +
+                                    " > " + out + " 2>&1 < /dev/null");
+  ASSERT_GT(launch, 0);
+  const std::string text = WaitForText(out, "[w3] started");
+  const std::string job = JobId(text);
+  ASSERT_FALSE(job.empty()) << text;
+  char host[256] = {};
+  ASSERT_EQ(0, ::gethostname(host, sizeof(host) - 1));
+  for (const char* flags : {"", " --foreground"}) {
+    CommandResult r = RunCommand(Podrun() + " watch " + job + flags + " < /dev/null");
+    EXPECT_EQ(0, r.exit_code) << r.output;
+    EXPECT_NE(std::string::npos, r.output.find("already driven by its attached launch (pid " +
+                                               std::to_string(launch) + " on " + host + ")"))
+        << r.output;
+  }
+  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_TRUE(Status(job)["keeper"].is_null()) << Status(job).dump();
+  std::ofstream(release) << "go\n";
+  int wstatus = 0;
+  ASSERT_EQ(launch, ::waitpid(launch, &wstatus, 0));
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadTextFile(out);
 }
 
 }  // namespace

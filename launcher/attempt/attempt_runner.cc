@@ -189,9 +189,10 @@ ExitCode FollowWith(const AttemptPlan& plan, AttemptRecorder& recorder,
   gang.OpenLog();
   Say(fmt::format("following attempt {} of job {} on {} workers ({})", plan.attempt, plan.job.id,
                   workers.size(), plan.pod.description));
+  // The clocks are measured, as for a start: steps and reports compare workers' times.
   workers.ForEach([](AttemptWorker& w) {
     try {
-      w.connection.Connect(AgentConnection::Greeting::kHello);
+      w.connection.Connect(AgentConnection::Greeting::kMeasureClock);
     } catch (const std::exception& e) {
       w.error = e.what();
     }

@@ -36,9 +36,12 @@ struct AttemptWorker {
 
   const std::string& description() const { return connection.description(); }
   std::shared_ptr<AgentClient> client() const { return connection.client(); }
-  // Connects to the agent anew and greets it; throws.
+  // Connects to the agent anew and greets it (measuring its clock if that was never done:
+  // a worker first reached by a reconnect); throws.
   std::shared_ptr<AgentClient> Reconnect() {
-    return connection.Connect(AgentConnection::Greeting::kHello);
+    return connection.Connect(connection.clock_measured()
+                                  ? AgentConnection::Greeting::kHello
+                                  : AgentConnection::Greeting::kMeasureClock);
   }
 };
 

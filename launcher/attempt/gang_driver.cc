@@ -94,22 +94,24 @@ void GangDriver::RecordStarts() {
 }
 
 std::vector<AttemptWorker*> GangDriver::Resume(int64_t started_ns) {
+  resume_from_ = output_->Resume();
+  resumed_at_ = Clock::now();
   std::vector<AttemptWorker*> following;
-  std::vector<AttemptWorker*> unreachable;
   {
     std::lock_guard lock(mutex_);
     for (auto& w : workers_.all()) gang_.Prepared(w->index);
     gang_.Go();
     for (auto& w : workers_.all()) {
       gang_.Started(w->index);
-      (w->error.empty() ? following : unreachable).push_back(w.get());
+      following.push_back(w.get());
     }
     const auto ago = std::chrono::nanoseconds(std::max<int64_t>(0, NowUnixNs() - started_ns));
     started_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(ago);
   }
-  for (AttemptWorker* w : unreachable) {
-    OnLost(*w, "agent unreachable: " + w->error);
-    w->error.clear();  // lost, as a worker lost while followed
+  for (AttemptWorker* w : following) {
+    if (w->error.empty()) continue;
+    Say(fmt::format("{}: not reachable yet ({}); reconnecting", w->description(), w->error));
+    w->error.clear();  // followed: its reconnects and their limit are the follower's
   }
   return following;
 }
@@ -246,6 +248,9 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
   for (AttemptWorker* w : workers) {
     LogFollowJob job;
     job.params.job_id = plan_.job.id;
+    if (auto from = resume_from_.find(w->index); from != resume_from_.end()) {
+      job.params.from_seq = from->second;
+    }
     job.params.attempt = static_cast<uint32_t>(plan_.attempt);
     job.params.description = w->description();
     job.params.lost_after = kLostAfter;
@@ -283,7 +288,8 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
     jobs.push_back(std::move(job));
   }
   if (plan_.spec.stall_seconds > 0) {
-    stall_.emplace(std::chrono::seconds(plan_.spec.stall_seconds), started_,
+    // A resumed follow knows nothing of the silence before it: it counts from its own start.
+    stall_.emplace(std::chrono::seconds(plan_.spec.stall_seconds), resumed_at_.value_or(started_),
                    [this](std::chrono::seconds silent) { OnStall(silent); });
   }
   progress_->Start();

@@ -51,8 +51,11 @@ class GangDriver {
   void MarkStarted() { started_ = std::chrono::steady_clock::now(); }
   // After StartAll: records each worker started or failed; a failed start stops the gang.
   void RecordStarts();
-  // For an attempt started before this driver (FollowAttempt): every worker counts as started
-  // at `started_ns` (wall clock); those whose connection failed (their `error`) are lost at once.
+  // For an attempt started before this driver (FollowAttempt; after OpenLog): every worker
+  // counts as started at `started_ns` (wall clock), and its log is resumed where the launcher's
+  // copy ends (AttemptOutput::Resume); the stall watch counts from now (the job's silence
+  // before is not known). A worker whose first connection failed (its `error`) is followed all
+  // the same: reconnected as a followed worker whose connection broke, lost after the same 20 s.
   // Returns the workers to follow.
   std::vector<AttemptWorker*> Resume(int64_t started_ns);
   // Follows `workers`' logs until every one has ended or is lost (no thread per worker).
@@ -90,6 +93,9 @@ class GangDriver {
   std::optional<StallWatch> stall_;        // stall_seconds > 0, while following
   std::optional<ProgressWatch> progress_;  // while following
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  // Resume: where each worker's log resumes (absent: record 1), and when the follow began.
+  std::map<int, uint64_t> resume_from_;
+  std::optional<std::chrono::steady_clock::time_point> resumed_at_;
   StopperThreads stoppers_;  // last: joined before anything a stopper uses goes
 };
 

@@ -16,18 +16,22 @@
 #include "launcher/connect/pod.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
+#include "launcher/recovery/driver_lock.h"
 #include "launcher/recovery/host_keys.h"
 #include "launcher/recovery/keeper.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recorded_spec.h"
 #include "launcher/store/run_records.h"
 
 namespace podrun {
 
 ExitCode RunLaunch(const LaunchRequest& request) {
   JobSpec spec = ParseSpecFile(request.spec_path);
+  // Recorded absolute: whoever re-reads it (rerun, the keeper) gets this tree from any folder.
+  spec.path = AbsoluteSpecPath(spec.path);
   if (!request.name.empty()) {
     if (!IsValidJobName(request.name)) {
       throw UsageError(
@@ -84,15 +88,24 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   const AttemptPlan plan =
       MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs), overrides,
                       {.detach = request.detach, .force_setup = request.force_setup});
-  const ExitCode code = RunAttemptsWithRestarts(store, plan);
-  if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
-  // Nobody watches a detached job: its keeper does (recovery/keeper.h).
-  const int keeper = SpawnKeeper(home, job.id);
+  ExitCode code = ExitCode::kOk;
+  {
+    // One driver per job (recovery/driver_lock.h): `podrun watch` beside this launch starts
+    // nothing. A new job: nobody else can hold it yet.
+    std::optional<DriverLock> driving = DriverLock::TryAcquire(
+        home, job.id, request.detach ? "detached launch" : "attached launch");
+    code = RunAttemptsWithRestarts(store, plan);
+  }
+  if (!request.detach || spec.restarts == 0 || !KeeperTakesOver(code)) return code;
+  // Nobody watches a detached job: its keeper does (recovery/keeper.h), a start that failed
+  // included (it restarts it as an attached launch would).
+  const int keeper = SpawnKeeper(home, job.id, spec.secret_env);
   Say(fmt::format(
-      "keeper of job {}: pid {} on this machine; it restarts the job up to {} times{} "
+      "keeper of job {}: pid {} on this machine; it {} up to {} times{} "
       "(podrun status {} shows it; its log: {})",
-      job.id, keeper, spec.restarts, settings.create ? " and recreates a preempted node" : "",
-      job.id, (JobDir(home, job.id) / "keeper.log").string()));
+      job.id, keeper, code == ExitCode::kOk ? "restarts the job" : "retries the start that failed",
+      spec.restarts, settings.create ? " and recreates a preempted node" : "", job.id,
+      (JobDir(home, job.id) / "keeper.log").string()));
   return code;
 }
 

@@ -13,12 +13,14 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/recovery/driver_lock.h"
 #include "launcher/recovery/keeper.h"
 #include "launcher/recovery/recovery_report.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recorded_spec.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -37,16 +39,28 @@ std::vector<int> FailedWorkers(const std::vector<WorkerRecord>& workers) {
 ExitCode RunRerun(const RerunRequest& request) {
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
-  const JobRecord job = store.ResolveJob(request.job);
+  JobRecord job = store.ResolveJob(request.job);
   // One driver per job: a keeper that watches it would restart or recover it under this rerun.
-  // Here, the keeper identified by its lock; on another machine, one whose heartbeat is fresh.
+  // On this machine, whoever holds its driver lock (a keeper, an attached launch or rerun); on
+  // another machine, a keeper whose heartbeat is fresh.
   if (const KeeperView keeper = ViewKeeper(store, home, job); keeper.state == "running") {
     throw UsageError(fmt::format(
         "job {} is watched by its keeper (pid {} on {}): it restarts the job itself; podrun "
         "stop {} first, then rerun",
-        job.id, keeper.json["pid"].get<int>(), keeper.json["host"].get<std::string>(), job.id));
+        job.id, keeper.pid, keeper.host, job.id));
   }
-  JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
+  // Taken after ViewKeeper: a driver that opens its lock file again loses its lock.
+  std::optional<DriverLock> driving =
+      DriverLock::TryAcquire(home, job.id, request.detach ? "detached rerun" : "attached rerun");
+  if (!driving) {
+    const std::optional<Driver> driver = CurrentDriver(home, job.id);
+    throw UsageError(fmt::format(
+        "job {} is driven by its {} (pid {} on {}): one driver per job; podrun stop {} first, "
+        "then rerun",
+        job.id, driver ? driver->role : "keeper", driver ? driver->pid : 0,
+        driver ? driver->host : ThisHostName(), job.id));
+  }
+  JobSpec spec = RecordedSpec(store, job);
   std::filesystem::path local_root;
   Pod pod = PodOfJob(job, &local_root);
   if (request.failed) {
@@ -70,8 +84,10 @@ ExitCode RunRerun(const RerunRequest& request) {
                                      job.env_overrides, {.detach = request.detach});
   plan.resumed_from = store.GetAttempt(job.id, attempt).resumed_from;
   const ExitCode code = RunAttemptsWithRestarts(store, plan);
-  if (code != ExitCode::kOk || !request.detach || spec.restarts == 0) return code;
-  const int keeper = SpawnKeeper(home, job.id);  // as for launch -d: nobody else watches it
+  driving.reset();  // the keeper takes it next
+  if (!request.detach || spec.restarts == 0 || !KeeperTakesOver(code)) return code;
+  // As for launch -d: nobody else watches it; a start that failed is retried by the keeper.
+  const int keeper = SpawnKeeper(home, job.id, job.secret_names);
   Say(fmt::format("keeper of job {}: pid {} on this machine (its log: {})", job.id, keeper,
                   (JobDir(home, job.id) / "keeper.log").string()));
   return code;

@@ -28,7 +28,7 @@ constexpr int kDefaultGraceSeconds = 10;
 
 int SpecGraceSeconds(const JobRecord& job) {
   try {
-    return ParseSpecText(job.spec_text, job.spec_path).grace_seconds;
+    return ParseRecordedSpec(job.spec_text, job.spec_path).grace_seconds;
   } catch (const Error& e) {
     Say(fmt::format("warning: job {}: cannot read its stored spec ({}); grace period {} s", job.id,
                     e.what(), kDefaultGraceSeconds));

@@ -16,19 +16,24 @@ ExitCode RunWatch(const WatchRequest& request) {
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
   const JobRecord job = store.ResolveJobOrLatest(request.job);
+  // One driver per job: beside an attached launch or rerun, or another keeper, nothing starts.
+  auto already_driven = [&] {
+    const std::optional<Driver> driver = CurrentDriver(home, job.id);
+    if (driver) {
+      Say(fmt::format("job {} is already driven by its {} (pid {} on {}): nothing to do", job.id,
+                      driver->role, driver->pid, driver->host));
+    } else {  // it ended between the two looks
+      Say(fmt::format("job {} is already driven by another process: nothing to do", job.id));
+    }
+    return ExitCode::kOk;
+  };
   if (request.foreground) {
     std::optional<Keeper> keeper = Keeper::Acquire(home, job.id);
-    if (!keeper) {
-      Say(fmt::format("job {} already has a keeper: nothing to do", job.id));
-      return ExitCode::kOk;
-    }
+    if (!keeper) return already_driven();
     return keeper->Run(store, job);
   }
-  if (std::optional<int> holder = KeeperHolder(home, job.id)) {
-    Say(fmt::format("job {} already has a keeper (pid {}): nothing to do", job.id, *holder));
-    return ExitCode::kOk;
-  }
-  const int pid = SpawnKeeper(home, job.id);
+  if (DriverHolder(home, job.id)) return already_driven();
+  const int pid = SpawnKeeper(home, job.id, job.secret_names);
   Say(fmt::format("keeper of job {}: pid {} on {} (its log: {})", job.id, pid, ThisHostName(),
                   (JobDir(home, job.id) / "keeper.log").string()));
   return ExitCode::kOk;

@@ -35,7 +35,7 @@ ExitCode RunWhy(const WhyCommandRequest& request) {
   // The spec's stacks: signal (re-read from the stored spec text).
   AgentWhyRequest why{.signal = 0, .stacks = request.stacks};
   try {
-    why.signal = ParseSpecText(job.spec_text, job.spec_path).stacks_signal;
+    why.signal = ParseRecordedSpec(job.spec_text, job.spec_path).stacks_signal;
   } catch (const Error&) {
     // A spec this podrun cannot read any more: no signal.
   }

@@ -26,6 +26,7 @@ std::shared_ptr<AgentClient> AgentConnection::Connect(Greeting greeting) {
     const ClockOffset offset = MeasureClockOffset(*client, kClockProbes, &hello_);
     clock_offset_ns_ = offset.offset_ns;
     rtt_ns_ = offset.rtt_ns;
+    clock_measured_ = true;
   } else {
     client->Hello();
   }

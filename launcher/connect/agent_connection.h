@@ -5,6 +5,7 @@
 // connect through these, so connecting, greeting and measuring the clock are written once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -53,6 +54,8 @@ class AgentConnection {
   // after joining it): the agent's wall clock minus ours, the round trip it came from, and the
   // agent's answer to the greeting.
   int64_t clock_offset_ns() const { return clock_offset_ns_; }
+  // Whether a kMeasureClock Connect has succeeded. Thread-safe.
+  bool clock_measured() const { return clock_measured_.load(); }
   int64_t rtt_ns() const { return rtt_ns_; }
   const AgentHello& hello() const { return hello_; }
 
@@ -64,6 +67,7 @@ class AgentConnection {
   mutable std::mutex client_mutex_;
   std::shared_ptr<AgentClient> client_;
   int64_t clock_offset_ns_ = 0;
+  std::atomic<bool> clock_measured_{false};
   int64_t rtt_ns_ = 0;
   AgentHello hello_;
 };

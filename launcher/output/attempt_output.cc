@@ -2,11 +2,15 @@
 #include "launcher/output/attempt_output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
+#include "launcher/output/copy_mark.h"
 #include "launcher/output/say.h"
 
 namespace podrun {
@@ -29,7 +33,92 @@ AttemptOutput::AttemptOutput(const std::filesystem::path& dir, bool color, bool 
   });
 }
 
-AttemptOutput::~AttemptOutput() { ticker_.reset(); }
+AttemptOutput::~AttemptOutput() {
+  ticker_.reset();
+  std::lock_guard lock(mutex_);
+  Mark(/*force=*/true);
+}
+
+int AttemptOutput::WorkerFd(int worker) {
+  UniqueFd& fd = worker_fds_[worker];
+  if (fd.get() < 0) {
+    fd.reset(::open((dir_ / ("w" + std::to_string(worker) + ".log")).c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  }
+  return fd.get();
+}
+
+void AttemptOutput::Mark(bool force) {
+  if (dir_.empty() || merged_fd_.get() < 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - marked_ < kMarkEvery) return;
+  marked_ = now;
+  CopyMark mark;
+  struct stat st {};
+  if (::fstat(merged_fd_.get(), &st) != 0) return;
+  mark.merged_size = static_cast<uint64_t>(st.st_size);
+  for (const auto& [worker, next] : next_seq_) {
+    CopyMark::Worker& w = mark.workers[worker];
+    w.next_seq = next;
+    const int fd = WorkerFd(worker);
+    if (fd < 0 || ::fstat(fd, &st) != 0) return;  // no mark rather than a wrong one
+    w.copy_size = static_cast<uint64_t>(st.st_size);
+    w.out = screen_.Held(worker, Stream::kStdout);
+    w.err = screen_.Held(worker, Stream::kStderr);
+  }
+  // Whole or not at all: a new file renamed over the last (one driver per job: the name is
+  // its own). Not synced: it guards against a driver's death, not the machine's.
+  const std::filesystem::path path = dir_ / "copied.mark";
+  const std::filesystem::path scratch = dir_ / "copied.mark.new";
+  UniqueFd fd(::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd.get() < 0 || !WriteAll(fd.get(), FormatCopyMark(mark))) return;
+  fd.reset();
+  (void)::rename(scratch.c_str(), path.c_str());
+}
+
+std::map<int, uint64_t> AttemptOutput::Resume() {
+  std::lock_guard lock(mutex_);
+  if (dir_.empty() || merged_fd_.get() < 0) return {};
+  std::optional<CopyMark> mark;
+  {
+    std::ifstream in(dir_ / "copied.mark", std::ios::binary);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      mark = ParseCopyMark(text.str());
+    }
+  }
+  if (!mark) mark.emplace();  // from the first record: what the copies hold is written again
+  bool cut = ::ftruncate(merged_fd_.get(), static_cast<off_t>(mark->merged_size)) == 0;
+  // Every wK.log there, also of workers the mark does not name (then: emptied).
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 5 || name[0] != 'w' || !name.ends_with(".log")) continue;
+    int worker = 0;
+    try {
+      size_t used = 0;
+      worker = std::stoi(name.substr(1, name.size() - 5), &used);
+      if (used != name.size() - 5) continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    auto it = mark->workers.find(worker);
+    const int fd = WorkerFd(worker);
+    cut = cut && fd >= 0 &&
+          ::ftruncate(
+              fd, static_cast<off_t>(it == mark->workers.end() ? 0 : it->second.copy_size)) == 0;
+  }
+  if (!cut) WarnCopyFailed("merged.log");
+  std::map<int, uint64_t> from;
+  for (auto& [worker, w] : mark->workers) {
+    screen_.Restore(worker, Stream::kStdout, std::move(w.out));
+    screen_.Restore(worker, Stream::kStderr, std::move(w.err));
+    from[worker] = w.next_seq;
+    next_seq_[worker] = w.next_seq;
+  }
+  return from;
+}
 
 void AttemptOutput::WarnCopyFailed(const std::string& what) {
   if (warned_) return;
@@ -40,15 +129,7 @@ void AttemptOutput::WarnCopyFailed(const std::string& what) {
 
 void AttemptOutput::Add(int worker, const std::vector<LogRecord>& records) {
   std::lock_guard lock(mutex_);
-  int worker_fd = -1;
-  if (!dir_.empty()) {
-    UniqueFd& fd = worker_fds_[worker];
-    if (fd.get() < 0) {
-      fd.reset(::open((dir_ / ("w" + std::to_string(worker) + ".log")).c_str(),
-                      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
-    }
-    worker_fd = fd.get();
-  }
+  const int worker_fd = dir_.empty() ? -1 : WorkerFd(worker);
   if (worker_fd < 0 && !dir_.empty()) WarnCopyFailed("w" + std::to_string(worker) + ".log");
   size_t tee_failures = screen_.tee_failures();
   std::string& tail = tails_[worker];
@@ -70,11 +151,14 @@ void AttemptOutput::Add(int worker, const std::vector<LogRecord>& records) {
   if (!copy.empty() && !WriteAllOf(worker_fd, copy)) {
     WarnCopyFailed("w" + std::to_string(worker) + ".log");
   }
+  if (!records.empty()) next_seq_[worker] = records.back().seq + 1;
+  Mark(/*force=*/false);
 }
 
 void AttemptOutput::Finish(int worker) {
   std::lock_guard lock(mutex_);
   screen_.Finish(worker);
+  Mark(/*force=*/true);
 }
 
 std::vector<std::string> AttemptOutput::LastLines(int worker) const {

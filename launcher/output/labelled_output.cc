@@ -102,6 +102,16 @@ void LabelledOutput::Write(int worker, Stream stream, std::string_view data) {
   mirror_ = false;
 }
 
+LineSplitter::Held LabelledOutput::Held(int worker, Stream stream) const {
+  const auto& splitters = splitters_[static_cast<int>(stream)];
+  auto it = splitters.find(worker);
+  return it == splitters.end() ? LineSplitter::Held{} : it->second.held();
+}
+
+void LabelledOutput::Restore(int worker, Stream stream, LineSplitter::Held held) {
+  splitters_[static_cast<int>(stream)][worker].Restore(std::move(held));
+}
+
 void LabelledOutput::Tick() {
   for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
     int s = static_cast<int>(stream);

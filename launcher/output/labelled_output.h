@@ -44,6 +44,11 @@ class LabelledOutput {
   // Prints the held partial lines of `worker` (a final line without newline).
   void Finish(int worker);
 
+  // The partial line held for `worker`'s `stream` (nothing printed yet), and setting it: a
+  // replaced driver's copy of the log goes on where the last one stopped (attempt_output.h).
+  LineSplitter::Held Held(int worker, Stream stream) const;
+  void Restore(int worker, Stream stream, LineSplitter::Held held);
+
   // Prints the progress states whose rate limit has passed since they arrived.
   void Tick();
 

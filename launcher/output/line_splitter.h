@@ -40,6 +40,24 @@ class LineSplitter {
 
   bool has_partial() const { return !partial_.empty() || had_progress_ || cr_pending_; }
 
+  // What the splitter holds between two Feeds (the line not ended yet), so that another
+  // splitter can go on exactly where this one stopped (a keeper replacing another: the
+  // launcher's copy of the log, attempt_output.h).
+  struct Held {
+    std::string partial;
+    std::string last_state;
+    bool had_progress = false;
+    bool cr_pending = false;
+    bool operator==(const Held&) const = default;
+  };
+  Held held() const { return {partial_, last_state_, had_progress_, cr_pending_}; }
+  void Restore(Held held) {
+    partial_ = std::move(held.partial);
+    last_state_ = std::move(held.last_state);
+    had_progress_ = held.had_progress;
+    cr_pending_ = held.cr_pending;
+  }
+
  private:
   template <class OnLine>
   void EndLine(OnLine& on_line) {

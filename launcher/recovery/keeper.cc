@@ -22,13 +22,17 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/recovery/keeper_env.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recorded_spec.h"
 #include "launcher/store/recovery_records.h"
 #include "proto/process_identity.h"
 #include "proto/spawn.h"
 #include "proto/unique_fd.h"
+
+extern char** environ;
 
 namespace podrun {
 namespace {
@@ -96,7 +100,7 @@ class Heartbeat {
 // recorded (same pid, start time and boot, on this host) and still alive.
 std::optional<ProcessIdentity> IdentifiedKeeper(JobStore& store, const std::filesystem::path& home,
                                                 const std::string& job_id) {
-  const std::optional<int> holder = KeeperHolder(home, job_id);
+  const std::optional<int> holder = DriverHolder(home, job_id);
   // 0 (or less): a holder in another pid namespace, whose pid means nothing here.
   if (!holder || *holder <= 0) return std::nullopt;
   const std::optional<KeeperRecord> k = RecoveryRecords(store).GetKeeper(job_id);
@@ -110,7 +114,7 @@ std::optional<ProcessIdentity> IdentifiedKeeper(JobStore& store, const std::file
 
 std::optional<Keeper> Keeper::Acquire(const std::filesystem::path& home,
                                       const std::string& job_id) {
-  std::optional<KeeperLock> lock = KeeperLock::TryAcquire(home, job_id);
+  std::optional<DriverLock> lock = DriverLock::TryAcquire(home, job_id, "keeper");
   if (!lock) return std::nullopt;
   return Keeper(home, std::move(*lock));
 }
@@ -118,10 +122,14 @@ std::optional<Keeper> Keeper::Acquire(const std::filesystem::path& home,
 ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
   RecoveryRecords records(store);
   const std::vector<AttemptRecord> attempts = store.Attempts(job.id);
+  // A start that failed for a reason no restart mends (a bad spec, Ctrl-C) is not retried.
+  const auto unmendable = [&](const AttemptRecord& a) {
+    return a.state == AttemptState::kStartFailed &&
+           !KeeperTakesOver(static_cast<ExitCode>(a.exit_code.value_or(1))) &&
+           records.Recreations(job.id).empty();
+  };
   if (attempts.empty() || attempts.back().state == AttemptState::kSucceeded ||
-      attempts.back().state == AttemptState::kStopped ||
-      (attempts.back().state == AttemptState::kStartFailed &&
-       records.Recreations(job.id).empty())) {
+      attempts.back().state == AttemptState::kStopped || unmendable(attempts.back())) {
     Say(fmt::format("job {} has no attempt left to watch ({})", job.id,
                     attempts.empty() ? "none" : AttemptStateName(attempts.back().state)));
     return ExitCode::kOk;
@@ -130,35 +138,55 @@ ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
   records.SetKeeper(job.id, static_cast<int>(::getpid()), self ? self->ToString() : "",
                     ThisHostName());
   Say(fmt::format("keeper of job {}: pid {} on {}", job.id, ::getpid(), ThisHostName()));
-  std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
-
-  JobSpec spec = ParseSpecText(job.spec_text, job.spec_path);
-  std::filesystem::path local_root;
-  Pod pod = PodOfJob(job, &local_root);
-  pod.selected = attempts.back().workers;
-  EnsureOpenFiles(pod.selected.size());
-  AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
-  AttemptPlan plan = MakeAttemptPlan(job, attempts.back().number, spec, pod, home_,
-                                     std::move(inputs), job.env_overrides, {});
-  plan.resumed_from = attempts.back().resumed_from;
-  ExitCode code = ExitCode::kFailed;
+  // Whatever ends it, the store says why (`status`: "keeper: ended ... (why)").
   try {
-    code = RunAttemptsWithRestarts(
-        store, plan,
-        {.follow_running = true, .restarts_used = AutomaticRestartsSince(attempts), .wait = {}});
-  } catch (const Error& e) {
-    heartbeat.reset();
+    const ExitCode code = Keep(store, job, attempts);
+    const auto latest = store.LatestAttempt(job.id);
+    records.EndKeeper(job.id, fmt::format("the job ended: {}",
+                                          latest ? AttemptStateName(latest->state) : "no attempt"));
+    return code;
+  } catch (const std::exception& e) {
     records.EndKeeper(job.id, e.what());
     throw;
+  } catch (...) {
+    records.EndKeeper(job.id, "an unknown error");
+    throw;
   }
+}
+
+ExitCode Keeper::Keep(JobStore& store, JobRecord job, const std::vector<AttemptRecord>& attempts) {
+  std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
+  JobSpec spec = RecordedSpec(store, job);
+  std::filesystem::path local_root;
+  Pod pod = PodOfJob(job, &local_root);
+  const AttemptRecord& latest = attempts.back();
+  pod.selected = latest.workers;
+  EnsureOpenFiles(pod.selected.size());
+  AttemptInputs inputs = ReadAttemptInputs(spec, job.env_overrides);
+  AttemptPlan plan = MakeAttemptPlan(job, latest.number, spec, pod, home_, std::move(inputs),
+                                     job.env_overrides, {});
+  plan.resumed_from = latest.resumed_from;
+  RestartOptions options{
+      .follow_running = true, .restarts_used = AutomaticRestartsSince(attempts), .wait = {}};
+  // An attempt that already ended without success (a detached start that failed, a preemption
+  // during its preparation included; a failure while nobody watched) is not followed: it is
+  // restarted as an attached launch would have restarted it. One whose node is being recreated
+  // (its intent recorded) is followed: its recreation is finished first.
+  const bool ended =
+      latest.state == AttemptState::kFailed || (latest.state == AttemptState::kStartFailed &&
+                                                RecoveryRecords(store).Recreations(job.id).empty());
+  if (ended) {
+    options.ended = static_cast<ExitCode>(latest.exit_code.value_or(1));
+    Say(fmt::format("attempt {} of job {} already ended ({}): restarting it as restarts: says",
+                    latest.number, job.id, AttemptStateName(latest.state)));
+  }
+  const ExitCode code = RunAttemptsWithRestarts(store, plan, options);
   heartbeat.reset();
-  const auto latest = store.LatestAttempt(job.id);
-  records.EndKeeper(job.id, fmt::format("the job ended: {}",
-                                        latest ? AttemptStateName(latest->state) : "no attempt"));
   return code;
 }
 
-int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
+int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id,
+                const std::vector<std::string>& secret_names) {
   const std::filesystem::path log = JobDir(home, job_id) / "keeper.log";
   UniqueFd log_fd(
       ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -170,19 +198,19 @@ int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
   try {
     pid = SpawnProcess({.argv = {"podrun", "watch", job_id, "--foreground"},
                         .program = "/proc/self/exe",
-                        .env = std::nullopt,
+                        .env = KeeperEnvironment(environ, secret_names),
                         .fds = {{STDIN_FILENO, kSpawnDevNull},
                                 {STDOUT_FILENO, log_fd.get()},
                                 {STDERR_FILENO, log_fd.get()}},
                         .group = SpawnGroup::kNewSession,
-                        .cwd = "",
+                        .cwd = "/",  // nothing of the launch's folder (RecordedSpec)
                         .umask = std::nullopt});
   } catch (const SpawnError& e) {
     throw Error(ExitCode::kFailed, fmt::format("cannot start the keeper: {}", e.what()));
   }
   const auto deadline = std::chrono::steady_clock::now() + kSpawnWait;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (KeeperHolder(home, job_id) == pid) return pid;
+    if (DriverHolder(home, job_id) == pid) return pid;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       throw Error(ExitCode::kFailed,
@@ -195,13 +223,6 @@ int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id) {
   throw Error(ExitCode::kFailed,
               fmt::format("the keeper of job {} (pid {}) did not take its lock within {} s: see {}",
                           job_id, pid, kSpawnWait.count(), log.string()));
-}
-
-std::optional<RunningKeeper> FindKeeper(JobStore& store, const std::filesystem::path& home,
-                                        const std::string& job_id) {
-  const std::optional<ProcessIdentity> keeper = IdentifiedKeeper(store, home, job_id);
-  if (!keeper) return std::nullopt;
-  return RunningKeeper{keeper->pid, ThisHostName()};
 }
 
 bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::string& job_id,
@@ -218,7 +239,7 @@ bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::st
     return false;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (KeeperHolder(home, job_id) && std::chrono::steady_clock::now() < deadline) {
+  while (DriverHolder(home, job_id) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   RecoveryRecords(store).EndKeeper(job_id, note);

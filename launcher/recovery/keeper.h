@@ -3,59 +3,60 @@
 // recovery"). It is the attached launch's loop without a terminal (docs/design.md decision 16):
 // it follows the running attempt, stops the gang on a failure, restarts it as `restarts:` says
 // (counted since the last launch or rerun), recreates a preempted node, and records all of it.
-// One keeper per job (KeeperLock); it records its identity (pid, start time, boot id, host) so
-// that others find and signal that very process, never a pid read from somewhere.
+// One driver per job (DriverLock: a keeper, or an attached launch or rerun); the keeper records
+// its identity (pid, start time, boot id, host) so that others find and signal that very
+// process, never a pid read from somewhere. It depends on nothing of the terminal it was started
+// from (docs/design.md decision 21): the spec's paths are the absolute ones recorded at launch
+// (RecordedSpec), its environment an allow-list (keeper_env.h), and it resumes every worker's
+// log where the launcher's copy ends.
 #pragma once
 
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/base/error.h"
-#include "launcher/recovery/keeper_lock.h"
+#include "launcher/recovery/driver_lock.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {
 
 class Keeper {
  public:
-  // Becomes the keeper of `job_id`: nullopt when another process is.
+  // Becomes the keeper of `job_id`: nullopt when another process drives it (CurrentDriver).
   static std::optional<Keeper> Acquire(const std::filesystem::path& home,
                                        const std::string& job_id);
 
   // Watches the job until it ends or the restarts are used up (a heartbeat in the store every
-  // 10 s meanwhile); then records why it ended. Returns the job's exit code. A job with no
-  // attempt left to watch (succeeded, stopped, never started) ends at once (kOk).
+  // 10 s meanwhile); then records why it ended (an exception out of it included: its message).
+  // Returns the job's exit code. A job with no attempt left to watch (succeeded, stopped, never
+  // started) ends at once (kOk); a latest attempt that already failed (a detached start that
+  // failed, an attempt that failed while nobody watched) is restarted as restarts: says.
   ExitCode Run(JobStore& store, const JobRecord& job);
 
  private:
-  Keeper(std::filesystem::path home, KeeperLock lock)
+  Keeper(std::filesystem::path home, DriverLock lock)
       : home_(std::move(home)), lock_(std::move(lock)) {}
+  ExitCode Keep(JobStore& store, JobRecord job, const std::vector<AttemptRecord>& attempts);
 
   std::filesystem::path home_;
-  KeeperLock lock_;
+  DriverLock lock_;
 };
 
 // Starts `podrun watch JOB --foreground` detached from this terminal and process (a session of
-// its own, stdin /dev/null, stdout and stderr appended to jobs/<id>/keeper.log), with this
-// process's environment (the spec's secret_env values among it: never written anywhere). Waits
-// until it holds the job's keeper lock; returns its pid. Throws Error(kFailed) when it could not
-// start or ended at once (its log says why).
-int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id);
+// its own, stdin /dev/null, stdout and stderr appended to jobs/<id>/keeper.log, its current
+// folder /), with the allow-listed part of this process's environment (KeeperEnvironment: the
+// values of `secret_names` among it, never written anywhere). Waits until it holds the job's
+// driver lock; returns its pid. Throws Error(kFailed) when it could not start or ended at once
+// (its log says why). The caller must not hold the job's DriverLock.
+int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id,
+                const std::vector<std::string>& secret_names);
 
-// The job's keeper running on this machine: the process holding its lock whose identity (pid,
-// start time, boot id) is the one it recorded. nullopt when none runs, or when the lock's holder
-// cannot be identified (another pid namespace, a recycled pid): such a process is never
-// signalled. Never call it from the keeper itself (keeper_lock.h).
-struct RunningKeeper {
-  int pid = 0;
-  std::string host;
-};
-std::optional<RunningKeeper> FindKeeper(JobStore& store, const std::filesystem::path& home,
-                                        const std::string& job_id);
-
-// Ends the job's running keeper (SIGTERM through a pidfd of the identified process), waits for
-// its lock to be released (5 s), and records `note` as why it ended. False when none ran.
+// Ends the job's running keeper (the lock's holder whose identity, pid, start time and boot id,
+// is the one it recorded; never a holder that cannot be identified) with SIGTERM through a
+// pidfd, waits for its lock to be released (5 s), and records `note` as why it ended. False
+// when none ran.
 bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::string& job_id,
                const std::string& note);
 

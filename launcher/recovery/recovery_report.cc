@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "launcher/output/time_format.h"
-#include "launcher/recovery/keeper_lock.h"
+#include "launcher/recovery/driver_lock.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/store/recovery_records.h"
 
@@ -25,11 +25,16 @@ KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const 
   KeeperView view;
   const std::optional<KeeperRecord> k = RecoveryRecords(store).GetKeeper(job.id);
   if (!k) return view;
+  view.pid = k->pid;
+  view.host = k->host;
   const int64_t now = NowUnixNs();
   const std::string ago = FormatDuration(now - k->heartbeat_ns) + " ago";
   bool alive = false;
   if (k->host == ThisHostName()) {
-    alive = KeeperHolder(home, job.id).has_value();
+    // The lock's holder, if it is this keeper (an attached rerun may hold it after a keeper
+    // died); a holder in another pid namespace (0) is taken as the keeper.
+    const std::optional<int> holder = DriverHolder(home, job.id);
+    alive = holder && (*holder <= 0 || *holder == k->pid);
   } else {
     alive = !k->ended_ns && now - k->heartbeat_ns < kHeartbeatStaleNs;
   }

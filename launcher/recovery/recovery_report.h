@@ -16,7 +16,9 @@ namespace podrun {
 // The keeper of a job as status shows it.
 struct KeeperView {
   std::string state;  // "running", "gone" or "ended"; "" when the job never had one
-  std::string text;   // one line for the table
+  int pid = 0;        // as it recorded itself
+  std::string host;
+  std::string text;  // one line for the table
   nlohmann::json json;
 };
 KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const JobRecord& job);

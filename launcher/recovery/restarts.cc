@@ -59,6 +59,10 @@ std::optional<int64_t> TimeLostToPreemption(JobStore& store, const std::string& 
   return *started - p.seen_ns;
 }
 
+bool KeeperTakesOver(ExitCode code) {
+  return code == ExitCode::kOk || code == ExitCode::kFailed || code == ExitCode::kUnreachable;
+}
+
 int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts) {
   int used = 0;
   for (auto it = attempts.rbegin(); it != attempts.rend() && IsAutomatic(it->reason); ++it) {
@@ -72,7 +76,9 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
   NodeStates nodes(plan.pod, plan.home / "cache", kNodeAskEvery, queued);
   plan.lost_worker_reason = [&nodes](int index) { return nodes.LostWorkerReason(index); };
   RecoveryRecords records(store);
-  ExitCode code = options.follow_running ? FollowAttempt(store, plan) : RunAttempt(store, plan);
+  ExitCode code = options.ended            ? *options.ended
+                  : options.follow_running ? FollowAttempt(store, plan)
+                                           : RunAttempt(store, plan);
   const TpuWait wait = options.wait ? options.wait : TpuWait(SleepUnlessInterrupted);
   for (int restart = options.restarts_used + 1; restart <= plan.spec.restarts && !plan.detach;
        ++restart) {

@@ -26,6 +26,9 @@ struct RestartOptions {
   // Automatic restarts already made since the last launch or rerun (a keeper taking over after
   // another): AutomaticRestartsSince.
   int restarts_used = 0;
+  // The attempt plan.attempt already ended with this code (a keeper finding it failed, e.g. a
+  // detached start that failed): neither run nor followed; restarted as the rules say.
+  std::optional<ExitCode> ended = std::nullopt;
   // Sleeps between questions to gcloud and for the backoff; false when given up. Default:
   // SleepUnlessInterrupted (Ctrl-C).
   TpuWait wait;
@@ -43,6 +46,12 @@ int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts);
 // lost at once (NodeStates: one describe per node per 3 s).
 ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan,
                                  const RestartOptions& options = {});
+
+// Whether a detached launch or rerun that ended its start with `code` hands the job to a keeper
+// (with restarts:): started (kOk), or a start or first moments that failed (kFailed,
+// kUnreachable), which the keeper restarts as an attached launch would (RestartOptions::ended).
+// Not a bad spec (kUsage) nor Ctrl-C.
+bool KeeperTakesOver(ExitCode code);
 
 // The time a preemption cost: from its being seen to the start of the attempt after it on its
 // workers; nullopt while that attempt has not started.

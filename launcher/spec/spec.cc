@@ -213,7 +213,10 @@ YAML::Mark FindValueMark(const Node& map, const std::string& name) {
   return map.Mark();
 }
 
-JobSpec Parse(const YamlReader& yaml, const std::string& text, const std::string& file_name) {
+// `look_at_disk`: check that the sync: directory exists (a spec being launched); a recorded
+// spec is re-read without looking at this machine's disk.
+JobSpec Parse(const YamlReader& yaml, const std::string& text, const std::string& file_name,
+              bool look_at_disk) {
   Node root;
   try {
     root = YAML::Load(text);
@@ -244,7 +247,7 @@ JobSpec Parse(const YamlReader& yaml, const std::string& text, const std::string
     }
   }
   if (!seen.count("run")) yaml.Fail(root.Mark(), "missing required key 'run'");
-  if (!spec.sync.empty()) {
+  if (!spec.sync.empty() && look_at_disk) {
     std::error_code ec;
     const std::filesystem::path dir = SyncDirectory(spec);
     if (!std::filesystem::is_directory(dir, ec)) {
@@ -291,7 +294,11 @@ bool IsValidEnvName(const std::string& name) {
 }
 
 JobSpec ParseSpecText(const std::string& text, const std::string& file_name) {
-  return Parse(YamlReader(text, file_name), text, file_name);
+  return Parse(YamlReader(text, file_name), text, file_name, /*look_at_disk=*/true);
+}
+
+JobSpec ParseRecordedSpec(const std::string& text, const std::string& file_name) {
+  return Parse(YamlReader(text, file_name), text, file_name, /*look_at_disk=*/false);
 }
 
 JobSpec ParseSpecFile(const std::string& path) {

@@ -60,7 +60,7 @@ struct JobSpec {
   bool free_accelerators = true;
 
   std::string text;  // the spec's source text, as read (the job store keeps it)
-  std::string path;  // the file it was read from, as given
+  std::string path;  // the file it was read from (absolute once launched: see RecordedSpec)
 };
 
 // Parses and validates a spec file. Throws podrun::Error (ExitCode::kUsage) when the file cannot
@@ -71,6 +71,11 @@ JobSpec ParseSpecFile(const std::string& path);
 // As ParseSpecFile, for text already in memory; `file_name` is used in messages and for the
 // default name.
 JobSpec ParseSpecText(const std::string& text, const std::string& file_name);
+
+// As ParseSpecText, for a spec recorded in the job store at launch (`file_name` absolute): looks
+// at nothing on this machine's disk, so that a sync: directory gone since does not make the
+// job's spec unreadable (the sync phase says so when it needs it).
+JobSpec ParseRecordedSpec(const std::string& text, const std::string& file_name);
 
 // The synced directory: `sync` resolved against the spec file's directory (empty path if none).
 std::filesystem::path SyncDirectory(const JobSpec& spec);

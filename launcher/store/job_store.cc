@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "launcher/base/error.h"
+#include "launcher/store/job_rows.h"
 #include "launcher/store/job_store_schema.h"
 #include "launcher/store/podrun_home.h"
 #include "launcher/store/sqlite_statement.h"
@@ -33,72 +34,6 @@ std::string NewJobId(int64_t now_ns) {
   char suffix[8];
   std::snprintf(suffix, sizeof suffix, "%04x", static_cast<unsigned>(random() & 0xffff));
   return std::string(stamp) + "-" + suffix;
-}
-
-json HostsToJson(const std::vector<JobHost>& hosts) {
-  json out = json::array();
-  for (const JobHost& h : hosts) {
-    out.push_back({{"index", h.index},
-                   {"user", h.user},
-                   {"host", h.host},
-                   {"port", h.port},
-                   {"address", h.address}});
-  }
-  return out;
-}
-
-std::vector<JobHost> HostsFromJson(const std::string& text) {
-  std::vector<JobHost> hosts;
-  for (const json& h : json::parse(text)) {
-    hosts.push_back({h.at("index").get<int>(), h.at("user").get<std::string>(),
-                     h.at("host").get<std::string>(), h.at("port").get<int>(),
-                     h.at("address").get<std::string>()});
-  }
-  return hosts;
-}
-
-constexpr const char* kJobColumns =
-    "id, name, pod, spec_text, spec_path, hosts_json, created_ns, env_overrides_json, "
-    "secret_names_json, options_json";
-
-JobRecord ReadJob(Statement& s) {
-  JobRecord job;
-  job.id = s.Text(0);
-  job.name = s.Text(1);
-  job.pod = s.Text(2);
-  job.spec_text = s.Text(3);
-  job.spec_path = s.Text(4);
-  job.hosts = HostsFromJson(s.Text(5));
-  job.created_ns = s.Int(6);
-  job.env_overrides = json::parse(s.Text(7)).get<std::map<std::string, std::string>>();
-  job.secret_names = json::parse(s.Text(8)).get<std::vector<std::string>>();
-  job.options_json = s.Text(9);
-  return job;
-}
-
-constexpr const char* kAttemptColumns =
-    "job_id, number, started_ns, ended_ns, state, workers_json, exit_code, "
-    "COALESCE(resumed_from, ''), COALESCE(cause, ''), COALESCE(reason, 'launch'), "
-    "COALESCE(ended_by, '')";
-
-AttemptRecord ReadAttempt(Statement& s, const std::filesystem::path& path) {
-  AttemptRecord a;
-  a.job_id = s.Text(0);
-  a.number = static_cast<int>(s.Int(1));
-  a.started_ns = s.Int(2);
-  a.ended_ns = s.OptionalInt(3);
-  std::string state = s.Text(4);
-  std::optional<AttemptState> parsed = ParseAttemptState(state);
-  if (!parsed)
-    throw Error(ExitCode::kFailed, path.string() + ": bad attempt state '" + state + "'");
-  a.state = *parsed;
-  a.workers = json::parse(s.Text(5)).get<std::vector<int>>();
-  a.exit_code = s.OptionalInt32(6);
-  a.resumed_from = s.Text(7);
-  a.cause = s.Text(8);
-  a.reason = ParseAttemptReason(s.Text(9)).value_or(AttemptReason::kLaunch);
-  a.ended_by = ParseAttemptEnd(s.Text(10));
-  return a;
 }
 
 std::string JoinIds(const std::vector<std::string>& ids) {
@@ -178,6 +113,12 @@ void JobStore::SetJobHosts(const std::string& job_id, const std::vector<JobHost>
   Statement s = db_->Prepare("UPDATE jobs SET hosts_json = ?2 WHERE id = ?1");
   s.Bind(1, job_id).Bind(2, HostsToJson(hosts).dump()).Run();
   if (db_->Changes() == 0) throw UsageError("no job '" + job_id + "'");
+}
+
+void JobStore::SetSpecPath(const std::string& job_id, const std::string& spec_path) {
+  Statement s(db_.get(), path_, "UPDATE jobs SET spec_path = ?2 WHERE id = ?1");
+  s.Bind(1, job_id).Bind(2, spec_path).Run();
+  if (sqlite3_changes(db_.get()) == 0) throw UsageError("no job '" + job_id + "'");
 }
 
 int JobStore::AddAttempt(const std::string& job_id, const std::vector<int>& workers,

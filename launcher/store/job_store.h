@@ -127,6 +127,8 @@ class JobStore {
   JobRecord CreateJob(JobRecord job);
   // Replaces the job's resolved hosts (e.g. once discovery answered).
   void SetJobHosts(const std::string& job_id, const std::vector<JobHost>& hosts);
+  // Replaces the job's recorded spec path (an old store's relative one, resolved: RecordedSpec).
+  void SetSpecPath(const std::string& job_id, const std::string& spec_path);
 
   // Adds the next attempt of the job (number 1, 2, ...) in state kStarting, with one worker
   // row (kPending, host from the job's hosts) per selected index, recording why it runs and

@@ -1,0 +1,31 @@
+// Tests of the keeper's environment allow-list.
+#include "launcher/recovery/keeper_env.h"
+
+#include <gtest/gtest.h>
+
+namespace podrun {
+namespace {
+
+TEST(KeeperEnvironmentTest, KeepsTheAllowListAndTheSecretsOnly) {
+  const char* environ[] = {"HOME=/home/u",
+                           "PATH=/usr/bin",
+                           "SSH_AUTH_SOCK=/tmp/agent",
+                           "CLOUDSDK_CORE_PROJECT=p",
+                           "PODRUN_HOME=/h",
+                           "WANDB_API_KEY=secret",
+                           "AWS_SECRET_ACCESS_KEY=not-the-job's",
+                           "LD_PRELOAD=/tmp/evil.so",
+                           "PODRUN=not-a-prefix-match",
+                           "HOMEX=no",
+                           "=empty-name",
+                           "noequals",
+                           nullptr};
+  EXPECT_EQ((std::vector<std::string>{"HOME=/home/u", "PATH=/usr/bin", "SSH_AUTH_SOCK=/tmp/agent",
+                                      "CLOUDSDK_CORE_PROJECT=p", "PODRUN_HOME=/h",
+                                      "WANDB_API_KEY=secret"}),
+            KeeperEnvironment(environ, {"WANDB_API_KEY"}));
+  EXPECT_TRUE(KeeperEnvironment(nullptr, {}).empty());
+}
+
+}  // namespace
+}  // namespace podrun
