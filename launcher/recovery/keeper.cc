@@ -35,6 +35,8 @@ namespace {
 
 constexpr auto kHeartbeat = std::chrono::seconds(10);
 constexpr auto kSpawnWait = std::chrono::seconds(10);
+// How long EndKeeper waits for the keeper to end (a recovery given up deletes a queued resource).
+constexpr auto kEndKeeperWait = std::chrono::minutes(2);
 
 // How long this machine has slept since it booted: CLOCK_BOOTTIME counts suspended time,
 // CLOCK_MONOTONIC (which every timer of podrun's uses) does not.
@@ -110,7 +112,7 @@ std::optional<Keeper> Keeper::Acquire(const std::filesystem::path& home,
                                       const std::string& job_id) {
   std::optional<KeeperLock> lock = KeeperLock::TryAcquire(home, job_id);
   if (!lock) return std::nullopt;
-  return Keeper(home, std::move(*lock));
+  return Keeper(home, std::move(*lock), std::make_unique<KeeperSignals>());
 }
 
 ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
@@ -141,9 +143,11 @@ ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
   plan.resumed_from = attempts.back().resumed_from;
   ExitCode code = ExitCode::kFailed;
   try {
-    code = RunAttemptsWithRestarts(
-        store, plan,
-        {.follow_running = true, .restarts_used = AutomaticRestartsSince(attempts), .wait = {}});
+    code = RunAttemptsWithRestarts(store, plan,
+                                   {.follow_running = true,
+                                    .restarts_used = AutomaticRestartsSince(attempts),
+                                    .wait = signals_->wait(),
+                                    .keeper_signals = signals_.get()});
   } catch (const Error& e) {
     heartbeat.reset();
     records.EndKeeper(job.id, e.what());
@@ -215,8 +219,18 @@ bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::st
                     std::strerror(errno)));
     return false;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (KeeperHolder(home, job_id) && std::chrono::steady_clock::now() < deadline) {
+  // A keeper in the middle of a recovery first undoes what it queued (keeper_signals.h): a
+  // gcloud delete, which can take a while; a following one ends at once.
+  const auto began = std::chrono::steady_clock::now();
+  bool said = false;
+  while (KeeperHolder(home, job_id) && std::chrono::steady_clock::now() < began + kEndKeeperWait) {
+    if (!said && std::chrono::steady_clock::now() > began + std::chrono::seconds(2)) {
+      Say(
+          fmt::format("waiting for the keeper of job {} (pid {}) to end: it gives up its "
+                      "recovery (deleting what it queued)",
+                      job_id, keeper->pid));
+      said = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   RecoveryRecords(store).EndKeeper(job_id, note);

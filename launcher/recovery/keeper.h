@@ -8,18 +8,21 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "launcher/base/error.h"
 #include "launcher/recovery/keeper_lock.h"
+#include "launcher/recovery/keeper_signals.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {
 
 class Keeper {
  public:
-  // Becomes the keeper of `job_id`: nullopt when another process is.
+  // Becomes the keeper of `job_id`: nullopt when another process is. Takes SIGTERM from now on
+  // (KeeperSignals): call it before any other thread starts.
   static std::optional<Keeper> Acquire(const std::filesystem::path& home,
                                        const std::string& job_id);
 
@@ -29,11 +32,14 @@ class Keeper {
   ExitCode Run(JobStore& store, const JobRecord& job);
 
  private:
-  Keeper(std::filesystem::path home, KeeperLock lock)
-      : home_(std::move(home)), lock_(std::move(lock)) {}
+  Keeper(std::filesystem::path home, KeeperLock lock, std::unique_ptr<KeeperSignals> signals)
+      : home_(std::move(home)), lock_(std::move(lock)), signals_(std::move(signals)) {}
 
   std::filesystem::path home_;
   KeeperLock lock_;
+  // SIGTERM during a recovery gives it up cleanly (keeper_signals.h); from Acquire on, before
+  // any other thread of the keeper.
+  std::unique_ptr<KeeperSignals> signals_;
 };
 
 // Starts `podrun watch JOB --foreground` detached from this terminal and process (a session of
@@ -55,7 +61,8 @@ std::optional<RunningKeeper> FindKeeper(JobStore& store, const std::filesystem::
                                         const std::string& job_id);
 
 // Ends the job's running keeper (SIGTERM through a pidfd of the identified process), waits for
-// its lock to be released (5 s), and records `note` as why it ended. False when none ran.
+// its lock to be released (up to 2 min: a keeper in a recovery deletes what it queued first;
+// keeper_signals.h), and records `note` as why it ended. False when none ran.
 bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::string& job_id,
                const std::string& note);
 
