@@ -49,7 +49,7 @@ int StopAndReap(pid_t pid, pid_t target) {
 
 }  // namespace
 
-ProgramResult RunProgram(const std::vector<std::string>& args) {
+ProgramResult RunProgram(const std::vector<std::string>& args, std::chrono::milliseconds deadline) {
   ProgramResult result;
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -82,12 +82,14 @@ ProgramResult RunProgram(const std::vector<std::string>& args) {
   err_w.reset();
   const pid_t target = own_group ? -pid : pid;
   auto interrupted = [&] { return InterruptCount() != interrupts_at_start; };
+  const auto give_up_at = Clock::now() + deadline;
+  auto past_deadline = [&] { return deadline.count() > 0 && Clock::now() >= give_up_at; };
 
   pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   char buf[65536];
   int open = 2;
-  while (open > 0 && !interrupted()) {
+  while (open > 0 && !interrupted() && !past_deadline()) {
     const int ready = ::poll(fds, 2, static_cast<int>(kInterruptPoll.count()));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
@@ -102,11 +104,16 @@ ProgramResult RunProgram(const std::vector<std::string>& args) {
       }
     }
   }
-  // Its output has ended (or a Ctrl-C came): reap it, still heeding a Ctrl-C.
+  // Its output has ended (or a Ctrl-C or the deadline came): reap it, still heeding both.
   int status = 0;
   for (;;) {
     if (interrupted()) {
       result.interrupted = true;
+      status = StopAndReap(pid, target);
+      break;
+    }
+    if (past_deadline()) {
+      result.timed_out = true;
       status = StopAndReap(pid, target);
       break;
     }

@@ -4,6 +4,7 @@
 // back at other addresses). A preemption here is real on the workers: the node reads PREEMPTED,
 // every process on its workers is killed (TestPod::Reboot) and their homes are wiped (all but
 // ~/.ssh, which a real TPU VM gets again from its metadata).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -499,7 +500,9 @@ TEST_F(SpotTest, FourLostWorkersOfOneNodeCostOneDescribeAndTheirReasonIsSaidOnce
       "four", "node-four", "accelerator_type: v4-32, version: base, spot: true", "run: sleep 60\n");
   std::atomic<size_t> preempted_at{0};
   std::thread preempt([&] {
-    std::this_thread::sleep_for(std::chrono::seconds(8));
+    // Once the job runs on every worker (its attempt reads running), not after a guessed time.
+    WaitUntil([] { return Status("four")["attempt"]["state"] == "running"; },
+              std::chrono::seconds(90));
     preempted_at = LineCount(ReadTextFile(State() + "/calls.log"));
     Preempt("node-four");
   });
@@ -531,6 +534,107 @@ TEST_F(SpotTest, TheSpecsCreateIsNeverAppliedToANodeChosenOnTheCommandLine) {
   const std::string calls = ReadTextFile(State() + "/calls.log");
   EXPECT_EQ(0, Calls(calls, "create", "node-other", before)) << calls;
   EXPECT_EQ(0, Calls(calls, "create", "node-mine", before)) << calls;
+}
+
+// Starts `command` (through /bin/sh, which execs it) in a process group of its own, as a shell
+// starts a foreground job, its stdout and stderr to `output`; returns its pid (= its group).
+pid_t StartInOwnGroup(const std::string& command, const std::string& output) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // as the child does: whichever runs first
+  return pid;
+}
+
+// The queued resources the stand-in holds in zone-a, as JSON text.
+std::string QueuedResources() {
+  return RunCommand("env FAKE_GCLOUD_STATE=" + State() + " " + PODRUN_SOURCE_DIR +
+                        "/tests/fake-gcloud compute tpus queued-resources list --zone zone-a "
+                        "--format=json",
+                    false)
+      .output;
+}
+
+TEST_F(SpotTest, CtrlCToUpsProcessGroupWhileGcloudCreatesDeletesWhatItQueuedAndExits130) {
+  // The API takes the queued resource at once; gcloud's answer takes 60 s: the create is in
+  // flight when the terminal's Ctrl-C (SIGINT to the whole foreground group) comes.
+  WriteConfig("", {{"answer_seconds", {{"create", 60}}}});
+  const std::string output = Dir() + "/up-interrupted.out";
+  const pid_t up = StartInOwnGroup(Podrun() +
+                                       " up --tpu node-int --zone zone-a --accelerator-type v4-16 "
+                                       "--version base --spot --queued -y",
+                                   output);
+  ASSERT_GT(up, 0);
+  ASSERT_TRUE(WaitUntil([] { return QueuedResources().find("node-int") != std::string::npos; },
+                        std::chrono::seconds(30)))
+      << ReadTextFile(output);
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(0, ::kill(-up, SIGINT));
+  int status = 0;
+  ASSERT_EQ(up, ::waitpid(up, &status, 0));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  const std::string said = ReadTextFile(output);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << "\n" << said;
+  EXPECT_EQ(130, WEXITSTATUS(status)) << said;
+  EXPECT_LT(took, 10.0) << said;
+  EXPECT_NE(std::string::npos,
+            said.find("interrupted: deleting queued resource node-int that podrun created"))
+      << said;
+  EXPECT_EQ("[]", QueuedResources().substr(0, 2)) << said;
+  EXPECT_EQ(std::string::npos,
+            Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").find("node-int"));
+}
+
+TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndReadsStopped) {
+  const std::string spec = WriteSpec(
+      "stopped-mid", "node-sq", "accelerator_type: v4-16, version: base, spot: true, queued: true",
+      "restarts: 2\nrun: sleep 60\n");
+  CommandResult r = RunCommand(Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  ASSERT_EQ("running", Status(job)["keeper"]["state"]);
+  // From now on the queue keeps what is asked of it waiting (no capacity for an hour).
+  WriteConfig("", {{"queue_seconds", 3600}});
+  Preempt("node-sq");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const nlohmann::json s = Status(job);
+        return s["recovering"].is_object() && s["recovering"]["what"].get<std::string>().find(
+                                                  "WAITING_FOR_RESOURCES") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  ASSERT_NE(std::string::npos, QueuedResources().find("node-sq"));
+  r = RunCommand(Podrun() + " stop " + job + " --grace 1");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  const std::string log = ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
+  // The keeper is gone, what it queued is deleted, and the job reads stopped from now on.
+  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(std::string::npos, QueuedResources().find("node-sq")) << QueuedResources() << log;
+  EXPECT_NE(std::string::npos, log.find("deleting queued resource node-sq")) << log;
+  nlohmann::json status = Status(job);
+  EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
+  EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
+  EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
+  nlohmann::json jobs = nlohmann::json::parse(RunCommand(Podrun() + " ls --json", false).output);
+  for (const auto& j : jobs) {
+    if (j["id"] == job) EXPECT_EQ("stopped", j["state"]) << j.dump();
+  }
+  // A later watch has nothing to do: nothing is created again.
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  r = RunCommand(Podrun() + " watch " + job + " --foreground < /dev/null");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-sq", before));
+  RunCommand(Podrun() + " down --tpu node-sq --zone zone-a -y");
 }
 
 // The checkpointing example's run line: 40 steps of 0.2 s, a checkpoint every 4.

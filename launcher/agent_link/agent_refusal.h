@@ -13,7 +13,17 @@ namespace podrun {
 // could not be set up), but never taken for a lost connection.
 class AgentRefusal : public Error {
  public:
-  explicit AgentRefusal(const std::string& message) : Error(ExitCode::kUnreachable, message) {}
+  // What the agent refused, as its status said it (never read back from the message).
+  enum class Kind {
+    kNotFound,  // it has no such job or attempt (e.g. its VM was recreated and wiped)
+    kOther,
+  };
+  explicit AgentRefusal(const std::string& message, Kind kind = Kind::kOther)
+      : Error(ExitCode::kUnreachable, message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
 };
 
 }  // namespace podrun

@@ -74,7 +74,11 @@ void Check(const grpc::Status& status, const char* rpc) {
   if (status.ok()) return;
   const std::string message = std::string("agent ") + rpc + ": " + CodeName(status.error_code()) +
                               ": " + status.error_message();
-  if (IsRefusal(status.error_code())) throw AgentRefusal(message);
+  if (IsRefusal(status.error_code())) {
+    throw AgentRefusal(message, status.error_code() == grpc::StatusCode::NOT_FOUND
+                                    ? AgentRefusal::Kind::kNotFound
+                                    : AgentRefusal::Kind::kOther);
+  }
   throw Error(ExitCode::kUnreachable, message);
 }
 

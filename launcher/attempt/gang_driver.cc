@@ -166,7 +166,7 @@ void GangDriver::StopWorker(AttemptWorker& w) {
     } catch (const AgentRefusal& e) {
       // The agent answered: asking again cannot help. When it has no such job (its VM was
       // preempted and wiped), nothing runs there to stop.
-      if (std::string(e.what()).find("NOT_FOUND") == std::string::npos) {
+      if (e.kind() != AgentRefusal::Kind::kNotFound) {
         Say(fmt::format("{}: stop refused: {}", w.description(), e.what()));
       }
       return;

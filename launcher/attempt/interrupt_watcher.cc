@@ -53,7 +53,7 @@ void InterruptWatcher::Stop() {
   }
 }
 
-bool SleepUnlessInterrupted(std::chrono::seconds wait) {
+bool SleepUnlessInterrupted(std::chrono::milliseconds wait) {
   sigset_t interrupt;
   sigemptyset(&interrupt);
   sigaddset(&interrupt, SIGINT);

@@ -35,6 +35,6 @@ class InterruptWatcher {
 
 // Sleeps for `wait`; false when Ctrl-C came first (noted as the watcher notes it). For a thread
 // in which SIGINT is blocked (as in an attempt's threads): it takes SIGINT with sigtimedwait.
-bool SleepUnlessInterrupted(std::chrono::seconds wait);
+bool SleepUnlessInterrupted(std::chrono::milliseconds wait);
 
 }  // namespace podrun

@@ -20,6 +20,7 @@
 #include "launcher/spec/spec.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recovery_records.h"
 
 namespace podrun {
 namespace {
@@ -72,6 +73,27 @@ Outcome StopOne(JobAgent& agent, const std::string& job_id, int attempt,
   return out;
 }
 
+// A recovery that no keeper carries on any more (its keeper gave it up on this stop's SIGTERM,
+// or was killed in the middle): nothing may say that the job recovers or that a node is to be
+// created again; the latest attempt reads stopped. A keeper still running (on another host)
+// keeps its own records.
+void EndAbandonedRecovery(JobStore& store, const std::string& job_id) {
+  if (DriverHolder(PodrunHome(), job_id)) return;
+  RecoveryRecords records(store);
+  const bool recovering = records.Recovering(job_id).has_value();
+  const std::vector<RecreationRecord> intents = records.Recreations(job_id);
+  if (!recovering && intents.empty()) return;
+  records.EndRecovering(job_id);
+  for (const RecreationRecord& r : intents) records.EndRecreation(job_id, r);
+  const std::optional<AttemptRecord> attempt = store.LatestAttempt(job_id);
+  if (attempt && attempt->state != AttemptState::kStarting &&
+      attempt->state != AttemptState::kRunning && attempt->state != AttemptState::kStopped) {
+    store.SetAttemptState(job_id, attempt->number, AttemptState::kStopped, attempt->exit_code,
+                          attempt->ended_ns.value_or(NowUnixNs()));
+  }
+  Say(fmt::format("job {}: its recovery is given up: nothing restarts it", job_id));
+}
+
 }  // namespace
 
 ExitCode RunStop(const StopRequest& request) {
@@ -82,6 +104,7 @@ ExitCode RunStop(const StopRequest& request) {
   JobRecord job = store.ResolveJob(request.job);
   // First: the keeper would restart the gang this stop ends.
   EndKeeper(store, PodrunHome(), job.id, "ended with the job (podrun stop)");
+  EndAbandonedRecovery(store, job.id);
   std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
   if (!attempt) throw UsageError(fmt::format("job {} has no attempt to stop", job.id));
   int number = attempt->number;

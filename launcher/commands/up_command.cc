@@ -14,6 +14,7 @@
 #include "launcher/output/say.h"
 #include "launcher/pod/tpu_names.h"
 #include "launcher/recovery/keeper.h"
+#include "launcher/recovery/wait_cancel.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
 #include "launcher/store/recovery_records.h"
@@ -47,13 +48,32 @@ bool Confirm(const std::string& question) {
 
 }  // namespace
 
+namespace {
+
+// Ctrl-C while provisioning: the terminal's SIGINT (to the whole process group) is taken by a
+// watcher, not by the default action that would end podrun with gcloud's create in flight. It
+// stops the gcloud that runs (it has a group of its own meanwhile) and gives up every wait, so
+// that the provisioner deletes the queued resource it made before podrun exits 130.
+class ProvisionInterrupts {
+ public:
+  ProvisionInterrupts() : watcher_([this] { cancel_.Cancel(); }) {}
+  TpuWait wait() { return cancel_.AsWait(); }
+
+ private:
+  WaitCancel cancel_;
+  InterruptWatcher watcher_;  // last: stopped first (SIGINT stays blocked, for the next watcher)
+};
+
+}  // namespace
+
 std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings) {
   std::vector<TpuQuery> created;
   if (!settings.create || !settings.tpu || !settings.zone) return created;
+  ProvisionInterrupts interrupts;
   for (const std::string& name : SplitTpuNames(*settings.tpu)) {
     const TpuQuery node{name, *settings.zone, settings.project};
     TpuProvisioner provisioner(node, *settings.create, TpuPollInterval(kCreatePoll),
-                               SleepUnlessInterrupted);
+                               interrupts.wait());
     if (provisioner.Ensure().action != TpuNodeAction::kExisted) created.push_back(node);
   }
   return created;
@@ -79,7 +99,8 @@ ExitCode RunUp(const UpRequest& request) {
     Say("nothing created");
     return ExitCode::kOk;
   }
-  TpuProvisioner provisioner(node, create, TpuPollInterval(kCreatePoll), SleepUnlessInterrupted,
+  ProvisionInterrupts interrupts;
+  TpuProvisioner provisioner(node, create, TpuPollInterval(kCreatePoll), interrupts.wait(),
                              {.keep_queued = request.keep_queued});
   const TpuNodeReady ready = provisioner.Ensure();
   std::string workers;
@@ -113,6 +134,21 @@ void EndKeepersOfNode(const TpuQuery& node) {
   }
 }
 
+// Forgets every job's intent to create `node` again (a keeper killed between its delete and its
+// create leaves one), so that no later `podrun watch` brings back the node deleted here.
+void ClearRecreationIntents(const TpuQuery& node) {
+  JobStore store(PodrunHome() / "podrun.db");
+  RecoveryRecords records(store);
+  for (const JobSummary& summary : store.ListJobs()) {
+    for (const RecreationRecord& r : records.Recreations(summary.id)) {
+      if (r.node != node.name || r.zone != node.zone) continue;
+      if (node.project && !r.project.empty() && *node.project != r.project) continue;
+      records.EndRecreation(summary.id, r);
+      Say(fmt::format("job {}: it will not create {} again", summary.id, node.name));
+    }
+  }
+}
+
 }  // namespace
 
 ExitCode RunDown(const DownRequest& request) {
@@ -128,7 +164,8 @@ ExitCode RunDown(const DownRequest& request) {
       return ExitCode::kOk;
     }
   }
-  EndKeepersOfNode(node);  // first: a keeper would create again the node torn down here
+  EndKeepersOfNode(node);        // first: a keeper would create again the node torn down here
+  ClearRecreationIntents(node);  // and so would the next podrun watch of a job that meant to
   TpuProvisioner provisioner(node, TpuCreate{}, TpuPollInterval(kCreatePoll),
                              SleepUnlessInterrupted);
   if (!provisioner.Delete()) {

@@ -9,10 +9,10 @@
 
 #include "launcher/base/error.h"
 #include "launcher/output/say.h"
-#include "launcher/pod/tcp_probe.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/tpu_names.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/ssh/ssh_reach.h"
 #include "launcher/store/podrun_home.h"
 #include "proto/home_path.h"
 #include "proto/write_all.h"
@@ -90,14 +90,19 @@ bool DiscoverTpuWorkers(const PodSettings& s, bool refresh, Pod* pod) {
 // node is recreated) makes podrun ask gcloud again at once.
 void DiscoverTpuWorkersChecked(const PodSettings& s, Pod* pod) {
   if (!DiscoverTpuWorkers(s, s.refresh.value_or(false), pod)) return;
-  std::vector<std::string> hosts;
-  for (const PodWorker& w : pod->workers) hosts.push_back(w.host.host);
-  const auto port = static_cast<uint16_t>(s.port.value_or(22));
-  const std::vector<ProbeResult> probes = ProbeTcp(hosts, port, kCachedAddressProbeTimeout);
+  // Probed where SSH goes (ssh_config, -p, -J: ssh_reach.h); through a jump host, not at all.
+  SshOptions route;
+  route.default_port = s.port;
+  if (s.ssh_config) route.ssh_config = ExpandTilde(*s.ssh_config);
+  if (s.jump) route.jump = ParseJumpChain(*s.jump);
+  route.known_hosts = ExpandTilde(s.known_hosts.value_or("~/.ssh/known_hosts"));
+  std::vector<HostSpec> hosts;
+  for (const PodWorker& w : pod->workers) hosts.push_back(w.host);
+  const std::vector<ProbeResult> probes = ProbeSshRoutes(hosts, route, kCachedAddressProbeTimeout);
   std::string silent;
   for (size_t i = 0; i < probes.size(); ++i) {
     if (probes[i] != ProbeResult::kUnreachable) continue;
-    silent += fmt::format("{}w{} ({})", silent.empty() ? "" : ", ", i, hosts[i]);
+    silent += fmt::format("{}w{} ({})", silent.empty() ? "" : ", ", i, hosts[i].host);
   }
   if (silent.empty()) return;
   Say(

@@ -14,7 +14,6 @@
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
-#include "proto/run_program.h"
 
 namespace podrun {
 namespace {
@@ -72,26 +71,13 @@ TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cach
     }
   }
   const std::vector<std::string> argv = GcloudDescribeCommand(query);
-  ProgramResult r = RunProgram(argv);
-  if (r.interrupted) {
-    throw Error(ExitCode::kInterrupted,
-                fmt::format("{}: interrupted: `{} ... describe` stopped", what, argv[0]));
-  }
-  if (r.exit_code != 0) {
-    std::string message = r.err;
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
-      message.pop_back();
-    }
-    throw Error(ExitCode::kUnreachable,
-                fmt::format("{}: `{} ... describe` failed{}{}", what, argv[0],
-                            r.exit_code > 0 ? fmt::format(" (exit {})", r.exit_code) : "",
-                            message.empty() ? "" : ": " + message));
-  }
-  TpuNode node = ParseTpuNode(r.out, what);
+  // gcloud_run.h: within a deadline, the failure typed.
+  const std::string answer = RunGcloud(argv, what);
+  TpuNode node = ParseTpuNode(answer, what);
   if (node.state == "READY") {
     std::filesystem::create_directories(cache_dir, ec);
     try {
-      WriteFileAtomically(cache, r.out, 0600);
+      WriteFileAtomically(cache, answer, 0600);
     } catch (const Error&) {
       // Not cached: the next command asks gcloud again.
     }

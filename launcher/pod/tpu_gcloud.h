@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/tpu_create.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/tpu_node.h"
@@ -38,17 +39,8 @@ std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node);
 // what each worker VM published, among it its SSH host keys (tpu_host_keys.h).
 std::vector<std::string> GcloudGuestAttributesCommand(const TpuQuery& node);
 
-// True when gcloud's words (a failed create's message) say the zone has no capacity for it, a
-// stockout that can end by itself: "no more capacity in the zone", or RESOURCE_EXHAUSTED that is
-// not about a quota (a quota is not raised by waiting).
-bool IsCapacityRefusal(const std::string& gcloud_words);
-
-// Runs gcloud with `argv`; returns its stdout. Throws Error(kUnreachable) "WHAT: gcloud ...
-// failed (exit N): <gcloud's stderr>" when it fails or cannot be run, and Error(kInterrupted)
-// at once on a Ctrl-C while it runs (gcloud is stopped: see RunProgram).
-std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what);
-
-// The node, or nullopt when gcloud says NOT_FOUND; other failures throw as RunGcloud.
+// The node, or nullopt when gcloud says NOT_FOUND; other failures throw as RunGcloud
+// (gcloud_run.h).
 std::optional<TpuNode> FindTpuNode(const TpuQuery& node);
 // The node's queued resource (named after the node), or nullopt when there is none.
 std::optional<QueuedResource> FindQueuedResource(const TpuQuery& node);

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
 
 #include "launcher/base/error.h"
 
@@ -110,15 +114,94 @@ TEST_F(TpuGcloudTest, GuestAttributesCommandLine) {
       Join(GcloudGuestAttributesCommand(in_project_)));
 }
 
-TEST_F(TpuGcloudTest, AStockoutIsToldFromAQuota) {
-  EXPECT_TRUE(IsCapacityRefusal(
-      "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: There is no more capacity "
-      "in the zone \"us-central2-b\"; you can try in another zone"));
-  EXPECT_TRUE(IsCapacityRefusal("{\"code\": 8, \"message\": \"RESOURCE_EXHAUSTED\"}"));
-  EXPECT_FALSE(IsCapacityRefusal(
-      "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: Quota limit "
-      "'TPUV4PodPerProjectPerZoneForTPUAPI' has been exceeded. Limit: 32 in zone us-central2-b."));
-  EXPECT_FALSE(IsCapacityRefusal("INVALID_ARGUMENT: Invalid accelerator type v4-7."));
+TEST_F(TpuGcloudTest, AStockoutIsToldFromAQuotaByGcloudsStatusNotByNames) {
+  EXPECT_EQ(GcloudFailure::kStockout,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: "
+                                "There is no more capacity in the zone \"us-central2-b\"; you "
+                                "can try in another zone"));
+  EXPECT_EQ(GcloudFailure::kStockout,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.create) {\n  \"code\": 8,\n"
+                                "  \"message\": \"RESOURCE_EXHAUSTED\"\n}"));
+  EXPECT_EQ(GcloudFailure::kQuota,
+            ClassifyGcloudWords(
+                "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: Quota limit "
+                "'TPUV4PodPerProjectPerZoneForTPUAPI' has been exceeded. Limit: 32 in zone "
+                "us-central2-b."));
+  EXPECT_EQ(GcloudFailure::kQuota,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: "
+                                "Quota 'TPUV4sPreemptible' exhausted. Limit 32 in zone zone-a"));
+  // A project, zone or node whose name holds "quota" changes nothing.
+  EXPECT_EQ(GcloudFailure::kStockout,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.queued-resources.create) "
+                                "RESOURCE_EXHAUSTED: Resource 'projects/quota-lab/locations/z/"
+                                "queuedResources/quota' could not be provisioned in my-quota-lab"));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.create) INVALID_ARGUMENT: "
+                                "Invalid accelerator type v4-7 (RESOURCE_EXHAUSTED quota)."));
+  EXPECT_EQ(GcloudFailure::kNotFound,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: "
+                                "Resource 'projects/P/locations/Z/nodes/NAME' was not found."));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.describe) PERMISSION_DENIED: "
+                                "Resource 'projects/NOT_FOUND/locations/Z/nodes/N'"));
+}
+
+// A stand-in gcloud: a shell script at a path of this test's.
+std::string FakeGcloud(const std::string& name, const std::string& body) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fprintf(f, "#!/bin/sh\n%s\n", body.c_str());
+  std::fclose(f);
+  ::chmod(path.c_str(), 0700);
+  return path;
+}
+
+TEST_F(TpuGcloudTest, AHungGcloudIsStoppedAtItsDeadlineAndSaidSo) {
+  ::setenv("PODRUN_GCLOUD", FakeGcloud("hung-gcloud", "echo asking >&2; exec sleep 60").c_str(), 1);
+  ::setenv("PODRUN_GCLOUD_TIMEOUT_SECONDS", "1", 1);
+  const auto began = std::chrono::steady_clock::now();
+  try {
+    FindTpuNode(in_project_);
+    ADD_FAILURE() << "a hung gcloud was waited for";
+  } catch (const GcloudError& e) {
+    EXPECT_EQ(GcloudFailure::kTimedOut, e.failure());
+    EXPECT_EQ(ExitCode::kUnreachable, e.code());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("did not end within 1 s: podrun "
+                                                            "stopped it"))
+        << e.what();
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("asking")) << e.what();
+  }
+  // 1 s, then SIGTERM ends sleep at once: well under the 2 s grace on a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(8));
+  ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
+  // The default deadlines: a blocking delete may take long, a describe may not.
+  EXPECT_EQ(std::chrono::minutes(2), GcloudDeadline(GcloudDescribeQueuedCommand(node_)));
+  EXPECT_EQ(std::chrono::minutes(5), GcloudDeadline(GcloudCreateNodeCommand(
+                                         node_, {.accelerator_type = "v4-8", .version = "v"})));
+  EXPECT_EQ(std::chrono::minutes(30), GcloudDeadline(GcloudDeleteQueuedCommand(node_)));
+}
+
+TEST_F(TpuGcloudTest, NotFoundIsReadOnceFromGcloudsStatus) {
+  ::setenv("PODRUN_GCLOUD",
+           FakeGcloud("missing-gcloud",
+                      "echo \"ERROR: (gcloud.compute.tpus.tpu-vm.describe) NOT_FOUND: Resource "
+                      "'projects/p/locations/z/nodes/node-1' was not found\" >&2; exit 1")
+               .c_str(),
+           1);
+  EXPECT_FALSE(FindTpuNode(in_project_));
+  // A node named after the status is no reason to think it missing.
+  ::setenv("PODRUN_GCLOUD",
+           FakeGcloud("denied-gcloud",
+                      "echo \"ERROR: (gcloud.compute.tpus.tpu-vm.describe) PERMISSION_DENIED: "
+                      "on NOT_FOUND\" >&2; exit 1")
+               .c_str(),
+           1);
+  try {
+    FindTpuNode(in_project_);
+    ADD_FAILURE() << "PERMISSION_DENIED taken for NOT_FOUND";
+  } catch (const GcloudError& e) {
+    EXPECT_EQ(GcloudFailure::kFailed, e.failure());
+  }
 }
 
 TEST_F(TpuGcloudTest, CapacityWaitTakesADurationOrZero) {

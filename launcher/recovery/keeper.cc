@@ -39,6 +39,8 @@ namespace {
 
 constexpr auto kHeartbeat = std::chrono::seconds(10);
 constexpr auto kSpawnWait = std::chrono::seconds(10);
+// How long EndKeeper waits for the keeper to end (a recovery given up deletes a queued resource).
+constexpr auto kEndKeeperWait = std::chrono::minutes(2);
 
 // How long this machine has slept since it booted: CLOCK_BOOTTIME counts suspended time,
 // CLOCK_MONOTONIC (which every timer of podrun's uses) does not.
@@ -116,7 +118,7 @@ std::optional<Keeper> Keeper::Acquire(const std::filesystem::path& home,
                                       const std::string& job_id) {
   std::optional<DriverLock> lock = DriverLock::TryAcquire(home, job_id, "keeper");
   if (!lock) return std::nullopt;
-  return Keeper(home, std::move(*lock));
+  return Keeper(home, std::move(*lock), std::make_unique<KeeperSignals>());
 }
 
 ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
@@ -166,8 +168,10 @@ ExitCode Keeper::Keep(JobStore& store, JobRecord job, const std::vector<AttemptR
   AttemptPlan plan = MakeAttemptPlan(job, latest.number, spec, pod, home_, std::move(inputs),
                                      job.env_overrides, {});
   plan.resumed_from = latest.resumed_from;
-  RestartOptions options{
-      .follow_running = true, .restarts_used = AutomaticRestartsSince(attempts), .wait = {}};
+  RestartOptions options{.follow_running = true,
+                         .restarts_used = AutomaticRestartsSince(attempts),
+                         .wait = signals_->wait(),
+                         .keeper_signals = signals_.get()};
   // An attempt that already ended without success (a detached start that failed, a preemption
   // during its preparation included; a failure while nobody watched) is not followed: it is
   // restarted as an attached launch would have restarted it. One whose node is being recreated
@@ -238,8 +242,18 @@ bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::st
                     std::strerror(errno)));
     return false;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (DriverHolder(home, job_id) && std::chrono::steady_clock::now() < deadline) {
+  // A keeper in the middle of a recovery first undoes what it queued (keeper_signals.h): a
+  // gcloud delete, which can take a while; a following one ends at once.
+  const auto began = std::chrono::steady_clock::now();
+  bool said = false;
+  while (DriverHolder(home, job_id) && std::chrono::steady_clock::now() < began + kEndKeeperWait) {
+    if (!said && std::chrono::steady_clock::now() > began + std::chrono::seconds(2)) {
+      Say(
+          fmt::format("waiting for the keeper of job {} (pid {}) to end: it gives up its "
+                      "recovery (deleting what it queued)",
+                      job_id, keeper->pid));
+      said = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   RecoveryRecords(store).EndKeeper(job_id, note);

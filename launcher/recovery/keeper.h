@@ -12,12 +12,14 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/base/error.h"
 #include "launcher/recovery/driver_lock.h"
+#include "launcher/recovery/keeper_signals.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {
@@ -25,6 +27,7 @@ namespace podrun {
 class Keeper {
  public:
   // Becomes the keeper of `job_id`: nullopt when another process drives it (CurrentDriver).
+  // Takes SIGTERM from now on (KeeperSignals): call it before any other thread starts.
   static std::optional<Keeper> Acquire(const std::filesystem::path& home,
                                        const std::string& job_id);
 
@@ -36,12 +39,15 @@ class Keeper {
   ExitCode Run(JobStore& store, const JobRecord& job);
 
  private:
-  Keeper(std::filesystem::path home, DriverLock lock)
-      : home_(std::move(home)), lock_(std::move(lock)) {}
+  Keeper(std::filesystem::path home, DriverLock lock, std::unique_ptr<KeeperSignals> signals)
+      : home_(std::move(home)), lock_(std::move(lock)), signals_(std::move(signals)) {}
   ExitCode Keep(JobStore& store, JobRecord job, const std::vector<AttemptRecord>& attempts);
 
   std::filesystem::path home_;
   DriverLock lock_;
+  // SIGTERM during a recovery gives it up cleanly (keeper_signals.h); from Acquire on, before
+  // any other thread of the keeper.
+  std::unique_ptr<KeeperSignals> signals_;
 };
 
 // Starts `podrun watch JOB --foreground` detached from this terminal and process (a session of
@@ -55,8 +61,8 @@ int SpawnKeeper(const std::filesystem::path& home, const std::string& job_id,
 
 // Ends the job's running keeper (the lock's holder whose identity, pid, start time and boot id,
 // is the one it recorded; never a holder that cannot be identified) with SIGTERM through a
-// pidfd, waits for its lock to be released (5 s), and records `note` as why it ended. False
-// when none ran.
+// pidfd, waits for its lock to be released (up to 2 min: a keeper in a recovery deletes what it
+// queued first; keeper_signals.h), and records `note` as why it ended. False when none ran.
 bool EndKeeper(JobStore& store, const std::filesystem::path& home, const std::string& job_id,
                const std::string& note);
 

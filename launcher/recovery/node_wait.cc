@@ -1,4 +1,4 @@
-// See preemption.h.
+// See node_wait.h.
 #include "launcher/recovery/node_wait.h"
 
 #include <fmt/format.h>
@@ -64,8 +64,10 @@ std::optional<std::vector<int>> WaitForReadyNodes(
   while (true) {
     std::vector<TpuNode> nodes = DescribeNodes(pod, cache_dir);
     std::string not_ready;
+    bool gone = false;  // a node PREEMPTED or TERMINATED: it comes back only when created again
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i].state == "READY") continue;
+      gone = gone || nodes[i].state == "PREEMPTED" || nodes[i].state == "TERMINATED";
       if (!not_ready.empty()) not_ready += ", ";
       not_ready += fmt::format("{} is {}", pod.tpu_nodes[i].name,
                                nodes[i].state.empty() ? "in no state" : nodes[i].state);
@@ -79,16 +81,15 @@ std::optional<std::vector<int>> WaitForReadyNodes(
       return changed;
     }
     if (not_ready != waiting_for) {
-      Say(fmt::format(
-          "waiting for the pod to be READY again: TPU node {} (gcloud, "
-          "asked every {} s; Ctrl-C to give up){}",
-          not_ready, poll.count(),
-          pod.tpu_nodes.size() == 1 && (not_ready.find("PREEMPTED") != std::string::npos ||
-                                        not_ready.find("TERMINATED") != std::string::npos)
-              ? "; a preempted node comes back only when created again: add "
-                "pod.create (accelerator_type, version, spot) to the spec and podrun "
-                "recreates it"
-              : ""));
+      Say(
+          fmt::format("waiting for the pod to be READY again: TPU node {} (gcloud, "
+                      "asked every {} s; Ctrl-C to give up){}",
+                      not_ready, poll.count(),
+                      pod.tpu_nodes.size() == 1 && gone
+                          ? "; a preempted node comes back only when created again: add "
+                            "pod.create (accelerator_type, version, spot) to the spec and podrun "
+                            "recreates it"
+                          : ""));
       waiting_for = not_ready;
     }
     if (!wait(poll)) return std::nullopt;

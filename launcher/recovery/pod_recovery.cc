@@ -4,14 +4,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
-#include "launcher/pod/tcp_probe.h"
 #include "launcher/recovery/host_keys.h"
 #include "launcher/recovery/node_wait.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/pod_create.h"
+#include "launcher/ssh/ssh_reach.h"
 #include "launcher/store/recovery_records.h"
 
 namespace podrun {
@@ -46,32 +47,47 @@ std::vector<int> LostWorkers(JobStore& store, const AttemptPlan& plan) {
 }
 
 // A worker was lost while its node reads READY: asks gcloud every poll until a node is not
-// READY (true) or every lost worker answers on its SSH port again (false). nullopt: given up.
+// READY (true), or every lost worker accepts a connection again where SSH reaches it (false), or
+// LostWhileReadyLimit() has passed (false: the worker is handled as lost, the gang restarts
+// without waiting longer). nullopt: given up.
 std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vector<int>& lost,
                                        NodeStates& nodes, const TpuWait& wait) {
   const auto poll = ReadyPollInterval();
+  const auto limit = LostWhileReadyLimit();
+  const auto until = std::chrono::steady_clock::now() + limit;
+  std::vector<HostSpec> hosts;
+  for (int i : lost) hosts.push_back(plan.pod.workers[static_cast<size_t>(i)].host);
   bool said = false;
   for (;;) {
     nodes.Forget();
     for (const NodeNow& n : nodes.All()) {
       if (!n.ready()) return true;
     }
-    std::vector<std::string> hosts;
-    for (int i : lost) hosts.push_back(plan.pod.workers[static_cast<size_t>(i)].host.host);
-    const auto port = static_cast<uint16_t>(plan.pod.ssh.default_port.value_or(22));
-    const auto probes = ProbeTcp(hosts, port, std::chrono::seconds(3));
-    if (std::none_of(probes.begin(), probes.end(),
-                     [](ProbeResult r) { return r == ProbeResult::kUnreachable; })) {
+    // Probed only where SSH goes straight to the worker (ssh_reach.h): through a jump host a
+    // probe from here would ask another path, and only gcloud or the limit can answer.
+    const auto probes = ProbeSshRoutes(hosts, plan.pod.ssh, std::chrono::seconds(3));
+    if (std::all_of(probes.begin(), probes.end(),
+                    [](ProbeResult r) { return r == ProbeResult::kReachable; })) {
+      return false;
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      Say(fmt::format(
+          "w{} still out of reach after {} s while its TPU node reads READY: handled as lost",
+          lost.front(), limit.count()));
       return false;
     }
     if (!said) {
       Say(
           fmt::format("w{} lost while its TPU node still reads READY: asking gcloud every {} s "
-                      "until it says what happened",
-                      lost.front(), poll.count()));
+                      "until it says what happened (at most {} s)",
+                      lost.front(), poll.count(), limit.count()));
       said = true;
     }
-    if (!wait(poll)) return std::nullopt;
+    if (!wait(std::min<std::chrono::seconds>(poll, std::chrono::duration_cast<std::chrono::seconds>(
+                                                       until - std::chrono::steady_clock::now()) +
+                                                       std::chrono::seconds(1)))) {
+      return std::nullopt;
+    }
   }
 }
 
@@ -203,6 +219,13 @@ std::vector<std::string> DeletedByOthers(RecoveryRecords& records, const Attempt
 }
 
 }  // namespace
+
+std::chrono::seconds LostWhileReadyLimit() {
+  if (const char* env = std::getenv("PODRUN_LOST_READY_LIMIT_SECONDS")) {
+    if (const int seconds = std::atoi(env); seconds > 0) return std::chrono::seconds(seconds);
+  }
+  return std::chrono::minutes(5);
+}
 
 bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, NodeStates& nodes) {
   if (!plan.pod.cloud_tpu || plan.pod.tpu_nodes.empty()) return false;

@@ -6,11 +6,13 @@
 //     waited for until READY. Recorded as a preemption; the next attempt is a recovery.
 //   - A node that is simply gone (deleted by someone else, not by podrun): the run ends.
 //   - A worker lost while its node still reads READY: gcloud is asked again every poll until it
-//     says what happened or the worker answers again.
+//     says what happened, or the worker answers again where SSH reaches it, or for at most
+//     LostWhileReadyLimit(); then the worker is handled as lost (the gang restarts).
 //   - Otherwise the backoff, then the nodes are checked READY.
 // While it works, the job is recorded as recovering (what it waits for), for status and ls.
 #pragma once
 
+#include <chrono>
 #include <variant>
 
 #include "launcher/attempt/attempt_plan.h"
@@ -29,6 +31,10 @@ namespace podrun {
 std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPlan& plan,
                                                      int restart, NodeStates& nodes,
                                                      const TpuWait& wait);
+
+// How long a worker lost while its node reads READY is waited for before it is handled as lost:
+// 5 min, or $PODRUN_LOST_READY_LIMIT_SECONDS (tests).
+std::chrono::seconds LostWhileReadyLimit();
 
 // True when the attempt that just ended could not start because a TPU node of the pod that
 // podrun may recreate is gone (a preemption during the preparation), or podrun itself began to

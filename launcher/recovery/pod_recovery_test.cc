@@ -4,8 +4,11 @@
 // recreation left half done; the restart budget counted from typed attempt reasons.
 #include "launcher/recovery/pod_recovery.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +19,7 @@
 #include "launcher/recovery/node_states.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/spec.h"
+#include "launcher/ssh/ssh_reach.h"
 #include "launcher/store/recovery_records.h"
 #include "proto/run_program.h"
 
@@ -214,6 +218,57 @@ TEST_F(PodRecoveryTest, TheSpecsCreateIsNotAppliedToAnotherNode) {
   EXPECT_EQ(ExitCode::kInterrupted, std::get<ExitCode>(next));
   EXPECT_EQ(1, Calls("create", "node-other"));
   EXPECT_EQ(0, Calls("delete", "node-other"));
+}
+
+TEST_F(PodRecoveryTest, AWorkerLostWhileItsNodeReadsReadyIsWaitedForAtMostTheLimit) {
+  Create("node-1", "v4-16");
+  JobStore store(dir_ / "home" / "podrun.db");
+  AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
+  store.UpdateWorker(plan.job.id, 1, 0, {.state = WorkerState::kLost});
+  // Its address takes no connection (TEST-NET-1), the node reads READY for ever.
+  plan.pod.workers[0].host.host = "192.0.2.1";
+  ::setenv("PODRUN_LOST_READY_LIMIT_SECONDS", "2", 1);
+  NodeStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3), false);
+  int waits = 0;
+  const auto began = std::chrono::steady_clock::now();
+  auto next = PrepareRestart(store, plan, 1, nodes, [&](std::chrono::seconds) {
+    ++waits;
+    return waits < 1000;  // never given up by the user: only the limit ends the wait
+  });
+  ::unsetenv("PODRUN_LOST_READY_LIMIT_SECONDS");
+  ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(60));
+  EXPECT_LT(waits, 1000);
+  EXPECT_EQ(1, Calls("create", "node-1"));  // handled as lost: restarted, nothing recreated
+}
+
+TEST_F(PodRecoveryTest, AWorkerBehindAJumpHostIsNotProbedFromHere) {
+  // A listener on loopback: reachable directly; through a jump host the probe would test another
+  // path than SSH's, so it is not made.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+  ASSERT_EQ(0, ::listen(listener, 4));
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  const std::string config = (dir_ / "ssh_config").string();
+  std::ofstream(config) << "Host aliased\n  HostName 127.0.0.1\n  Port " << port << "\n";
+  SshOptions options;
+  options.ssh_config = config;
+  options.known_hosts = (dir_ / "known_hosts").string();
+  const std::vector<HostSpec> hosts = {{std::nullopt, "aliased", std::nullopt},
+                                       {std::nullopt, "127.0.0.1", port}};
+  // Where ssh_config sends it: probed, at ssh_config's address and port.
+  EXPECT_EQ((std::vector<ProbeResult>{ProbeResult::kReachable, ProbeResult::kReachable}),
+            ProbeSshRoutes(hosts, options, std::chrono::seconds(3)));
+  options.jump = JumpChain{{std::nullopt, "jump.example", std::nullopt}};
+  EXPECT_EQ((std::vector<ProbeResult>{ProbeResult::kUnknown, ProbeResult::kUnknown}),
+            ProbeSshRoutes(hosts, options, std::chrono::seconds(3)));
+  ::close(listener);
 }
 
 TEST(AutomaticRestartsSince, CountsBackToTheLastLaunchOrRerun) {

@@ -37,6 +37,21 @@ std::string PreemptionSummary(JobStore& store, const std::string& job_id) {
                      back);
 }
 
+// A stop (the keeper's SIGTERM) during the recovery after attempt plan.attempt: nothing is left
+// to say the job recovers or will be recreated, and the attempt reads stopped.
+ExitCode EndStoppedRecovery(JobStore& store, const AttemptPlan& plan) {
+  RecoveryRecords records(store);
+  records.EndRecovering(plan.job.id);
+  for (const RecreationRecord& r : records.Recreations(plan.job.id)) {
+    records.EndRecreation(plan.job.id, r);
+  }
+  const AttemptRecord attempt = store.GetAttempt(plan.job.id, plan.attempt);
+  store.SetAttemptState(plan.job.id, plan.attempt, AttemptState::kStopped, attempt.exit_code,
+                        attempt.ended_ns.value_or(NowUnixNs()));
+  Say(fmt::format("job {} stopped during its recovery: no restart", plan.job.id));
+  return ExitCode::kInterrupted;
+}
+
 }  // namespace
 
 std::chrono::seconds RestartBackoff(int restart) {
@@ -89,7 +104,16 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
         !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(store, plan, nodes))) {
       break;
     }
+    KeeperSignals* const keeper = options.keeper_signals;
+    if (keeper && !keeper->EnterRecovery()) {
+      code = EndStoppedRecovery(store, plan);
+      break;
+    }
     auto next = PrepareRestart(store, plan, restart, nodes, wait);
+    if (keeper && !keeper->LeaveRecovery()) {
+      code = EndStoppedRecovery(store, plan);
+      break;
+    }
     if (const ExitCode* give_up = std::get_if<ExitCode>(&next)) {
       if (*give_up == ExitCode::kInterrupted) Say("interrupted: no restart");
       records.EndRecovering(plan.job.id);

@@ -9,6 +9,7 @@
 
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/base/error.h"
+#include "launcher/recovery/keeper_signals.h"
 #include "launcher/recovery/tpu_provisioner.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/recovery_records.h"
@@ -32,13 +33,17 @@ struct RestartOptions {
   // Sleeps between questions to gcloud and for the backoff; false when given up. Default:
   // SleepUnlessInterrupted (Ctrl-C).
   TpuWait wait;
+  // The keeper's SIGTERM (keeper_signals.h): a stop during a recovery gives it up, deletes the
+  // queued resource the recovery made, and records the job stopped (its latest attempt's state,
+  // the recovering record and the recreation intents cleared). Null outside a keeper.
+  KeeperSignals* keeper_signals = nullptr;
 };
 
 // The automatic restarts (restart after failure or hang, recovery after preemption) made since
 // the last attempt that a launch or rerun made: what a keeper taking over has used of `restarts:`.
 int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts);
 
-// Runs `plan`'s attempt, then restarts as the spec says (recovery.h: after a preemption the
+// Runs `plan`'s attempt, then restarts as the spec says (pod_recovery.h: after a preemption the
 // node is recreated with pod.create; new attempts recorded in `store` with why they run, each
 // announced on stderr), and ends with the preemptions' sum. Ctrl-C during a wait ends it: 130.
 // Returns the last attempt's code. A detached plan (-d) is not restarted here: its keeper

@@ -137,14 +137,32 @@ bool TpuProvisioner::Delete() {
 TpuNode TpuProvisioner::CreateAndWait() {
   const std::string what = DescribeTpuQuery(node_);
   for (int retry = 0;; ++retry) {
-    Create();
+    // The queued resource this create made is deleted when it cannot serve (unless keep_queued):
+    // rethrows `e` with that said.
+    auto undo = [&](const Error& e) {
+      if (!create_.queued || options_.keep_queued) throw;
+      if (!DeleteCreatedQueuedResource(e.code() == ExitCode::kInterrupted ? "interrupted"
+                                                                          : "failed")) {
+        throw;
+      }
+      throw Error(e.code(), fmt::format("{} (queued resource {} deleted)", e.what(), node_.name));
+    };
+    try {
+      Create();
+    } catch (const GcloudError& e) {
+      // Stopped in flight (Ctrl-C, a stop, its deadline), the create may have reached the API:
+      // what is queued under the node's name now is this create's (none was there before it).
+      // A create gcloud refused made nothing.
+      if (e.failure() != GcloudFailure::kInterrupted && e.failure() != GcloudFailure::kTimedOut) {
+        throw;
+      }
+      undo(e);
+    }
     std::optional<TpuNode> node;
     try {
       node = WaitUntilReady(/*created_here=*/true);
     } catch (const Error& e) {
-      if (!create_.queued || options_.keep_queued) throw;
-      DeleteCreatedQueuedResource(e.code() == ExitCode::kInterrupted ? "interrupted" : "failed");
-      throw Error(e.code(), fmt::format("{} (queued resource {} deleted)", e.what(), node_.name));
+      undo(e);
     }
     if (node) return *node;
     const std::string stuck = fmt::format("{}: still CREATING after {} (the creating deadline)",
@@ -163,19 +181,22 @@ TpuNode TpuProvisioner::CreateAndWait() {
   }
 }
 
-void TpuProvisioner::DeleteCreatedQueuedResource(const std::string& why) {
-  Say(
-      fmt::format("{}: deleting queued resource {} that podrun created, so that it holds no quota "
-                  "(podrun up --keep-queued keeps it)",
-                  why, node_.name));
+bool TpuProvisioner::DeleteCreatedQueuedResource(const std::string& why) {
   try {
-    if (FindQueuedResource(node_)) RunGcloud(GcloudDeleteQueuedCommand(node_), node_.name);
+    if (!FindQueuedResource(node_)) return false;  // the create never reached the API
+    Say(fmt::format(
+        "{}: deleting queued resource {} that podrun created, so that it holds no quota "
+        "(podrun up --keep-queued keeps it)",
+        why, node_.name));
+    RunGcloud(GcloudDeleteQueuedCommand(node_), node_.name);
     ForgetCachedTpuNode(node_, PodrunHome() / "cache");
+    return true;
   } catch (const Error& e) {
     Say(
         fmt::format("warning: could not delete queued resource {} (zone {}): {}; delete it "
                     "with podrun down --tpu {} --zone {}",
                     node_.name, node_.zone, e.what(), node_.name, node_.zone));
+    return false;
   }
 }
 
@@ -191,11 +212,16 @@ void TpuProvisioner::Create() {
   std::chrono::seconds backoff = options_.first_capacity_backoff;
   std::optional<LiveProgress> live;
   for (;;) {
+    // Given up before it is sent (a stop between two gcloud calls): nothing is created.
+    if (!wait_(std::chrono::seconds(0))) {
+      throw Error(ExitCode::kInterrupted,
+                  fmt::format("interrupted before creating {} (nothing was created)", what));
+    }
     try {
       RunGcloud(argv, what);
       return;
-    } catch (const Error& e) {
-      if (!IsCapacityRefusal(e.what())) throw;
+    } catch (const GcloudError& e) {
+      if (e.failure() != GcloudFailure::kStockout) throw;
       const std::chrono::seconds waited = Seconds(options_.clock() - began);
       if (waited >= limit) {
         throw Error(ExitCode::kUnreachable,

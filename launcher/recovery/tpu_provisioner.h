@@ -16,7 +16,8 @@
 
 namespace podrun {
 
-// Sleeps for the given time; false when the wait was given up (Ctrl-C, a stop).
+// Sleeps for the given time; false when the wait was given up (Ctrl-C, a stop), at once when it
+// was given up before (a zero wait asks only that).
 using TpuWait = std::function<bool(std::chrono::seconds)>;
 
 // What EnsureTpuNode did.
@@ -94,8 +95,9 @@ class TpuProvisioner {
   void Create();
   // READY: the node; nullopt when a node this call created stayed CREATING past the deadline.
   std::optional<TpuNode> WaitUntilReady(bool created_here);
-  // Deletes the queued resource this provisioner created after `why`; says so.
-  void DeleteCreatedQueuedResource(const std::string& why);
+  // Deletes the queued resource this provisioner created after `why`; says so. False when
+  // there was none (the create never reached the API) or it could not be deleted (said).
+  bool DeleteCreatedQueuedResource(const std::string& why);
   void TellWait(const std::string& what) const;
   double SecondsSince(std::chrono::steady_clock::time_point t) const;
 

@@ -1,0 +1,135 @@
+// Running gcloud, reading how it failed (see gcloud_run.h).
+#include "launcher/pod/gcloud_run.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "proto/run_program.h"
+
+namespace podrun {
+namespace {
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+// `text` without what is quoted in it ('...', "..."): resource paths, metric names, zones.
+std::string Unquoted(std::string_view text) {
+  std::string out;
+  char quote = 0;
+  for (char c : text) {
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+// True when `word` stands alone in `text` (lowercase): not inside a name like my-quota-lab.
+bool HasWord(const std::string& text, std::string_view word) {
+  auto part_of_name = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  };
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const bool before = at > 0 && part_of_name(text[at - 1]);
+    const size_t end = at + word.size();
+    // "quota." ends a sentence; "quota.x" is a name.
+    const bool after = end < text.size() && part_of_name(text[end]) &&
+                       !(text[end] == '.' && (end + 1 == text.size() || text[end + 1] == ' '));
+    if (!before && !after) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+GcloudFailure ClassifyGcloudWords(std::string_view words) {
+  // The status: "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: ..." or a failed
+  // operation's {"code": 8, "message": "..."} (8: RESOURCE_EXHAUSTED, 5: NOT_FOUND).
+  std::string_view message;
+  std::string_view status;
+  // Warnings may come first: the ERROR line is the last one's.
+  if (const size_t error = words.rfind("ERROR: ("); error != words.npos) {
+    const std::string_view line = words.substr(error);
+    const size_t paren = line.find(") ");
+    const std::string_view rest = paren == line.npos ? std::string_view() : line.substr(paren + 2);
+    const size_t colon = rest.find(": ");
+    status = rest.substr(0, colon);
+    message = colon == rest.npos ? std::string_view() : rest.substr(colon + 2);
+  }
+  const bool operation_code_8 = words.find("\"code\": 8") != words.npos;
+  const bool operation_code_5 = words.find("\"code\": 5") != words.npos;
+  if (status == "NOT_FOUND" || operation_code_5) return GcloudFailure::kNotFound;
+  if (status == "RESOURCE_EXHAUSTED" || operation_code_8) {
+    if (message.empty()) message = words;
+    const std::string plain = Unquoted(message);
+    if (plain.find("no more capacity") != std::string::npos) return GcloudFailure::kStockout;
+    return HasWord(plain, "quota") ? GcloudFailure::kQuota : GcloudFailure::kStockout;
+  }
+  return GcloudFailure::kFailed;
+}
+
+std::chrono::seconds GcloudDeadline(const std::vector<std::string>& argv) {
+  if (const char* env = std::getenv("PODRUN_GCLOUD_TIMEOUT_SECONDS")) {
+    if (const int seconds = std::atoi(env); seconds > 0) return std::chrono::seconds(seconds);
+  }
+  const std::string verb = argv.size() > 4 ? argv[4] : "";
+  if (verb == "create") return std::chrono::minutes(5);
+  if (verb == "delete") return std::chrono::minutes(30);
+  return std::chrono::minutes(2);
+}
+
+namespace {
+
+GcloudError FailureOf(const std::vector<std::string>& argv, const ProgramResult& r,
+                      const std::string& what, std::chrono::seconds deadline) {
+  const std::string message = Trimmed(r.err);
+  const std::string verb = argv.size() > 4 ? argv[3] + " " + argv[4] : "";
+  if (r.interrupted) {
+    return GcloudError(ExitCode::kInterrupted,
+                       fmt::format("{}: interrupted: `{} ... {}` stopped", what, argv[0], verb),
+                       GcloudFailure::kInterrupted);
+  }
+  if (r.timed_out) {
+    return GcloudError(
+        ExitCode::kUnreachable,
+        fmt::format("{}: `{} ... {}` did not end within {} s: podrun stopped it (is gcloud "
+                    "waiting for the network, or for an answer to a prompt? run the command "
+                    "by hand to see){}",
+                    what, argv[0], verb, deadline.count(), message.empty() ? "" : ":\n" + message),
+        GcloudFailure::kTimedOut);
+  }
+  return GcloudError(ExitCode::kUnreachable,
+                     fmt::format("{}: `{} ... {}` failed{}{}", what, argv[0], verb,
+                                 r.exit_code > 0 ? fmt::format(" (exit {})", r.exit_code) : "",
+                                 message.empty() ? "" : ":\n" + message),
+                     r.exit_code < 0 ? GcloudFailure::kCouldNotRun : ClassifyGcloudWords(r.err));
+}
+
+}  // namespace
+
+std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
+  const std::chrono::seconds deadline = GcloudDeadline(argv);
+  ProgramResult r = RunProgram(argv, deadline);
+  if (r.exit_code == 0 && !r.interrupted && !r.timed_out) return r.out;
+  throw FailureOf(argv, r, what, deadline);
+}
+
+std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
+                                                   const std::string& what) {
+  try {
+    return RunGcloud(argv, what);
+  } catch (const GcloudError& e) {
+    if (e.failure() == GcloudFailure::kNotFound) return std::nullopt;
+    throw;
+  }
+}
+
+}  // namespace podrun

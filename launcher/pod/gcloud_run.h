@@ -1,0 +1,62 @@
+// Running the user's gcloud (docs/design.md decision 16) and reading how a command failed, once,
+// where it ran: the failure is a field of the error (GcloudError::failure), never looked for
+// again in a message that also holds names the user chose (a project called "quota-lab").
+// Every command has a deadline: a gcloud that hangs (a network that drops packets, a prompt
+// nobody answers) is stopped and said, never waited for while a keeper's heartbeat says alive.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/base/error.h"
+
+namespace podrun {
+
+// How a gcloud command failed.
+enum class GcloudFailure {
+  kFailed,       // any other failure: gcloud's words say which
+  kCouldNotRun,  // gcloud could not be started
+  kNotFound,     // NOT_FOUND: the node or queued resource does not exist
+  kStockout,     // RESOURCE_EXHAUSTED for capacity: the zone has none now (it can come back)
+  kQuota,        // RESOURCE_EXHAUSTED for a quota: waiting does not raise it
+  kInterrupted,  // Ctrl-C (or a stop) while it ran: it was stopped
+  kTimedOut,     // it outlived its deadline: it was stopped
+};
+
+// A failed gcloud command: exit 3 (130 when interrupted), what() "WHAT: `gcloud ... VERB`
+// failed (exit N):\n<gcloud's stderr>", and how it failed.
+class GcloudError : public Error {
+ public:
+  GcloudError(ExitCode code, const std::string& message, GcloudFailure failure)
+      : Error(code, message), failure_(failure) {}
+  GcloudFailure failure() const { return failure_; }
+
+ private:
+  GcloudFailure failure_;
+};
+
+// How a failed command's stderr says it failed (kFailed, kNotFound, kStockout or kQuota). Reads
+// the status of gcloud's `ERROR: (gcloud.GROUP.COMMAND) STATUS: message` lines (or a failed
+// operation's JSON); a RESOURCE_EXHAUSTED is a quota when its message, outside quoted names,
+// has the word "quota", else a stockout ("There is no more capacity in the zone ...").
+GcloudFailure ClassifyGcloudWords(std::string_view stderr_text);
+
+// The deadline of a gcloud command line (argv[0] gcloud, then `compute tpus GROUP VERB ...`):
+// a create (always --async) 5 min, a delete (which waits until the resource is gone) 30 min, any
+// other (describe, get-guest-attributes, list) 2 min; $PODRUN_GCLOUD_TIMEOUT_SECONDS (tests)
+// replaces them all.
+std::chrono::seconds GcloudDeadline(const std::vector<std::string>& argv);
+
+// Runs gcloud with `argv` (RunProgram: a Ctrl-C noted meanwhile stops it) within its deadline;
+// returns its stdout. Throws GcloudError: kInterrupted (exit 130) "WHAT: interrupted: `gcloud
+// ... VERB` stopped", kTimedOut "WHAT: `gcloud ... VERB` did not end within N s: podrun stopped
+// it", else exit 3 with gcloud's words.
+std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what);
+// As RunGcloud; nullopt when gcloud says NOT_FOUND.
+std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
+                                                   const std::string& what);
+
+}  // namespace podrun
