@@ -154,14 +154,22 @@ class SpotTest : public ::testing::Test {
 std::unique_ptr<TestPod> SpotTest::pod_;
 
 TEST_F(SpotTest, UpCreatesThroughTheQueueDownDeletesItAndUpAgainChangesNothing) {
+  const std::string known_hosts = Dir() + "/up_known_hosts";
+  RunCommand("rm -f " + known_hosts);
   const std::string up = Podrun() +
                          " up --tpu node-up --zone zone-a --accelerator-type v4-16 --version base "
-                         "--spot --queued -y";
+                         "--spot --queued -y --known-hosts " +
+                         known_hosts;
   CommandResult r = RunCommand(up);
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("node-up (zone zone-a): WAITING_FOR_RESOURCES"))
       << r.output;
   EXPECT_NE(std::string::npos, r.output.find("is READY: 2 workers")) << r.output;
+  // `up` pins the keys its new VMs publish, as a launch does.
+  EXPECT_NE(std::string::npos, r.output.find("pinned the host keys its 2 of 2 workers publish"))
+      << r.output;
+  const std::string pinned = ReadTextFile(known_hosts);
+  EXPECT_EQ(2, std::count(pinned.begin(), pinned.end(), '\n')) << pinned;
   const std::string calls = ReadTextFile(State() + "/calls.log");
   EXPECT_NE(std::string::npos,
             calls.find(R"(["compute", "tpus", "queued-resources", "create", "node-up", )"
@@ -288,6 +296,10 @@ TEST_F(SpotTest, ALaunchPinsTheHostKeysItsNewNodePublishesAndRefusesAnotherKeyNa
     offered += r.output.find("now offers ssh-ed25519 " + fp) != std::string::npos ? 1 : 0;
   }
   EXPECT_GE(offered, 1) << r.output;
+  // The pin came from the API: the machine answering is not that VM; removing it is never
+  // advised.
+  EXPECT_NE(std::string::npos, r.output.find("not that VM")) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("ssh-keygen -R")) << r.output;
   EXPECT_EQ(std::string::npos, r.output.find("should not run")) << r.output;
   RunCommand(Podrun() + " down --tpu node-imp --zone zone-a -y");
 }

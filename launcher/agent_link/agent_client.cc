@@ -51,7 +51,54 @@ AgentJobState FromProto(v1::StatusReply::State state) {
   }
 }
 
+AgentProcessState FromProto(v1::ProcessState state) {
+  switch (state) {
+    case v1::PROCESS_RUNNING:
+      return AgentProcessState::kRunning;
+    case v1::PROCESS_SLEEPING:
+      return AgentProcessState::kSleeping;
+    case v1::PROCESS_DISK_WAIT:
+      return AgentProcessState::kDiskWait;
+    case v1::PROCESS_STOPPED:
+      return AgentProcessState::kStopped;
+    case v1::PROCESS_TRACING_STOP:
+      return AgentProcessState::kTracingStop;
+    case v1::PROCESS_ZOMBIE:
+      return AgentProcessState::kZombie;
+    case v1::PROCESS_IDLE:
+      return AgentProcessState::kIdle;
+    case v1::PROCESS_DEAD:
+      return AgentProcessState::kDead;
+    default:
+      return AgentProcessState::kUnknown;
+  }
+}
+
 }  // namespace
+
+const char* AgentProcessStateName(AgentProcessState state) {
+  switch (state) {
+    case AgentProcessState::kRunning:
+      return "running";
+    case AgentProcessState::kSleeping:
+      return "sleeping";
+    case AgentProcessState::kDiskWait:
+      return "disk wait";
+    case AgentProcessState::kStopped:
+      return "stopped";
+    case AgentProcessState::kTracingStop:
+      return "tracing stop";
+    case AgentProcessState::kZombie:
+      return "zombie";
+    case AgentProcessState::kIdle:
+      return "idle";
+    case AgentProcessState::kDead:
+      return "dead";
+    case AgentProcessState::kUnknown:
+      break;
+  }
+  return "?";
+}
 
 struct AgentClient::Stub {
   std::unique_ptr<v1::Agent::Stub> stub;
@@ -249,6 +296,7 @@ std::optional<AgentWhyReport> AgentClient::Why(const std::string& job_id, uint32
   out.stack_note = std::move(*reply.mutable_stack_note());
   out.signal_note = std::move(*reply.mutable_signal_note());
   out.gather_ms = reply.gather_ms();
+  out.processes_left_out = reply.processes_left_out();
   out.processes.reserve(static_cast<size_t>(reply.processes_size()));
   for (v1::ProcessReport& p : *reply.mutable_processes()) {
     AgentProcessReport& r = out.processes.emplace_back();
@@ -256,7 +304,7 @@ std::optional<AgentWhyReport> AgentClient::Why(const std::string& job_id, uint32
     r.ppid = p.ppid();
     r.command = std::move(*p.mutable_command());
     r.cmdline = std::move(*p.mutable_cmdline());
-    r.state = std::move(*p.mutable_state());
+    r.state = FromProto(p.state());
     r.wchan = std::move(*p.mutable_wchan());
     r.syscall = std::move(*p.mutable_syscall());
     r.cpu_percent = p.cpu_percent();

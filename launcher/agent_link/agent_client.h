@@ -128,12 +128,28 @@ struct AgentWhyRequest {
   std::chrono::milliseconds stack_timeout{10000};
 };
 
+// A process's state (proto's ProcessState: /proc/<pid>/stat's letter).
+enum class AgentProcessState {
+  kUnknown,
+  kRunning,
+  kSleeping,
+  kDiskWait,
+  kStopped,
+  kTracingStop,
+  kZombie,
+  kIdle,
+  kDead
+};
+
+// "running", "sleeping", "disk wait", "stopped", "tracing stop", "zombie", "idle", "dead", "?".
+const char* AgentProcessStateName(AgentProcessState state);
+
 // One process of the job as `podrun why` sees it (proto's ProcessReport).
 struct AgentProcessReport {
   int pid = 0, ppid = 0;
   std::string command;  // comm
   std::string cmdline;  // at most 256 bytes
-  std::string state;    // running | sleeping | disk wait | stopped | tracing stop | zombie | idle
+  AgentProcessState state = AgentProcessState::kUnknown;
   std::string wchan;    // kernel wait channel ("" while running or unknown)
   std::string syscall;  // current system call ("" while running)
   double cpu_percent = 0;
@@ -152,8 +168,9 @@ struct AgentWhyReport {
   int64_t now_ns = 0;                         // the worker's wall clock
   int64_t last_output_ns = 0;                 // 0: no output yet
   std::string last_line;
-  std::string stack_note;   // said once per worker ("no py-spy or gdb on PATH")
-  std::string signal_note;  // what the signal reached
+  std::string stack_note;           // said once per worker ("no py-spy or gdb on PATH")
+  std::string signal_note;          // what the signal reached
+  uint32_t processes_left_out = 0;  // the job's processes past the most one worker reports
   uint32_t gather_ms = 0;
 };
 

@@ -164,7 +164,7 @@ TEST_F(AgentClientTest, WhySeesTheJobsProcesses) {
   EXPECT_EQ(why->processes[0].command, "bash");  // the leader first
   int signalled = 0;
   for (const AgentProcessReport& p : why->processes) {
-    EXPECT_NE(p.state, "zombie");
+    EXPECT_NE(p.state, AgentProcessState::kZombie);
     EXPECT_GT(p.started_ns, 0);
     EXPECT_GE(p.threads, 1u);
     if (p.signalled) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/commands/pod_options.h"
+
 namespace podrun {
 namespace {
 
@@ -71,6 +73,34 @@ TEST(Cli, VersionAndHelpExit0) {
   std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(std::string::npos, out.find("podrun 0."));
   EXPECT_NE(std::string::npos, out.find("--strict-host-keys"));
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+// The spec's create: is for its own node only: `--tpu SAME --zone Z` without --project, when
+// the spec names a project, may be a node of another project (gcloud's default): not covered.
+TEST(MergePodSettings, CreateIsKeptOnlyForTheSpecsOwnNodeInItsProject) {
+  PodSettings spec;
+  spec.tpu = "n";
+  spec.zone = "z";
+  spec.project = "p";
+  spec.create = TpuCreate{.accelerator_type = "v4-8", .version = "v"};
+  PodSettings cli;
+  EXPECT_TRUE(MergePodSettings(cli, spec).create);  // the spec's own pod
+  cli.tpu = "n";
+  cli.zone = "z";
+  EXPECT_FALSE(MergePodSettings(cli, spec).create);  // no project on the command line
+  cli.project = "other";
+  EXPECT_FALSE(MergePodSettings(cli, spec).create);
+  cli.project = "p";
+  EXPECT_TRUE(MergePodSettings(cli, spec).create);
+  spec.project.reset();  // a spec naming no project covers its node wherever gcloud puts it
+  cli.project.reset();
+  EXPECT_TRUE(MergePodSettings(cli, spec).create);
 }
 
 }  // namespace

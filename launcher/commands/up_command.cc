@@ -13,6 +13,7 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/tpu_names.h"
+#include "launcher/recovery/host_keys.h"
 #include "launcher/recovery/keeper.h"
 #include "launcher/recovery/wait_cancel.h"
 #include "launcher/spec/spec.h"
@@ -111,6 +112,15 @@ ExitCode RunUp(const UpRequest& request) {
   Say(fmt::format("{} is READY{}: {} workers ({})", DescribeTpuQuery(node),
                   ready.action == TpuNodeAction::kExisted ? " (it existed: used as it is)" : "",
                   ready.node.endpoints.size(), workers));
+  if (ready.action != TpuNodeAction::kExisted) {
+    // New VMs, new host keys: pinned from what they publish, as a launch pins them, so that
+    // the first connection (a later launch, exec, ssh) is checked against the API's keys.
+    settings.tpu = node.name;
+    settings.zone = node.zone;
+    settings.project = node.project;
+    const Pod pod = ResolvePod(settings);
+    PinNodeHostKeys(node, pod.ssh.known_hosts, NodeHostKeyAddresses(pod, node.name));
+  }
   return ExitCode::kOk;
 }
 

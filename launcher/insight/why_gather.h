@@ -1,8 +1,10 @@
 // GatherWhy: asks every worker's agent what the job's processes are doing (the Why RPC), all at
 // once, and makes the report's verdict (why_verdict.h). Used by `podrun why` and by the gang
-// when its stall watch fires. Blocks for about the request's CPU window plus its stack time.
+// when its stall watch fires. Blocks for about the request's CPU window plus its stack time, times
+// the rounds a large pod needs: at most kWhyThreads workers are asked at once.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +17,9 @@
 
 namespace podrun {
 
+// How many workers are asked at once (threads, each blocked on one worker's Why).
+inline constexpr size_t kWhyThreads = 64;
+
 // One worker to ask.
 struct WhyTarget {
   int worker = 0;
@@ -26,7 +31,7 @@ struct WhyTarget {
   int64_t clock_offset_ns = 0;
 };
 
-// Asks every target at once and returns the report with its verdict.
+// Asks every target, kWhyThreads at a time, and returns the report with its verdict.
 WhyReport GatherWhy(const std::string& job_id, int attempt, const std::vector<WhyTarget>& targets,
                     const AgentWhyRequest& request);
 

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <string_view>
+
+#include "launcher/output/control_escape.h"
 
 namespace podrun {
 namespace {
@@ -33,12 +36,19 @@ const char* StateName(AgentJobState state) {
   return "unknown";
 }
 
+// What a worker reported, shown escaped (control_escape.h): a program's name, command line and
+// stack, even a wait channel, are its own text and reach a terminal only as text.
+std::string Esc(std::string_view text) {
+  std::string scratch;
+  return std::string(EscapeControls(text, scratch));
+}
+
 // Where a process is: "running", or "in <wait channel or system call>", or its state.
 std::string Where(const AgentProcessReport& p) {
-  if (p.state == "running") return "running";
-  if (!p.wchan.empty()) return "in " + p.wchan;
-  if (!p.syscall.empty()) return "in " + p.syscall;
-  return p.state;
+  if (p.state == AgentProcessState::kRunning) return "running";
+  if (!p.wchan.empty()) return "in " + Esc(p.wchan);
+  if (!p.syscall.empty()) return "in " + Esc(p.syscall);
+  return AgentProcessStateName(p.state);
 }
 
 // What the verdict compares between workers: how the worker's job is (not) running.
@@ -47,7 +57,7 @@ std::string Signature(const WorkerWhy& w) {
   if (w.report->state != AgentJobState::kRunning) return StateName(w.report->state);
   const AgentProcessReport* main = MainProcess(*w.report);
   if (!main) return "no process";
-  return main->state == "running" ? "running" : Where(*main);
+  return Where(*main);
 }
 
 std::optional<double> SilentSeconds(const WorkerWhy& w) {
@@ -67,7 +77,7 @@ std::string ShortDuration(double seconds) {
 const AgentProcessReport* MainProcess(const AgentWhyReport& report) {
   const AgentProcessReport* best = nullptr;
   for (const AgentProcessReport& p : report.processes) {
-    if (IsShell(p.command) || p.state == "zombie") continue;
+    if (IsShell(p.command) || p.state == AgentProcessState::kZombie) continue;
     if (!best || p.threads > best->threads ||
         (p.threads == best->threads && p.cpu_percent > best->cpu_percent)) {
       best = &p;
@@ -130,11 +140,11 @@ void MakeVerdict(WhyReport& report, int64_t now_ns) {
     if (w.progress.step_ns) since = static_cast<double>(now_ns - *w.progress.step_ns) / 1e9;
     if (!since) since = SilentSeconds(w);
     if (!w.report) {
-      parts.push_back("unreachable: " + w.error);
+      parts.push_back("unreachable: " + Esc(w.error));
     } else if (w.report->state != AgentJobState::kRunning) {
       parts.push_back(fmt::format("its job is {}", StateName(w.report->state)));
     } else if (const AgentProcessReport* main = MainProcess(*w.report)) {
-      parts.push_back(fmt::format("{} pid {} {}{}, CPU {:.0f}%", main->command, main->pid,
+      parts.push_back(fmt::format("{} pid {} {}{}, CPU {:.0f}%", Esc(main->command), main->pid,
                                   Where(*main), since ? " " + ShortDuration(*since) : "",
                                   main->cpu_percent));
     } else {
@@ -183,10 +193,11 @@ std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed
     if (auto silent = SilentSeconds(w)) out << fmt::format(", silent {}", ShortDuration(*silent));
     out << "\n";
     for (const AgentProcessReport& p : w.report->processes) {
-      out << fmt::format(
-          "  pid {} {} [{}] {}{}, CPU {:.0f}%, {} thread{}{}\n", p.pid, p.command, p.cmdline,
-          Where(p), !p.syscall.empty() && !p.wchan.empty() ? " (" + p.syscall + ")" : "",
-          p.cpu_percent, p.threads, p.threads == 1 ? "" : "s", p.signalled ? ", signalled" : "");
+      out << fmt::format("  pid {} {} [{}] {}{}, CPU {:.0f}%, {} thread{}{}\n", p.pid,
+                         Esc(p.command), Esc(p.cmdline), Where(p),
+                         !p.syscall.empty() && !p.wchan.empty() ? " (" + Esc(p.syscall) + ")" : "",
+                         p.cpu_percent, p.threads, p.threads == 1 ? "" : "s",
+                         p.signalled ? ", signalled" : "");
       if (!p.stack.empty()) {
         out << fmt::format("    stack ({}):\n", p.stack_tool);
         std::istringstream lines(p.stack);
@@ -202,15 +213,21 @@ std::string WhyText(const WhyReport& report, size_t stack_lines, size_t detailed
             out << "      ...\n";
             break;
           }
-          out << "      " << l << "\n";
+          out << "      " << Esc(l) << "\n";
           ++n;
         }
       } else if (!p.stack_error.empty()) {
-        out << "    no stack: " << p.stack_error << "\n";
+        out << "    no stack: " << Esc(p.stack_error) << "\n";
       }
     }
-    if (!w.report->signal_note.empty()) out << "  " << w.report->signal_note << "\n";
-    if (!w.report->stack_note.empty()) out << "  " << w.report->stack_note << "\n";
+    if (w.report->processes_left_out > 0) {
+      out << fmt::format(
+          "  {} more process{} not shown (at most {} per worker: the leader and the busiest)\n",
+          w.report->processes_left_out, w.report->processes_left_out == 1 ? "" : "es",
+          w.report->processes.size());
+    }
+    if (!w.report->signal_note.empty()) out << "  " << Esc(w.report->signal_note) << "\n";
+    if (!w.report->stack_note.empty()) out << "  " << Esc(w.report->stack_note) << "\n";
   }
   return out.str();
 }
@@ -231,13 +248,14 @@ nlohmann::json WhyJson(const WhyReport& report) {
       j["gather_ms"] = r.gather_ms;
       if (!r.stack_note.empty()) j["stack_note"] = r.stack_note;
       if (!r.signal_note.empty()) j["signal_note"] = r.signal_note;
+      if (r.processes_left_out > 0) j["processes_left_out"] = r.processes_left_out;
       nlohmann::json processes = nlohmann::json::array();
       for (const AgentProcessReport& p : r.processes) {
         processes.push_back({{"pid", p.pid},
                              {"ppid", p.ppid},
                              {"command", p.command},
                              {"cmdline", p.cmdline},
-                             {"state", p.state},
+                             {"state", AgentProcessStateName(p.state)},
                              {"wchan", p.wchan},
                              {"syscall", p.syscall},
                              {"cpu_percent", p.cpu_percent},

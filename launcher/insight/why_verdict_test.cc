@@ -7,7 +7,7 @@ namespace {
 
 constexpr int64_t kS = 1'000'000'000;
 
-AgentProcessReport Process(int pid, const std::string& command, const std::string& state,
+AgentProcessReport Process(int pid, const std::string& command, AgentProcessState state,
                            const std::string& wchan, uint32_t threads, double cpu) {
   AgentProcessReport p;
   p.pid = pid;
@@ -33,8 +33,10 @@ WorkerWhy Worker(int index, int64_t step, int64_t step_ns, const std::string& wc
   r.state = AgentJobState::kRunning;
   r.now_ns = now_ns;
   r.last_output_ns = now_ns - silent_s * kS;
-  r.processes.push_back(Process(4000 + index, "bash", "sleeping", "do_wait", 1, 0));
-  r.processes.push_back(Process(4240 + index, "python3", "sleeping", wchan, 12, 0));
+  r.processes.push_back(
+      Process(4000 + index, "bash", AgentProcessState::kSleeping, "do_wait", 1, 0));
+  r.processes.push_back(
+      Process(4240 + index, "python3", AgentProcessState::kSleeping, wchan, 12, 0));
   w.report = r;
   return w;
 }
@@ -75,7 +77,7 @@ TEST(WhyVerdictTest, AtOneStepTheWorkerWhoseStateDiffersIsTheSuspect) {
     report.workers.push_back(Worker(i, 7, now - 60 * kS, "futex_wait_queue", 60, now));
   // w3 spins: running, 100% CPU.
   auto& p = report.workers[3].report->processes[1];
-  p.state = "running";
+  p.state = AgentProcessState::kRunning;
   p.wchan.clear();
   p.cpu_percent = 100;
   // w1 cannot be reached.
@@ -133,6 +135,40 @@ TEST(WhyVerdictTest, OnlyTheFirstWorkersOfTheVerdictKeepTheirStacks) {
       EXPECT_NE(p.stack_error.find("not kept"), std::string::npos) << p.stack_error;
     }
   }
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+// A process's name, command line and stack are the program's own text: on the terminal they
+// are shown escaped (ESC as ^[), so none can move the cursor, set a title or ring a bell.
+TEST(WhyVerdictTest, CommandsCommandLinesAndStacksAreEscaped) {
+  const int64_t now = 100 * kS;
+  WhyReport report;
+  report.workers.push_back(Worker(0, 5, now - 10 * kS, "futex_wait_queue", 10, now));
+  AgentProcessReport& p = report.workers[0].report->processes[1];
+  p.command = "py\x1b]0;owned\x07";
+  p.cmdline = "python3 \x1b[2Jtrain.py";
+  p.stack = "#0 f\x1b]52;c;AAAA\x07\n#1 g\r\n";
+  p.stack_tool = "gdb";
+  report.workers[0].report->processes_left_out = 3;
+  MakeVerdict(report, now);
+  const std::string text = WhyText(report);
+  EXPECT_EQ(std::string::npos, text.find('\x1b')) << text;
+  EXPECT_EQ(std::string::npos, text.find('\x07')) << text;
+  EXPECT_NE(std::string::npos, text.find("py^[]0;owned^G")) << text;
+  EXPECT_NE(std::string::npos, text.find("python3 ^[[2Jtrain.py")) << text;
+  EXPECT_NE(std::string::npos, text.find("#0 f^[]52;c;AAAA^G")) << text;
+  EXPECT_EQ(std::string::npos, report.verdict[0].text.find('\x1b')) << report.verdict[0].text;
+  EXPECT_NE(std::string::npos, text.find("3 more processes not shown")) << text;
+  // The JSON keeps what the worker said, the state as a word.
+  const nlohmann::json j = WhyJson(report);
+  EXPECT_EQ("sleeping", j["workers"][0]["processes"][1]["state"]);
+  EXPECT_EQ(p.command, j["workers"][0]["processes"][1]["command"]);
+  EXPECT_EQ(3, j["workers"][0]["processes_left_out"]);
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "launcher/base/error.h"
 
@@ -19,16 +20,68 @@ std::string StringField(const json& object, const char* name) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// The key types OpenSSH writes in known_hosts.
-bool IsKeyType(const std::string& type) {
-  return type.starts_with("ssh-") || type.starts_with("ecdsa-sha2-") ||
-         type.starts_with("sk-ssh-") || type.starts_with("sk-ecdsa-");
+// The host key types OpenSSH writes in known_hosts, exactly (a type is written into the file
+// as it is: anything else, a newline or "@cert-authority" included, could add lines to it).
+bool IsKeyType(std::string_view type) {
+  static constexpr std::string_view kTypes[] = {
+      "ssh-ed25519",
+      "ecdsa-sha2-nistp256",
+      "ecdsa-sha2-nistp384",
+      "ecdsa-sha2-nistp521",
+      "ssh-rsa",
+      "sk-ssh-ed25519@openssh.com",
+      "sk-ecdsa-sha2-nistp256@openssh.com",
+  };
+  return std::find(std::begin(kTypes), std::end(kTypes), type) != std::end(kTypes);
 }
 
-bool IsBase64(const std::string& s) {
-  return !s.empty() && s.size() < 16384 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=';
-  });
+int Base64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+// Standard base64 with its padding (only at the end), decoded; nullopt when it is not.
+std::optional<std::string> DecodeBase64(std::string_view s) {
+  if (s.empty() || s.size() % 4 != 0 || s.size() > kMaxHostKeyBase64) return std::nullopt;
+  size_t pad = 0;
+  while (pad < 2 && s[s.size() - 1 - pad] == '=') ++pad;
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (size_t i = 0; i < s.size() - pad; ++i) {
+    const int v = Base64Value(s[i]);
+    if (v < 0) return std::nullopt;  // whitespace, controls, '=' inside, anything else
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    if (++count == 4) {
+      out += static_cast<char>(bits >> 16);
+      out += static_cast<char>(bits >> 8);
+      out += static_cast<char>(bits);
+      bits = 0;
+      count = 0;
+    }
+  }
+  if (count == 2) out += static_cast<char>(bits >> 4);
+  if (count == 3) {
+    out += static_cast<char>(bits >> 10);
+    out += static_cast<char>(bits >> 2);
+  }
+  return out;
+}
+
+// True when `base64` is a key of type `type` in SSH's wire format: base64 that decodes to a
+// blob whose first string is the type itself (as every OpenSSH public key does).
+bool IsKeyOfType(std::string_view type, std::string_view base64) {
+  const std::optional<std::string> blob = DecodeBase64(base64);
+  if (!blob || blob->size() < 4 + type.size()) return false;
+  const auto byte = [&](size_t i) {
+    return static_cast<uint32_t>(static_cast<uint8_t>((*blob)[i]));
+  };
+  const uint32_t length = byte(0) << 24 | byte(1) << 16 | byte(2) << 8 | byte(3);
+  return length == type.size() && std::string_view(*blob).substr(4, length) == type;
 }
 
 // "hostkeys/" or "hostkeys/ssh-ed25519" as a query path; "hostkeys" as a namespace.
@@ -54,10 +107,13 @@ int WorkerIdOf(const json& item, const std::string& what) {
 }
 
 void Add(TpuHostKeys& keys, int worker, const std::string& type, const std::string& value) {
-  if (!IsKeyType(type) || !IsBase64(value)) return;
+  if (!IsPublishedHostKey(type, value)) return;
   std::vector<PublishedHostKey>& list = keys[worker];
   PublishedHostKey key{type, value};
-  if (std::find(list.begin(), list.end(), key) == list.end()) list.push_back(key);
+  if (list.size() < kMaxHostKeysPerWorker &&
+      std::find(list.begin(), list.end(), key) == list.end()) {
+    list.push_back(key);
+  }
 }
 
 void AddAttribute(TpuHostKeys& keys, const json& item, const std::string& what) {
@@ -86,6 +142,10 @@ void AddAttribute(TpuHostKeys& keys, const json& item, const std::string& what) 
 }
 
 }  // namespace
+
+bool IsPublishedHostKey(std::string_view type, std::string_view base64) {
+  return IsKeyType(type) && IsKeyOfType(type, base64);
+}
 
 TpuHostKeys ParseTpuHostKeys(std::string_view text, const std::string& what) {
   json doc;

@@ -3,6 +3,7 @@
 // from what `gcloud compute tpus tpu-vm get-guest-attributes NODE --format=json` prints.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -22,12 +23,26 @@ struct PublishedHostKey {
 // A worker that published none is absent.
 using TpuHostKeys = std::map<int, std::vector<PublishedHostKey>>;
 
+// The most keys taken of one worker (OpenSSH makes three: rsa, ecdsa, ed25519), and the longest
+// key, base64 (an RSA key of 16384 bits is about 2.8 KB).
+inline constexpr size_t kMaxHostKeysPerWorker = 8;
+inline constexpr size_t kMaxHostKeyBase64 = 8192;
+
+// True when `type` is exactly one of OpenSSH's host key types (ssh-ed25519,
+// ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-ssh-ed25519@openssh.com,
+// sk-ecdsa-sha2-nistp256@openssh.com) and `base64` is a key of that type: standard base64
+// (no whitespace, no control character), at most kMaxHostKeyBase64 bytes, decoding to SSH's
+// wire format whose first string is `type`. What a VM publishes is written into known_hosts
+// only when this holds.
+bool IsPublishedHostKey(std::string_view type, std::string_view base64);
+
 // Reads gcloud's JSON: a list of flattened items (gcloud 528: {"key": "ssh-ed25519",
 // "namespace": "hostkeys", "value": "AAAA...", "worker_id": 0}; also {"queryPath":
 // "hostkeys/", ..., "workerId": "0"}), a list of the API's guest attributes
 // ({"queryPath", "queryValue": {"items": [{"namespace", "key", "value"}]}, "workerId"}), or the
 // API's answer itself ({"guestAttributes": [...]}). Only keys of the `hostkeys` namespace whose
-// name is a key type are taken (not `hostname`); a value that is not base64 is skipped. Throws
+// name is a key type are taken (not `hostname`); a key that is not IsPublishedHostKey is skipped,
+// and past kMaxHostKeysPerWorker a worker's further keys are. Throws
 // Error(kUnreachable) "WHAT: ..." when `json` is not one of these.
 TpuHostKeys ParseTpuHostKeys(std::string_view json, const std::string& what);
 

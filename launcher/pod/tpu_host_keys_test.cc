@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
 #include "launcher/base/error.h"
 
 namespace podrun {
@@ -11,6 +15,10 @@ namespace {
 
 constexpr const char* kEd0 = "AAAAC3NzaC1lZDI1NTE5AAAAIHaCyGXk5DzzT7rVPTixTi1S2xHlxujEdKoUWXEJ33FS";
 constexpr const char* kEd1 = "AAAAC3NzaC1lZDI1NTE5AAAAIFz3pUq7SvQ0Kf3dEbbqzT0CJ0k1a8tY2c5vJ1a2b3c4";
+// Blobs in SSH's wire format whose first string is their type (the key itself is 'x's).
+constexpr const char* kEcdsa =
+    "AAAAE2VjZHNhLXNoYTItbmlzdHAyNTZ4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eA==";
+constexpr const char* kRsa = "AAAAB3NzaC1yc2F4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eA==";
 
 TEST(TpuHostKeys, ReadsWhatGcloud528Prints) {
   // Seen from the real gcloud 528 against scripts/fake-tpu-api (docs/gcloud-verified.md).
@@ -34,7 +42,8 @@ TEST(TpuHostKeys, ReadsFlattenedItemsWithAQueryPath) {
     {"queryPath": "hostkeys/", "key": "hostname", "value": "t1v-n-abc-w-0", "workerId": "0"},
     {"queryPath": "hostkeys/", "key": "ssh-ed25519", "value": ")") +
                            kEd0 + R"(", "workerId": "0"},
-    {"queryPath": "hostkeys/", "key": "ecdsa-sha2-nistp256", "value": "AAAAE2VjZHNh", "workerId": "0"},
+    {"queryPath": "hostkeys/", "key": "ecdsa-sha2-nistp256", "value": ")" +
+                           kEcdsa + R"(", "workerId": "0"},
     {"queryPath": "hostkeys/", "key": "ssh-ed25519", "value": ")" +
                            kEd1 + R"(", "workerId": "1"},
     {"queryPath": "guestInventory/", "key": "ssh-rsa", "value": "AAAAB3Nz", "workerId": "2"},
@@ -42,8 +51,7 @@ TEST(TpuHostKeys, ReadsFlattenedItemsWithAQueryPath) {
   ])";
   TpuHostKeys keys = ParseTpuHostKeys(json, "tpu n");
   ASSERT_EQ(2u, keys.size());
-  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd0},
-                                           {"ecdsa-sha2-nistp256", "AAAAE2VjZHNh"}}),
+  EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd0}, {"ecdsa-sha2-nistp256", kEcdsa}}),
             keys[0]);
   EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd1}}), keys[1]);
   EXPECT_FALSE(keys.contains(2));  // another namespace
@@ -68,6 +76,56 @@ TEST(TpuHostKeys, ReadsTheApisShape) {
   EXPECT_EQ((std::vector<PublishedHostKey>{{"ssh-ed25519", kEd1}}), keys[1]);
   EXPECT_TRUE(ParseTpuHostKeys("[]", "tpu n").empty());
   EXPECT_TRUE(ParseTpuHostKeys("{}", "tpu n").empty());
+}
+
+// What a VM publishes is written into known_hosts as it is: only OpenSSH's exact key types and
+// base64 keys of that type are taken, a bounded number per worker.
+TEST(TpuHostKeys, HostileTypesAndValuesAreNotTaken) {
+  EXPECT_TRUE(IsPublishedHostKey("ssh-ed25519", kEd0));
+  EXPECT_TRUE(IsPublishedHostKey("ecdsa-sha2-nistp256", kEcdsa));
+  EXPECT_TRUE(IsPublishedHostKey("ssh-rsa", kRsa));
+  const std::string ed0 = kEd0;
+  for (const auto& [type, value] : std::vector<std::pair<std::string, std::string>>{
+           {"ssh-ed25519\n10.6.6.6 ssh-ed25519", ed0},  // a newline adds a line
+           {"@cert-authority", ed0},                    // a marker line
+           {"@cert-authority * ssh-ed25519", ed0},
+           {"ssh-ed25519 ", ed0},
+           {" ssh-ed25519", ed0},
+           {"ssh-evil", ed0},  // passed a prefix check
+           {"ssh-ed25519-cert-v01@openssh.com", ed0},
+           {"ecdsa-sha2-nistp", ed0},
+           {"ssh-dss", ed0},
+           {"SSH-ED25519", ed0},
+           {"ssh-ed25519", ed0 + "\n@cert-authority * ssh-ed25519 " + ed0},
+           {"ssh-ed25519", ed0 + " comment"},
+           {"ssh-ed25519", ed0 + "\t"},
+           {"ssh-ed25519", ed0 + "\r"},
+           {"ssh-ed25519", std::string("AAAA\0") + ed0},
+           {"ssh-ed25519", "AA=A" + ed0},  // padding inside
+           {"ssh-ed25519", ed0.substr(0, 67)},
+           {"ssh-ed25519", ""},
+           {"ssh-ed25519", kRsa},  // a key of another type
+           {"ecdsa-sha2-nistp384", kEcdsa},
+           {"ssh-rsa", std::string(9000, 'A')},  // too long
+       }) {
+    EXPECT_FALSE(IsPublishedHostKey(type, value))
+        << "type '" << type << "' value '" << value << "'";
+    const nlohmann::json doc = {
+        {{"namespace", "hostkeys"}, {"key", type}, {"value", value}, {"worker_id", 0}}};
+    EXPECT_TRUE(ParseTpuHostKeys(doc.dump(), "tpu n").empty()) << doc.dump();
+  }
+  // A worker publishing many keys: at most kMaxHostKeysPerWorker are taken.
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 40; ++i) {
+    std::string key = "AAAAC3NzaC1lZDI1NTE5AAAAI" + std::string(43, 'A');
+    key[30] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[i];
+    ASSERT_TRUE(IsPublishedHostKey("ssh-ed25519", key)) << key;
+    many.push_back(
+        {{"namespace", "hostkeys"}, {"key", "ssh-ed25519"}, {"value", key}, {"worker_id", 1}});
+  }
+  const TpuHostKeys keys = ParseTpuHostKeys(many.dump(), "tpu n");
+  ASSERT_EQ(1u, keys.size());
+  EXPECT_EQ(kMaxHostKeysPerWorker, keys.at(1).size());
 }
 
 TEST(TpuHostKeys, SomethingElseIsAnErrorNamingTheNode) {

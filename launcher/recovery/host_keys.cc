@@ -1,23 +1,23 @@
 // Forgetting and pinning the host keys of created VMs (see host_keys.h).
 #include "launcher/recovery/host_keys.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
 
+#include "launcher/attempt/interrupt_watcher.h"
 #include "launcher/base/error.h"
+#include "launcher/output/control_escape.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/tpu_gcloud.h"
+#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/ssh/host_key_policy.h"
 #include "launcher/ssh/known_hosts_editor.h"
-#include "proto/run_program.h"
-#include "proto/write_all.h"
 
 namespace podrun {
 namespace {
@@ -27,82 +27,16 @@ bool IsSymlink(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// True when known_hosts already names hosts hashed (`|1|salt|hash`), as HashKnownHosts writes.
-bool HoldsHashedNames(const std::string& text) {
-  return text.starts_with("|1|") || text.find("\n|1|") != std::string::npos;
-}
-
-// `lines` with their host names hashed by `ssh-keygen -H`, through a scratch file beside
-// `known_hosts` (never the file itself: -H would hash every name in it).
-std::string Hashed(const std::string& known_hosts, const std::string& lines) {
-  const std::string scratch = known_hosts + ".podrun-pin";
-  std::filesystem::remove(scratch);
-  std::filesystem::remove(scratch + ".old");
-  {
-    const int fd =
-        ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      throw Error(ExitCode::kUnreachable,
-                  fmt::format("cannot write {}: {}", scratch, std::strerror(errno)));
-    }
-    const bool written = WriteAll(fd, lines);
-    ::close(fd);
-    if (!written) {
-      throw Error(ExitCode::kUnreachable,
-                  fmt::format("cannot write {}: {}", scratch, std::strerror(errno)));
-    }
+// A host name known_hosts can hold as one field: printable, no whitespace, no ',' (a list),
+// not starting with a marker ('@'), a comment ('#'), a negation ('!') or a hash ('|').
+bool IsKnownHostsName(const std::string& name) {
+  if (name.empty() || std::string_view("@#!|").find(name.front()) != std::string_view::npos) {
+    return false;
   }
-  ProgramResult r = RunProgram({"ssh-keygen", "-H", "-f", scratch});
-  std::string out = ReadWhole(scratch);
-  std::filesystem::remove(scratch);
-  std::filesystem::remove(scratch + ".old");
-  if (r.exit_code != 0) {
-    throw Error(
-        ExitCode::kUnreachable,
-        fmt::format("cannot hash host names for {} (ssh-keygen -H): {}", known_hosts, r.err));
-  }
-  return out;
-}
-
-// Appends `text` to known_hosts, never through a symbolic link; a new file is 0600.
-void Append(const std::string& known_hosts, std::string text) {
-  const std::filesystem::path dir = std::filesystem::path(known_hosts).parent_path();
-  std::error_code ignored;
-  if (!dir.empty() && !std::filesystem::exists(dir, ignored)) {
-    std::filesystem::create_directories(dir, ignored);
-    ::chmod(dir.c_str(), 0700);
-  }
-  const int fd =
-      ::open(known_hosts.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    const int e = errno;
-    throw Error(ExitCode::kUnreachable,
-                e == ELOOP ? fmt::format("known_hosts {} is a symbolic link: podrun writes host "
-                                         "keys only to the file itself (name it in known_hosts:)",
-                                         known_hosts)
-                           : fmt::format("cannot write the host keys to {}: {}", known_hosts,
-                                         std::strerror(e)));
-  }
-  struct stat st {};
-  char last = '\n';
-  if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) != 1) {
-    last = '\n';
-  }
-  if (last != '\n') text = "\n" + text;
-  const bool written = WriteAll(fd, text);
-  const int e = errno;
-  ::close(fd);
-  if (!written) {
-    throw Error(ExitCode::kUnreachable,
-                fmt::format("cannot write the host keys to {}: {}", known_hosts, std::strerror(e)));
-  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u > 0x20 && u < 0x7f && c != ',';
+  });
 }
 
 }  // namespace
@@ -164,59 +98,115 @@ PinnedHostKeys PinHostKeys(const std::string& known_hosts,
                             known_hosts));
   }
   std::vector<std::string> names;
-  for (const HostKeyAddress& w : workers) names.push_back(KnownHostsName(w));
-  try {
-    RemoveKnownHosts(known_hosts, names);
-  } catch (const Error& e) {
-    throw Error(ExitCode::kUnreachable, e.what());
-  }
-  std::string lines;
+  std::vector<KnownHostsEntry> entries;
   for (size_t i = 0; i < workers.size(); ++i) {
+    const std::string name = KnownHostsName(workers[i]);
+    if (!IsKnownHostsName(name)) {
+      std::string scratch;
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("w{}: its address '{}' cannot be written to known_hosts", i,
+                              EscapeControls(name, scratch)));
+    }
+    names.push_back(name);
     auto keys = published.find(static_cast<int>(i));
     if (keys == published.end() || keys->second.empty()) {
       done.first_use.push_back(static_cast<int>(i));
       continue;
     }
     for (const PublishedHostKey& key : keys->second) {
-      lines += fmt::format("{} {} {}\n", KnownHostsName(workers[i]), key.type, key.base64);
+      // Checked again where it is written: only OpenSSH's key types, base64 keys of that type.
+      if (!IsPublishedHostKey(key.type, key.base64)) continue;
+      entries.push_back({name, key.type, key.base64, kPublishedKeyComment});
     }
     done.pinned.push_back(static_cast<int>(i));
+  }
+  try {
+    ReplaceKnownHosts(known_hosts, names, entries);  // one locked rewrite
+  } catch (const Error& e) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("cannot write the host keys to {}: {}", known_hosts, e.what()));
   }
   for (int w : done.first_use) {
     Say(fmt::format("w{} ({}): the TPU API published no host key: recorded on first contact", w,
                     workers[w].host));
   }
-  if (lines.empty()) return done;
-  const bool hashed =
-      access(known_hosts.c_str(), F_OK) == 0 && HoldsHashedNames(ReadWhole(known_hosts));
-  Append(known_hosts, hashed ? Hashed(known_hosts, lines) : lines);
   return done;
 }
 
-PinnedHostKeys PinNodeHostKeys(const TpuQuery& node, const std::string& known_hosts,
-                               const std::vector<HostKeyAddress>& workers) {
-  TpuHostKeys published;
-  const std::string what = DescribeTpuQuery(node);
-  try {
-    published = ParseTpuHostKeys(RunGcloud(GcloudGuestAttributesCommand(node), what), what);
-  } catch (const Error& e) {
+PublishWait DefaultPublishWait() {
+  PublishWait wait;
+  if (const char* env = std::getenv("PODRUN_HOST_KEYS_WAIT_SECONDS")) {
+    wait.limit = std::chrono::seconds(std::max(0L, std::strtol(env, nullptr, 10)));
+  }
+  wait.poll = TpuPollInterval(std::chrono::seconds(5));
+  wait.sleep = SleepUnlessInterrupted;
+  return wait;
+}
+
+PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::string& what,
+                                    const std::string& known_hosts,
+                                    const std::vector<HostKeyAddress>& workers,
+                                    const PublishWait& wait) {
+  std::optional<TpuHostKeys> published;
+  std::string error;
+  std::chrono::seconds waited{0};
+  bool said = false;
+  for (;;) {
+    try {
+      published = fetch();
+      error.clear();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    size_t missing = 0;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      auto it = published ? published->find(static_cast<int>(i)) : TpuHostKeys::const_iterator();
+      if (!published || it == published->end() || it->second.empty()) ++missing;
+    }
+    if (missing == 0 || waited >= wait.limit || !wait.sleep) break;
+    if (!said) {
+      Say(fmt::format("waiting up to {}s for {} of {} workers of {} to publish their host keys",
+                      (wait.limit - waited).count(), missing, workers.size(), what));
+      said = true;
+    }
+    const std::chrono::seconds step =
+        std::clamp(wait.poll, std::chrono::seconds(1), wait.limit - waited);
+    if (!wait.sleep(step)) break;
+    waited += step;
+  }
+  if (!published) {
     Say(
         fmt::format("could not read the host keys {} publishes ({}): the new VMs' keys are "
                     "recorded on first contact",
-                    node.name, e.what()));
+                    what, error));
     PinnedHostKeys done;
+    std::vector<std::string> names;
     for (size_t i = 0; i < workers.size(); ++i) {
-      ForgetHostKeys(known_hosts, {workers[i].host}, workers[i].port);
+      names.push_back(KnownHostsName(workers[i]));
       done.first_use.push_back(static_cast<int>(i));
+    }
+    try {
+      RemoveKnownHosts(known_hosts, names);  // one locked rewrite for the whole node
+    } catch (const Error& e) {
+      Say(fmt::format("warning: could not forget the old host keys of the new VMs: {}", e.what()));
     }
     return done;
   }
-  PinnedHostKeys done = PinHostKeys(known_hosts, workers, published);
+  PinnedHostKeys done = PinHostKeys(known_hosts, workers, *published);
   if (!done.pinned.empty()) {
     Say(fmt::format("{}: pinned the host keys its {} of {} workers publish through the TPU API",
                     what, done.pinned.size(), workers.size()));
   }
   return done;
+}
+
+PinnedHostKeys PinNodeHostKeys(const TpuQuery& node, const std::string& known_hosts,
+                               const std::vector<HostKeyAddress>& workers,
+                               const PublishWait& wait) {
+  const std::string what = DescribeTpuQuery(node);
+  return PinPublishedHostKeys(
+      [&] { return ParseTpuHostKeys(RunGcloud(GcloudGuestAttributesCommand(node), what), what); },
+      what, known_hosts, workers, wait);
 }
 
 }  // namespace podrun

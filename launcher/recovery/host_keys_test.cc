@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "launcher/base/error.h"
+#include "launcher/ssh/host_key_policy.h"
 #include "proto/run_program.h"
 
 namespace podrun {
@@ -90,6 +91,70 @@ TEST_F(HostKeysTest, TheNodesOldKeysAreReplacedByThePublishedOnesOthersUntouched
   EXPECT_EQ(other_key_, Find("10.0.0.99"));
   EXPECT_EQ(other_key_, Find("w0"));
   EXPECT_EQ(std::string::npos, text.find("|1|")) << "a plain file stays plain:\n" << text;
+  // Marked as published by the VM: a refusal then never advises removing it.
+  EXPECT_NE(std::string::npos,
+            text.find("10.0.0.10 ssh-ed25519 " + new_keys_[0] + " " + kPublishedKeyComment + "\n"))
+      << text;
+}
+
+TEST_F(HostKeysTest, AHostileKeyOrAddressIsNeverWritten) {
+  std::ofstream(known_hosts_) << "10.0.0.99 ssh-ed25519 " << other_key_ << "\n";
+  TpuHostKeys hostile = published_;
+  hostile[0].push_back({"ssh-ed25519\n@cert-authority *", new_keys_[0]});
+  hostile[1] = {{"ssh-ed25519", new_keys_[1] + "\n@cert-authority * ssh-ed25519 " + other_key_}};
+  PinnedHostKeys done = PinHostKeys(known_hosts_, node_, hostile);
+  const std::string text = Read(known_hosts_);
+  EXPECT_EQ(std::string::npos, text.find("@cert-authority")) << text;
+  EXPECT_EQ(new_keys_[0], Find("10.0.0.10"));
+  EXPECT_EQ("", Find("[10.0.0.11]:2222"));
+  EXPECT_THROW(PinHostKeys(known_hosts_, {{"10.0.0.12\n@cert-authority", 22}}, published_), Error);
+  EXPECT_THROW(PinHostKeys(known_hosts_, {{"a,*", 22}}, published_), Error);
+  EXPECT_EQ(std::string::npos, Read(known_hosts_).find("@cert-authority"));
+}
+
+// A VM publishes its keys a while after its node reads READY: asked again until every worker has,
+// for a bounded time, then the rest is left to first use.
+TEST_F(HostKeysTest, PublishedKeysAreWaitedForUntilEveryWorkerPublishes) {
+  int calls = 0;
+  std::vector<std::chrono::seconds> slept;
+  PublishWait wait{.limit = std::chrono::seconds(60),
+                   .poll = std::chrono::seconds(5),
+                   .sleep = [&](std::chrono::seconds s) {
+                     slept.push_back(s);
+                     return true;
+                   }};
+  auto fetch = [&] {
+    ++calls;
+    if (calls == 1) throw Error(ExitCode::kUnreachable, "gcloud: not yet");
+    TpuHostKeys keys = published_;
+    if (calls < 4) keys.erase(1);  // w1 publishes at the fourth ask
+    return keys;
+  };
+  PinnedHostKeys done = PinPublishedHostKeys(fetch, "tpu n", known_hosts_, node_, wait);
+  EXPECT_EQ(4, calls);
+  EXPECT_EQ(3u, slept.size());
+  EXPECT_EQ((std::vector<int>{0, 1}), done.pinned);
+  EXPECT_EQ(new_keys_[1], Find("[10.0.0.11]:2222"));
+
+  // w1 never publishes: the wait ends at its limit, w1 is left to first use.
+  calls = 0;
+  slept.clear();
+  wait.limit = std::chrono::seconds(12);
+  done = PinPublishedHostKeys(
+      [&] {
+        ++calls;
+        TpuHostKeys keys = published_;
+        keys.erase(1);
+        return keys;
+      },
+      "tpu n", known_hosts_, node_, wait);
+  EXPECT_EQ((std::vector<std::chrono::seconds>{std::chrono::seconds(5), std::chrono::seconds(5),
+                                               std::chrono::seconds(2)}),
+            slept);
+  EXPECT_EQ(4, calls);
+  EXPECT_EQ((std::vector<int>{0}), done.pinned);
+  EXPECT_EQ((std::vector<int>{1}), done.first_use);
+  EXPECT_EQ("", Find("[10.0.0.11]:2222"));
 }
 
 TEST_F(HostKeysTest, AHashedFileGetsHashedNamesAndANewFileIs0600) {

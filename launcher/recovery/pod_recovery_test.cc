@@ -41,6 +41,7 @@ class PodRecoveryTest : public ::testing::Test {
     ::setenv("FAKE_GCLOUD_STATE", dir_.c_str(), 1);
     ::setenv("PODRUN_HOME", (dir_ / "home").c_str(), 1);
     ::setenv("PODRUN_TPU_POLL_SECONDS", "1", 1);
+    ::setenv("PODRUN_HOST_KEYS_WAIT_SECONDS", "0", 1);  // the fake's VMs publish no host key
     nlohmann::json config = {{"pool", nlohmann::json::array()},
                              {"create_seconds", 0},
                              {"queue_seconds", 0},
@@ -49,8 +50,8 @@ class PodRecoveryTest : public ::testing::Test {
     std::ofstream(dir_ / "config.json") << config.dump();
   }
   void TearDown() override {
-    for (const char* name :
-         {"PODRUN_GCLOUD", "FAKE_GCLOUD_STATE", "PODRUN_HOME", "PODRUN_TPU_POLL_SECONDS"}) {
+    for (const char* name : {"PODRUN_GCLOUD", "FAKE_GCLOUD_STATE", "PODRUN_HOME",
+                             "PODRUN_TPU_POLL_SECONDS", "PODRUN_HOST_KEYS_WAIT_SECONDS"}) {
       ::unsetenv(name);
     }
     fs::remove_all(dir_);

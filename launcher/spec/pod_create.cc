@@ -9,7 +9,9 @@ namespace podrun {
 
 bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node) {
   if (!spec.create || !spec.tpu || !spec.zone || *spec.zone != node.zone) return false;
-  if (spec.project && node.project && *spec.project != *node.project) return false;
+  // A spec that names a project covers only a node known to be in it: a node chosen without a
+  // project (`--tpu SAME --zone Z`, gcloud's default project) may be in any.
+  if (spec.project && (!node.project || *spec.project != *node.project)) return false;
   const std::vector<std::string> names = SplitTpuNames(*spec.tpu);
   return std::find(names.begin(), names.end(), node.name) != names.end();
 }

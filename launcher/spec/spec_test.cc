@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <csignal>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -387,6 +386,15 @@ TEST(Spec, PodCreate) {
   EXPECT_TRUE(SpecCreateCovers(two.pod, {"b", "z", std::nullopt}));
   EXPECT_FALSE(SpecCreateCovers(two.pod, {"c", "z", std::nullopt}));
   EXPECT_FALSE(SpecCreateCovers(two.pod, {"a", "other-zone", std::nullopt}));
+  // A spec naming a project covers only its own node in that project: the same name and zone
+  // without a project (`--tpu a --zone z`: gcloud's default project) is not covered.
+  const JobSpec in_project = ParseSpecText(
+      "run: x\npod:\n  tpu: a\n  zone: z\n  project: p\n  create: {accelerator_type: a, version: "
+      "v}\n",
+      "spec.yaml");
+  EXPECT_TRUE(SpecCreateCovers(in_project.pod, {"a", "z", "p"}));
+  EXPECT_FALSE(SpecCreateCovers(in_project.pod, {"a", "z", "other"}));
+  EXPECT_FALSE(SpecCreateCovers(in_project.pod, {"a", "z", std::nullopt}));
 }
 
 TEST(Spec, PodCreateCapacityWait) {
@@ -432,12 +440,14 @@ TEST(Spec, SeeingWhyKeys) {
 }
 
 TEST(Spec, SeeingWhyKeysAreCheckedWhereTheyAreWritten) {
-  EXPECT_NE(std::string::npos, ParseError("run: x\nprogress: 'step (\\d+'\n")
-                                   .find("spec.yaml:2:11: progress: bad regex"));
+  EXPECT_NE(
+      std::string::npos,
+      ParseError("run: x\nprogress: 'step (\\d+'\n").find("spec.yaml:2:11: progress: bad regex"));
   EXPECT_NE(std::string::npos,
             ParseError("run: x\nprogress: 'step \\d+'\n").find("exactly one capture group"));
-  EXPECT_NE(std::string::npos,
-            ParseError("run: x\nstraggler_ratio: 1.5\n").find("spec.yaml:2:18: bad straggler_ratio"));
+  EXPECT_NE(
+      std::string::npos,
+      ParseError("run: x\nstraggler_ratio: 1.5\n").find("spec.yaml:2:18: bad straggler_ratio"));
   EXPECT_NE(std::string::npos, ParseError("run: x\nstraggler_ratio: abc\n").find("bad straggler"));
   EXPECT_NE(std::string::npos, ParseError("run: x\nstraggler_seconds: 0\n").find("out of range"));
   EXPECT_NE(std::string::npos,

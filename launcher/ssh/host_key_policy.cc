@@ -56,9 +56,18 @@ bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts) {
 
 std::string HostKeyRefusal(HostKeyAction action, const std::string& host,
                            const std::string& key_type, const std::string& fingerprint,
-                           const std::string& known_hosts_file, const std::string& known_key) {
+                           const std::string& known_hosts_file, const std::string& known_key,
+                           bool published) {
   switch (action) {
     case HostKeyAction::kRefuseChanged:
+      if (published) {
+        return fmt::format(
+            "HOST KEY CHANGED for {}: {} pins {}, the key the VM at this address published "
+            "through the cloud API, but the server now offers {} {}: the machine answering is "
+            "not that VM; refusing to connect (the pin stays: check the address, the route to it "
+            "(jump host, ProxyCommand) and the node in the cloud console)",
+            host, known_hosts_file, known_key, key_type, fingerprint);
+      }
       return fmt::format(
           "HOST KEY CHANGED for {}: {} {}, the server now offers {} {}; refusing to connect "
           "(if the host was really reinstalled, remove the old key: ssh-keygen -R {} -f {})",

@@ -35,11 +35,19 @@ void PinHostKeyOptions(ssh_session s, const std::string& known_hosts, const std:
 // just before the host key is judged.
 bool HostKeyOptionsPinned(ssh_session s, const std::string& known_hosts);
 
+// The comment podrun writes after a key it pinned from what the VM published through the cloud
+// API (docs/reference.md, "Host keys from the API"): a refusal then says that the machine
+// answering is not that VM, rather than how to remove the key.
+inline constexpr const char* kPublishedKeyComment = "podrun-pin:published-by-the-vm";
+
 // The user-facing reason for a refusal, naming host, key type and SHA256 fingerprint, and
 // what to do about it. `known_key`: the key known_hosts holds for the host ("ssh-ed25519
 // SHA256:..."), named beside the offered one when a changed key is refused ("" when unknown).
+// `published`: that key is one the VM published, pinned by podrun: the machine answering is
+// not that VM, and removing the pin is never advised.
 std::string HostKeyRefusal(HostKeyAction action, const std::string& host,
                            const std::string& key_type, const std::string& fingerprint,
-                           const std::string& known_hosts_file, const std::string& known_key = "");
+                           const std::string& known_hosts_file, const std::string& known_key = "",
+                           bool published = false);
 
 }  // namespace podrun

@@ -35,5 +35,19 @@ TEST(HostKeyPolicy, ChangedKeyRefusalNamesThePinnedAndTheOfferedFingerprints) {
   EXPECT_NE(std::string::npos, m.find("now offers ssh-ed25519 SHA256:offered")) << m;
 }
 
+// A key the VM published through the API and podrun pinned: the machine answering with another
+// is not that VM. Removing the pin is never advised.
+TEST(HostKeyPolicy, APublishedPinIsNeverAdvisedAway) {
+  std::string m =
+      HostKeyRefusal(HostKeyAction::kRefuseChanged, "10.0.0.5", "ssh-ed25519", "SHA256:offered",
+                     "/root/.ssh/known_hosts", "ssh-ed25519 SHA256:pinned", /*published=*/true);
+  EXPECT_NE(std::string::npos, m.find("pins ssh-ed25519 SHA256:pinned")) << m;
+  EXPECT_NE(std::string::npos, m.find("now offers ssh-ed25519 SHA256:offered")) << m;
+  EXPECT_NE(std::string::npos, m.find("the VM at this address published")) << m;
+  EXPECT_NE(std::string::npos, m.find("not that VM")) << m;
+  EXPECT_EQ(std::string::npos, m.find("ssh-keygen")) << m;
+  EXPECT_EQ(std::string::npos, m.find("remove")) << m;
+}
+
 }  // namespace
 }  // namespace podrun

@@ -5,11 +5,15 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -69,32 +73,119 @@ bool LineNames(const std::string& line, const std::set<std::string>& names) {
   return false;
 }
 
-}  // namespace
+std::string EncodeBase64(const unsigned char* data, size_t size) {
+  std::string out((size + 2) / 3 * 4 + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size));
+  out.resize(static_cast<size_t>(std::max(n, 0)));
+  return out;
+}
 
-int RemoveKnownHosts(const std::string& path, const std::vector<std::string>& names) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return 0;
-    throw FileError(path, std::strerror(errno));
+// Makes the directory of `path` (0700) when it is missing.
+void MakeParent(const std::string& path) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ignored;
+  if (!dir.empty() && !std::filesystem::exists(dir, ignored)) {
+    std::filesystem::create_directories(dir, ignored);
+    ::chmod(dir.c_str(), 0700);
   }
-  if (S_ISLNK(st.st_mode)) {
-    throw FileError(path, "a symbolic link: podrun does not rewrite it");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, "cannot read it");
-  const std::set<std::string> wanted(names.begin(), names.end());
-  std::string kept;
-  int removed = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (LineNames(line, wanted)) {
-      ++removed;
-    } else {
-      kept += line + "\n";
+}
+
+// An exclusive flock on `known_hosts`.podrun-lock, held while it lives. The lock file stays (an
+// unlinked lock file would let two processes hold "the" lock on two files).
+class KnownHostsLock {
+ public:
+  explicit KnownHostsLock(const std::string& known_hosts) {
+    MakeParent(known_hosts);
+    const std::string path = known_hosts + ".podrun-lock";
+    fd_.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd_) throw FileError(path, std::strerror(errno));
+    while (::flock(fd_.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) throw FileError(path, std::string("lock: ") + std::strerror(errno));
     }
   }
-  if (removed == 0) return 0;
-  WriteFileAtomically(path, kept, 0600);
+
+ private:
+  UniqueFd fd_;
+};
+
+// Throws when `path` is a symbolic link; false when it does not exist.
+bool ExistsAndNotALink(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    throw FileError(path, std::strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode)) throw FileError(path, "a symbolic link: podrun does not rewrite it");
+  return true;
+}
+
+}  // namespace
+
+std::string HashKnownHostsName(const std::string& name) {
+  unsigned char salt[20];
+  if (RAND_bytes(salt, sizeof salt) != 1) throw Error(ExitCode::kFailed, "no random bytes");
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha1(), salt, sizeof salt, reinterpret_cast<const unsigned char*>(name.data()),
+       name.size(), mac, &length);
+  return "|1|" + EncodeBase64(salt, sizeof salt) + "|" + EncodeBase64(mac, length);
+}
+
+int ReplaceKnownHosts(const std::string& path, const std::vector<std::string>& names,
+                      const std::vector<KnownHostsEntry>& entries) {
+  if (!entries.empty()) MakeParent(path);
+  if (entries.empty() && !ExistsAndNotALink(path)) return 0;
+  const KnownHostsLock lock(path);
+  const bool exists = ExistsAndNotALink(path);
+  if (!exists && entries.empty()) return 0;
+  std::string kept;
+  int removed = 0;
+  bool hashed = false;
+  if (exists) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw FileError(path, "cannot read it");
+    const std::set<std::string> wanted(names.begin(), names.end());
+    for (std::string line; std::getline(in, line);) {
+      hashed = hashed || line.starts_with("|1|");
+      if (LineNames(line, wanted)) {
+        ++removed;
+      } else {
+        kept += line + "\n";
+      }
+    }
+  }
+  if (removed == 0 && entries.empty()) return 0;
+  for (const KnownHostsEntry& e : entries) {
+    kept += fmt::format("{} {} {}{}\n", hashed ? HashKnownHostsName(e.name) : e.name, e.type,
+                        e.base64, e.comment.empty() ? "" : " " + e.comment);
+  }
+  WriteFileAtomically(path, kept, 0600);  // a scratch file of a unique name, renamed over it
   return removed;
+}
+
+int RemoveKnownHosts(const std::string& path, const std::vector<std::string>& names) {
+  return ReplaceKnownHosts(path, names, {});
+}
+
+void AppendKnownHosts(const std::string& path, std::string line) {
+  if (line.empty()) return;
+  if (line.back() != '\n') line += '\n';
+  const KnownHostsLock lock(path);
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) {
+    const int e = errno;
+    throw FileError(
+        path, e == ELOOP ? "a symbolic link: podrun does not write through it" : std::strerror(e));
+  }
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 &&
+      ::pread(fd.get(), &last, 1, st.st_size - 1) != 1) {
+    last = '\n';
+  }
+  if (last != '\n') line = "\n" + line;
+  if (!WriteAll(fd.get(), line)) throw FileError(path, std::strerror(errno));
 }
 
 }  // namespace podrun

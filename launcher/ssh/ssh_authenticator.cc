@@ -3,14 +3,13 @@
 #include "launcher/ssh/ssh_authenticator.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "launcher/base/error.h"
 #include "launcher/ssh/connection_probe.h"
 #include "launcher/ssh/host_key_policy.h"
+#include "launcher/ssh/known_hosts_editor.h"
 #include "launcher/ssh/ssh_connect_error.h"
 
 namespace podrun {
@@ -60,22 +59,32 @@ std::string DescribeKey(ssh_key key) {
 }
 
 // The key `known_hosts` holds for `host` at the port of `s` ("TYPE SHA256:..."), one of type
-// `type` if there is one, else the first; "" when none.
+// `type` if there is one, else the first; "" when none. `published`: whether podrun pinned it
+// from what the VM published (its line ends with kPublishedKeyComment).
 std::string KnownKey(ssh_session s, const std::string& known_hosts, const std::string& host,
-                     const std::string& type) {
+                     const std::string& type, bool* published) {
   unsigned int port = 22;
   ssh_options_get_port(s, &port);
   const std::string name = port == 22 ? host : fmt::format("[{}]:{}", host, port);
   std::ifstream in(known_hosts);
   std::string first;
+  bool first_published = false;
   for (std::string line; std::getline(in, line);) {
     struct ssh_knownhosts_entry* entry = nullptr;
     if (ssh_known_hosts_parse_line(name.c_str(), line.c_str(), &entry) != SSH_OK) continue;
     std::string out = entry != nullptr ? DescribeKey(entry->publickey) : "";
     ssh_knownhosts_entry_free(entry);
-    if (out.starts_with(type + " ")) return out;
-    if (first.empty()) first = out;
+    const bool pinned = line.ends_with(std::string(" ") + kPublishedKeyComment);
+    if (out.starts_with(type + " ")) {
+      *published = pinned;
+      return out;
+    }
+    if (first.empty()) {
+      first = out;
+      first_published = pinned;
+    }
   }
+  *published = first_published;
   return first;
 }
 
@@ -109,24 +118,31 @@ asio::awaitable<void> SshAuthenticator::Handshake() {
   if (action == HostKeyAction::kAccept) co_return;
   ServerKey key = GetServerKey(s);
   if (action == HostKeyAction::kRecord) {
-    std::error_code ignored;
-    auto dir = std::filesystem::path(options_.known_hosts).parent_path();
-    if (!dir.empty() && !std::filesystem::exists(dir, ignored)) {
-      std::filesystem::create_directories(dir, ignored);
-      ::chmod(dir.c_str(), 0700);
-    }
-    if (ssh_session_update_known_hosts(s) != SSH_OK) {
+    // Appended under known_hosts' lock (known_hosts_editor.h), never through a symbolic link:
+    // a keeper pinning keys at the same time loses nothing.
+    char* entry = nullptr;
+    if (ssh_session_export_known_hosts_entry(s, &entry) != SSH_OK || entry == nullptr) {
       throw Unreachable(fmt::format("{}: cannot record the host key in {}: {}", description,
                                     options_.known_hosts, session_.LastError()));
     }
+    const std::string line = entry;
+    ssh_string_free_char(entry);
+    try {
+      AppendKnownHosts(options_.known_hosts, line);
+    } catch (const Error& e) {
+      throw Unreachable(fmt::format("{}: cannot record the host key: {}", description, e.what()));
+    }
     co_return;
   }
-  throw Unreachable(fmt::format(
-      "{}: {}", description,
-      HostKeyRefusal(action, session_.address(), key.type, key.fingerprint, options_.known_hosts,
-                     action == HostKeyAction::kRefuseChanged
-                         ? KnownKey(s, options_.known_hosts, session_.address(), key.type)
-                         : "")));
+  bool published = false;
+  const std::string known_key =
+      action == HostKeyAction::kRefuseChanged
+          ? KnownKey(s, options_.known_hosts, session_.address(), key.type, &published)
+          : "";
+  throw Unreachable(fmt::format("{}: {}", description,
+                                HostKeyRefusal(action, session_.address(), key.type,
+                                               key.fingerprint, options_.known_hosts, known_key,
+                                               published)));
 }
 
 asio::awaitable<void> SshAuthenticator::Authenticate() {

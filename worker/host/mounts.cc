@@ -57,6 +57,21 @@ bool SameDirectory(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
+// The user_id= of a FUSE superblock's options ("rw,user_id=1000,group_id=1000").
+std::optional<uid_t> FuseOwner(const std::string& options) {
+  std::istringstream list(options);
+  for (std::string option; std::getline(list, option, ',');) {
+    if (!option.starts_with("user_id=")) continue;
+    const std::string digits = option.substr(8);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 10) {
+      return std::nullopt;
+    }
+    return static_cast<uid_t>(std::stoul(digits));
+  }
+  return std::nullopt;
+}
+
 // The descriptor `fd` of this process as a path another process (root, through sudo) can use.
 std::string FdPath(pid_t pid, int fd) {
   return "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
@@ -69,8 +84,11 @@ bool IsWhatWasAsked(const MountEntry& m, const MountContext& c, const MountedFil
     return seen.type.starts_with("nfs") && seen.source == m.server + ":" + m.export_path;
   }
   if (m.type == "nfs") return SameDirectory(m.export_path, m.path);  // the server's own bind
-  if (m.type == "gcsfuse") return seen.type == "fuse.gcsfuse" && seen.source == m.bucket;
-  if (m.type == "sshfs") return seen.type == "fuse.sshfs" && seen.source == m.source;
+  const bool owned = seen.fuse_owner && (*seen.fuse_owner == 0 || *seen.fuse_owner == c.uid);
+  if (m.type == "gcsfuse") {
+    return seen.type == "fuse.gcsfuse" && seen.source == m.bucket && owned;
+  }
+  if (m.type == "sshfs") return seen.type == "fuse.sshfs" && seen.source == m.source && owned;
   if (m.type == "bind") return SameDirectory(m.source, m.path);
   return false;
 }
@@ -147,6 +165,7 @@ std::optional<MountedFilesystem> MountedAt(const std::string& mountinfo, const s
       if (f[i] == "-") {
         m.type = f[i + 1];
         m.source = Unescape(f[i + 2]);
+        if (i + 3 < f.size()) m.fuse_owner = FuseOwner(f[i + 3]);
         break;
       }
     }
@@ -201,6 +220,25 @@ UniqueFd OpenMountPoint(const std::string& path, uid_t uid, const MakeDirFn& mak
   return dir;
 }
 
+void CheckMountedPath(const std::string& path, uid_t uid) {
+  const size_t slash = path.find_last_of('/');
+  if (path.empty() || path[0] != '/' || slash == std::string::npos) {
+    throw std::runtime_error("mount point " + path + ": is not an absolute path");
+  }
+  const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = path.substr(slash + 1);
+  const UniqueFd dir =
+      OpenMountPoint(parent, uid, [&](int, const std::string&, const std::string&) {
+        throw std::runtime_error("mount point " + path + ": " + parent + " does not exist");
+      });
+  struct stat st {};
+  if (!name.empty() && ::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISLNK(st.st_mode)) {
+    throw std::runtime_error("mount point " + path + ": " + path +
+                             " is a symlink; give the real path; nothing is mounted through it");
+  }
+}
+
 std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
                                      const MountContext& context, const ProgramRunner& run,
                                      const std::function<std::string()>& read_mountinfo) {
@@ -224,6 +262,19 @@ std::vector<std::string> ApplyMounts(const std::vector<MountEntry>& mounts,
   std::vector<std::string> done;
   for (const MountEntry& m : mounts) {
     if (auto mounted = MountedAt(read_mountinfo(), m.path)) {
+      try {
+        CheckMountedPath(m.path, ::geteuid());  // the path walked first, as a new mount's
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error("mount " + Describe(m) + ": " + e.what());
+      }
+      const bool fuse = mounted->type.starts_with("fuse");
+      if (fuse && mounted->type == "fuse." + m.type && mounted->fuse_owner &&
+          *mounted->fuse_owner != 0 && *mounted->fuse_owner != context.uid) {
+        throw std::runtime_error("mount " + Describe(m) + ": " + m.path + " is already a " +
+                                 mounted->type + " mount of uid " +
+                                 std::to_string(*mounted->fuse_owner) +
+                                 ", another user; unmount it or mount on another path");
+      }
       if (!IsWhatWasAsked(m, context, *mounted)) {
         throw std::runtime_error("mount " + Describe(m) + ": " + m.path +
                                  " is already mounted from " + mounted->source + " (" +

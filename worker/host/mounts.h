@@ -1,7 +1,9 @@
 // The spec's `mounts:` on one worker (docs/reference.md; docs/design.md decisions 9 and 14): each
 // type is a driver that turns an entry into the command lines that mount it, run before setup.
 // Idempotent: a mount point already in /proc/self/mountinfo with the asked filesystem (the same
-// type and the same source) is left as it is; anything else there is an error. The mount point is
+// type and the same source; for FUSE, which lets any user name its source, also mounted by the
+// agent's user or root) is left as it is, once its path has been walked like a new mount point's;
+// anything else there is an error. The mount point is
 // reached one component at a time, refusing a symlink or another user's directory, and the mount
 // is made on the descriptor those checks opened (/proc/.../fd/N), never on the path again. Where
 // the SSH user is not root, the commands that need root run through `sudo -n` (never a password
@@ -36,6 +38,7 @@ struct MountContext {
   std::vector<std::string> peer_addresses;  // every worker's internal address, by index
   bool root = true;                         // the agent runs as root: no sudo
   bool have_exportfs = true;                // nfs server: the NFS server package is installed
+  uid_t uid = 0;                            // the agent's user: may own a FUSE mount podrun uses
 };
 
 // The command lines that mount `m` on this worker, in order, onto `target`: the mount point as
@@ -53,6 +56,9 @@ std::vector<std::string> RemountCommand(const MountEntry& m, const MountContext&
 struct MountedFilesystem {
   std::string type;    // e.g. "nfs4", "fuse.sshfs", "ext4"
   std::string source;  // e.g. "10.0.0.2:/srv/share"
+  // A FUSE mount's owner: the user_id= of its superblock options (set by the kernel from the
+  // user who mounted it: fusermount cannot be told another); nullopt when not said.
+  std::optional<uid_t> fuse_owner;
 };
 
 // The filesystem mounted on `path` according to `mountinfo` (the last mount there), if any.
@@ -76,10 +82,16 @@ bool IsMountPoint(const std::string& mountinfo, const std::string& path);
 
 using ProgramRunner = std::function<ProgramResult(const std::vector<std::string>& argv)>;
 
-// Whether what `seen` on m.path is the entry's own mount: the same type and the same source. A
-// bind mount shows only its device in mountinfo, so for one (and the NFS server's bind of its
+// Whether what `seen` on m.path is the entry's own mount: the same type and the same source; for
+// gcsfuse and sshfs (whose source, the fsname, any user may choose) also mounted by c.uid or root.
+// A bind mount shows only its device in mountinfo, so for one (and the NFS server's bind of its
 // export) the mount point must be the source directory itself (the same device and inode).
 bool IsWhatWasAsked(const MountEntry& m, const MountContext& c, const MountedFilesystem& seen);
+
+// Walks a path already mounted on before it is taken as mounted: its parent as OpenMountPoint
+// walks it (no symlink, no directory of another user; nothing made), and the mount point itself
+// is not a symlink. Throws std::runtime_error naming the path and the component.
+void CheckMountedPath(const std::string& path, uid_t uid);
 
 // Mounts each entry not mounted yet, in order; returns what was done, a sentence per entry
 // ("mounted /data on /mnt/data (bind)", "/mnt/data: already mounted"). The mount point is

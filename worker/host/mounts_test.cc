@@ -273,7 +273,7 @@ TEST(MountsTest, AFuseMountIsAlreadyThereOnlyWithTheSameTypeAndSource) {
   auto never = [](const Argv&) -> ProgramResult { throw std::logic_error("nothing may run"); };
   auto at = [](const std::string& type, const std::string& source) {
     return "22 1 8:1 / / rw - ext4 /dev/vda rw\n41 22 0:50 / /mnt/gcs rw - " + type + " " + source +
-           " rw\n";
+           " rw,user_id=0,group_id=0\n";
   };
   EXPECT_EQ(ApplyMounts({m}, Pod(1), never, [&] { return at("fuse.gcsfuse", "my-bucket"); }),
             (std::vector<std::string>{"/mnt/gcs: already mounted"}));
@@ -305,6 +305,101 @@ TEST(MountsTest, AnotherFilesystemOnTheMountPointIsAnError) {
               std::string::npos)
         << e.what();
   }
+}
+
+// FUSE lets any user name its mount's source (fsname): a FUSE mount with the asked type and
+// source counts as already mounted only when the agent's user or root made it.
+TEST(MountsTest, AFuseMountOfAnotherUserIsNotTakenForTheAskedOne) {
+  MountEntry m;
+  m.type = "sshfs";
+  m.source = "10.0.0.2:/srv/share";
+  m.path = "/mnt/share";
+  auto never = [](const Argv&) -> ProgramResult { throw std::logic_error("nothing may run"); };
+  auto by = [](const std::string& options) {
+    return "41 22 0:50 / /mnt/share rw - fuse.sshfs 10.0.0.2:/srv/share " + options + "\n";
+  };
+  MountContext agent = Pod(1, /*root=*/false);
+  agent.uid = 1000;
+  EXPECT_EQ(ApplyMounts({m}, agent, never, [&] { return by("rw,user_id=1000,group_id=1000"); }),
+            (std::vector<std::string>{"/mnt/share: already mounted"}));
+  EXPECT_EQ(ApplyMounts({m}, agent, never, [&] { return by("rw,user_id=0,group_id=0"); }),
+            (std::vector<std::string>{"/mnt/share: already mounted"}));
+  for (const std::string& options : {std::string("rw,user_id=1001,group_id=1001"),
+                                     std::string("rw"), std::string("rw,user_id=x")}) {
+    try {
+      ApplyMounts({m}, agent, never, [&] { return by(options); });
+      ADD_FAILURE() << options << " taken for the agent's own mount";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("/mnt/share"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    ApplyMounts({m}, agent, never, [&] { return by("rw,user_id=1001,group_id=1001"); });
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("fuse.sshfs mount of uid 1001, another user"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// sshfs for real (FUSE; its "ssh" is a script that runs sftp-server on this machine): mounted
+// once, then already mounted; the same source mounted by another user is refused, and so is the
+// agent's own mount once its path runs through another user's directory.
+class SshfsTest : public MountPointTest {
+ protected:
+  void SetUp() override {
+    MountPointTest::SetUp();
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount FUSE here";
+    for (const char* tool : {"/usr/bin/sshfs", "/usr/lib/openssh/sftp-server"}) {
+      if (::access(tool, X_OK) != 0) GTEST_SKIP() << tool << " is not installed";
+    }
+    ::chmod(dir_.c_str(), 0755);
+    std::filesystem::create_directories(Path("remote"));
+    std::ofstream(Path("remote/hello")) << "hello\n";
+    std::ofstream(Path("fake-ssh")) << "#!/bin/sh\nexec /usr/lib/openssh/sftp-server\n";
+    ::chmod(Path("fake-ssh").c_str(), 0755);
+  }
+  MountEntry Sshfs(const std::string& path) const {
+    MountEntry m;
+    m.type = "sshfs";
+    m.source = "localhost:" + Path("remote");
+    m.path = path;
+    m.options = "ssh_command=" + Path("fake-ssh");
+    return m;
+  }
+};
+
+TEST_F(SshfsTest, MountedOnceThenAlreadyMounted) {
+  const MountEntry m = Sshfs(Path("mnt/data"));
+  mounted_.push_back(m.path);
+  EXPECT_EQ(ApplyMounts({m}, Pod(0), RunProgram, Mountinfo),
+            (std::vector<std::string>{"mounted localhost:" + Path("remote") + " on " + m.path +
+                                      " (sshfs)"}));
+  std::ifstream hello(m.path + "/hello");
+  std::string line;
+  EXPECT_TRUE(std::getline(hello, line));
+  EXPECT_EQ(line, "hello");
+  EXPECT_EQ(ApplyMounts({m}, Pod(0), RunProgram, Mountinfo),
+            (std::vector<std::string>{m.path + ": already mounted"}));
+  // Its parent given to another user: the path is walked before the mount is taken as ours.
+  ASSERT_EQ(0, ::chown(Path("mnt").c_str(), 65534, 65534));
+  const std::string error = ErrorOf([&] { ApplyMounts({m}, Pod(0), RunProgram, Mountinfo); });
+  EXPECT_NE(error.find(Path("mnt") + " is owned by uid 65534"), std::string::npos) << error;
+}
+
+TEST_F(SshfsTest, TheSameSourceMountedByAnotherUserIsRefused) {
+  const MountEntry m = Sshfs(Path("theirs"));
+  std::filesystem::create_directories(m.path);
+  mounted_.push_back(m.path);
+  // Mounted with uid 65534 as its real uid: the kernel records user_id=65534.
+  const ProgramResult r =
+      RunProgram({"setpriv", "--ruid=65534", "sshfs", "-o", m.options, m.source, m.path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(Mountinfo().find(m.path + " "), std::string::npos);
+  const std::string error = ErrorOf([&] { ApplyMounts({m}, Pod(0), RunProgram, Mountinfo); });
+  EXPECT_NE(error.find(m.path + " is already a fuse.sshfs mount of uid 65534, another user"),
+            std::string::npos)
+      << error;
 }
 
 }  // namespace

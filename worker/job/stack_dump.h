@@ -4,7 +4,10 @@
 // own, the whole bounded by a timeout: what still runs then is stopped (SIGTERM, on which gdb
 // detaches, then SIGKILL) and its process says "timed out". Where Yama keeps a process from
 // tracing a non-descendant (ptrace_scope >= 1) and the agent is not root, the tool runs
-// through `sudo -n` (Cloud TPU VMs allow it without a password).
+// through `sudo -n` (Cloud TPU VMs allow it without a password). Every program (the tools, sudo,
+// timeout) is run by its full path, found only in directories no one but root can write
+// (trusted_program.h). gdb prints no argument values; a stack whose process is not the same any
+// more once the tool is done (its start time differs) is dropped.
 #pragma once
 
 #include <sys/types.h>
@@ -26,14 +29,14 @@ inline constexpr size_t kMaxStacksPerWorker = 16;
 
 struct StackOptions {
   std::chrono::milliseconds timeout{10000};  // the whole gathering
-  // Where the tools are looked for. Empty: $PATH, then ~/.local/bin (where `pip install --user
-  // py-spy` puts it) and /usr/local/bin. Tests put fakes first.
+  // Where the tools are looked for (only their root-owned, non-writable entries are used).
+  // Empty: ProgramSearchDirs(). Tests put fakes first.
   std::vector<std::string> search_dirs = {};
   // Whether the tools run through `sudo -n`; nullopt: when ptrace_scope >= 1 and not root.
   std::optional<bool> use_sudo = {};
 };
 
-// The programs a stack is taken with, as full paths ("" when not found).
+// The programs a stack is taken with, as full resolved paths ("" when not found).
 struct StackTools {
   std::string py_spy = {}, gdb = {};
   std::string sudo = {}, timeout = {};  // used only with use_sudo
@@ -54,7 +57,8 @@ std::vector<std::string> StackCommand(const StackTools& tools, const std::string
 std::vector<size_t> ChooseStackTargets(const std::vector<ProcessProbe>& processes);
 
 // Takes the stacks of the chosen `processes`, filling their stack_tool, stack and stack_error
-// (those not chosen get a stack_error saying why). `note` is set once for the worker when no
+// (those not chosen get a stack_error saying why; a process whose start_ticks no longer match
+// once its tool is done gets none). `note` is set once for the worker when no
 // tool is found. Returns within options.timeout plus a short grace for stopping the tools.
 void DumpStacks(std::vector<ProcessProbe>* processes, const StackOptions& options,
                 std::string* note);

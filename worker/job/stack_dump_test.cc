@@ -1,7 +1,9 @@
 // Tests of taking stacks for `podrun why`: which processes get one, the tools' command lines,
-// a real gdb stack of a sleeping child (which goes on sleeping), and fake tools on a PATH of
-// their own: py-spy's output, a failing tool, no tool at all, and tools that hang past the
-// deadline (stopped with their whole process group, even one that ignores SIGTERM).
+// a real gdb stack of a sleeping child (which goes on sleeping), and fake tools in a directory of
+// their own (only root can write it: tools anywhere else are never run): py-spy's output, a
+// failing tool, no tool at all, tools that hang past the deadline (stopped with their whole
+// process group, even one that ignores SIGTERM), and a stack dropped when its pid names another
+// process by the time the tool is done.
 #include "worker/job/stack_dump.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "proto/spawn.h"
+#include "worker/job/trusted_program.h"
 
 namespace podrun::agent {
 namespace {
@@ -31,14 +34,58 @@ ProcessProbe Probe(pid_t pid, const std::string& command, char state = 'S') {
   return p;
 }
 
+// Until `pid` runs `command` and sleeps (it has been exec'd and reached its sleep): the event
+// a stack is taken after.
+void AwaitSleeping(pid_t pid, const std::string& command) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    const std::optional<ProcStat> stat = ReadProcStat(pid);
+    std::string comm = ReadProcFile("/proc/" + std::to_string(pid) + "/comm", 64);
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (stat && stat->state == 'S' && comm == command) return;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "pid " << pid << " never slept";
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+// Until `pid` is gone or a zombie.
+bool AwaitGone(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::optional<ProcStat> stat = ReadProcStat(pid);
+    if (!stat || stat->state == 'Z') return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
 class StackDumpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "stacks.XXXXXX").string();
+    // Beside the test (the build tree): a directory only root can write, as tools must be in
+    // (the system's temporary directory is writable by all: tools there are never run).
+    std::string tmpl = (std::filesystem::current_path() / "stacks.XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
+    ASSERT_TRUE(::geteuid() != 0 || IsTrustedDirectory(dir_))
+        << dir_ << ": the build tree must be writable by its owner only";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    for (pid_t child : children_) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  // A live process (sleep 60, asleep) whose probe names it `command`, with its start time.
+  ProcessProbe Live(const std::string& command) {
+    const pid_t pid = SpawnProcess({.argv = {"sleep", "60"}});
+    children_.push_back(pid);
+    AwaitSleeping(pid, "sleep");
+    ProcessProbe p = Probe(pid, command);
+    p.start_ticks = ReadProcStat(pid)->start_ticks;
+    return p;
+  }
 
   // A fake tool `name` in dir_ running `script` (sh).
   void FakeTool(const std::string& name, const std::string& script) {
@@ -51,6 +98,7 @@ class StackDumpTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  std::vector<pid_t> children_;
 };
 
 TEST_F(StackDumpTest, ChoosesNonShellProcessesFirstAndNoZombies) {
@@ -68,8 +116,9 @@ TEST_F(StackDumpTest, ToolCommandLines) {
   StackTools tools{.py_spy = "/x/py-spy", .gdb = "/usr/bin/gdb"};
   EXPECT_EQ(
       StackCommand(tools, tools.gdb, 42, 10s),
-      (std::vector<std::string>{"/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-q", "-iex",
-                                "set debuginfod enabled off", "-ex", "thread apply all bt 32"}));
+      (std::vector<std::string>{
+          "/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off",
+          "-iex", "set print frame-arguments presence", "-ex", "thread apply all bt 32"}));
   EXPECT_EQ(StackCommand(tools, tools.py_spy, 42, 10s),
             (std::vector<std::string>{"/x/py-spy", "dump", "--pid", "42"}));
   tools.use_sudo = true;
@@ -81,10 +130,9 @@ TEST_F(StackDumpTest, ToolCommandLines) {
 }
 
 TEST_F(StackDumpTest, GdbTakesTheStackOfASleepingChild) {
-  if (FindStackTools({.use_sudo = false}).gdb.empty()) GTEST_SKIP() << "no gdb on PATH";
-  const pid_t child = SpawnProcess({.argv = {"sleep", "60"}});
-  std::this_thread::sleep_for(200ms);
-  std::vector<ProcessProbe> procs = {Probe(child, "sleep")};
+  if (FindStackTools({.use_sudo = false}).gdb.empty()) GTEST_SKIP() << "no gdb found";
+  std::vector<ProcessProbe> procs = {Live("sleep")};
+  const pid_t child = procs[0].pid;
   std::string note;
   DumpStacks(&procs, {.timeout = 30s}, &note);
   EXPECT_EQ(note, "");
@@ -93,23 +141,25 @@ TEST_F(StackDumpTest, GdbTakesTheStackOfASleepingChild) {
   EXPECT_NE(procs[0].stack.find("#0"), std::string::npos) << procs[0].stack;
   EXPECT_NE(procs[0].stack.find("nanosleep"), std::string::npos) << procs[0].stack;
   EXPECT_LE(procs[0].stack.size(), kStackMaxBytes);
-  // gdb detached: the child sleeps on, neither stopped nor traced.
-  std::this_thread::sleep_for(100ms);
+  // No argument values: a frame shows at most that it has arguments.
+  EXPECT_EQ(procs[0].stack.find("=0x"), std::string::npos) << procs[0].stack;
+  // gdb detached (it has exited): the child sleeps on, neither stopped nor traced.
   const std::optional<ProcStat> after = ReadProcStat(child);
   ASSERT_TRUE(after);
   EXPECT_EQ(after->state, 'S');
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  const std::string status = ReadProcFile("/proc/" + std::to_string(child) + "/status");
+  EXPECT_NE(status.find("TracerPid:\t0\n"), std::string::npos) << status;
 }
 
 TEST_F(StackDumpTest, PySpyDumpsPythonProcesses) {
   FakeTool("py-spy", "echo \"Thread 1 (idle): MainThread\"; echo \"    py-spy $*\"");
-  std::vector<ProcessProbe> procs = {Probe(4242, "python3"), Probe(4243, "worker", 'Z')};
+  std::vector<ProcessProbe> procs = {Live("python3"), Probe(4243, "worker", 'Z')};
   std::string note;
   DumpStacks(&procs, Fakes(), &note);
   EXPECT_EQ(note, "");
   EXPECT_EQ(procs[0].stack_tool, "py-spy");
-  EXPECT_EQ(procs[0].stack, "Thread 1 (idle): MainThread\n    py-spy dump --pid 4242\n");
+  EXPECT_EQ(procs[0].stack, "Thread 1 (idle): MainThread\n    py-spy dump --pid " +
+                                std::to_string(procs[0].pid) + "\n");
   EXPECT_EQ(procs[0].stack_error, "");
   EXPECT_EQ(procs[1].stack_tool, "");
   EXPECT_EQ(procs[1].stack_error, "a zombie has no stack");
@@ -149,7 +199,7 @@ TEST_F(StackDumpTest, ThroughSudoWhenYamaSaysSo) {
 
 TEST_F(StackDumpTest, OutputIsCapped) {
   FakeTool("gdb", "echo '#0 frame'; head -c 100000 /dev/zero | tr '\\0' x");
-  std::vector<ProcessProbe> procs = {Probe(4242, "trainer")};
+  std::vector<ProcessProbe> procs = {Live("trainer")};
   std::string note;
   DumpStacks(&procs, Fakes(), &note);
   EXPECT_EQ(procs[0].stack_tool, "gdb");
@@ -161,7 +211,7 @@ TEST_F(StackDumpTest, NoToolIsSaidOnce) {
   std::vector<ProcessProbe> procs = {Probe(4242, "trainer"), Probe(4243, "trainer")};
   std::string note;
   DumpStacks(&procs, Fakes(), &note);
-  EXPECT_EQ(note, "no py-spy or gdb on PATH: no stacks");
+  EXPECT_EQ(note, "no py-spy or gdb in a directory only root can write: no stacks");
   EXPECT_EQ(procs[0].stack_error, "");
   EXPECT_EQ(procs[1].stack_error, "");
 }
@@ -190,9 +240,7 @@ void ExpectHangingToolsKilled(const std::filesystem::path& dir, bool ignore_term
     std::ifstream in(dir / ("child." + std::to_string(p.pid)));
     pid_t child = 0;
     ASSERT_TRUE(in >> child);
-    std::this_thread::sleep_for(100ms);
-    const std::optional<ProcStat> stat = ReadProcStat(child);
-    EXPECT_TRUE(!stat || stat->state == 'Z') << "pid " << child << " still runs";
+    EXPECT_TRUE(AwaitGone(child)) << "pid " << child << " still runs";
   }
 }
 
@@ -202,6 +250,66 @@ TEST_F(StackDumpTest, AHangingToolIsKilledAtTheDeadline) {
 
 TEST_F(StackDumpTest, AToolDeafToSigtermIsKilled) {
   ExpectHangingToolsKilled(dir_, /*ignore_term=*/true);
+}
+
+// The tool attached to a pid that, once it is done, names another process (the one asked for
+// ended and its pid was reused): what it printed is not that process's stack and is dropped.
+TEST_F(StackDumpTest, AStackIsDroppedWhenItsPidIsAnotherProcessOnceTheToolIsDone) {
+  FakeTool("gdb", "echo '#0 somebody else'");
+  ProcessProbe p = Live("trainer");
+  p.start_ticks += 1;  // as if the pid were reused by a process started later
+  std::vector<ProcessProbe> procs = {p};
+  std::string note;
+  DumpStacks(&procs, Fakes(), &note);
+  EXPECT_EQ(procs[0].stack, "");
+  EXPECT_EQ(procs[0].stack_tool, "");
+  EXPECT_NE(procs[0].stack_error.find("the stack was dropped"), std::string::npos)
+      << procs[0].stack_error;
+  // Ended before its tool was done: dropped too.
+  procs = {Live("trainer")};
+  FakeTool("gdb", "kill -9 " + std::to_string(procs[0].pid) + "; echo '#0 gone'");
+  DumpStacks(&procs, Fakes(), &note);
+  EXPECT_EQ(procs[0].stack, "");
+  EXPECT_NE(procs[0].stack_error.find("the stack was dropped"), std::string::npos)
+      << procs[0].stack_error;
+}
+
+// A tool in a directory someone other than root can write (a PATH entry of the user's, the
+// system's temporary directory), or a tool owned by another user, is never run.
+TEST_F(StackDumpTest, ToolsAreRunOnlyFromDirectoriesOnlyRootCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make files of another owner";
+  FakeTool("gdb", "echo '#0 trusted'");
+  EXPECT_EQ(FindStackTools(Fakes()).gdb, (dir_ / "gdb").string());
+  const std::filesystem::path open_dir = dir_ / "open";
+  std::filesystem::create_directories(open_dir);
+  ::chmod(open_dir.c_str(), 0777);
+  std::filesystem::copy_file(dir_ / "gdb", open_dir / "gdb");
+  const std::filesystem::path theirs = dir_ / "theirs";
+  std::filesystem::create_directories(theirs);
+  ASSERT_EQ(0, ::chown(theirs.c_str(), 65534, 65534));
+  std::filesystem::copy_file(dir_ / "gdb", theirs / "gdb");
+  const std::filesystem::path file_of_another = dir_ / "file";
+  std::filesystem::create_directories(file_of_another);
+  std::filesystem::copy_file(dir_ / "gdb", file_of_another / "gdb");
+  ASSERT_EQ(0, ::chown((file_of_another / "gdb").c_str(), 65534, 65534));
+  const std::filesystem::path writable_file = dir_ / "writable";
+  std::filesystem::create_directories(writable_file);
+  std::filesystem::copy_file(dir_ / "gdb", writable_file / "gdb");
+  ::chmod((writable_file / "gdb").c_str(), 0777);
+  const std::filesystem::path link = dir_ / "link";
+  std::filesystem::create_directories(link);
+  std::filesystem::create_symlink(open_dir / "gdb", link / "gdb");
+  for (const std::filesystem::path& dir : {open_dir, theirs, file_of_another, writable_file, link,
+                                           std::filesystem::temp_directory_path()}) {
+    EXPECT_FALSE(IsTrustedProgram((dir / "gdb").string())) << dir;
+    StackOptions options = Fakes();
+    options.search_dirs = {dir.string()};
+    EXPECT_EQ(FindStackTools(options).gdb, "") << dir;
+  }
+  // An untrusted entry first does not hide a trusted one after it.
+  StackOptions options = Fakes();
+  options.search_dirs = {open_dir.string(), "relative/bin", dir_.string()};
+  EXPECT_EQ(FindStackTools(options).gdb, (dir_ / "gdb").string());
 }
 
 }  // namespace

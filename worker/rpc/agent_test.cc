@@ -186,7 +186,7 @@ TEST_F(AgentTest, WhyReportsAJobsProcessesAndRefusesBadRequests) {
   EXPECT_EQ(sleeper.command(), "sleep");
   EXPECT_EQ(sleeper.cmdline(), "sleep 60");
   EXPECT_EQ(sleeper.ppid(), reply.processes(0).pid());
-  EXPECT_EQ(sleeper.state(), "sleeping");
+  EXPECT_EQ(sleeper.state(), v1::PROCESS_SLEEPING);
   EXPECT_FALSE(sleeper.signalled());
   EXPECT_EQ(sleeper.stack(), "");  // none asked
   EXPECT_EQ(reply.signal_note(), "");

@@ -15,12 +15,35 @@
 namespace podrun::agent {
 namespace {
 
+v1::ProcessState ProtoState(char code) {
+  switch (code) {
+    case 'R':
+      return v1::PROCESS_RUNNING;
+    case 'S':
+      return v1::PROCESS_SLEEPING;
+    case 'D':
+      return v1::PROCESS_DISK_WAIT;
+    case 'T':
+      return v1::PROCESS_STOPPED;
+    case 't':
+      return v1::PROCESS_TRACING_STOP;
+    case 'Z':
+      return v1::PROCESS_ZOMBIE;
+    case 'I':
+      return v1::PROCESS_IDLE;
+    case 'X':
+      return v1::PROCESS_DEAD;
+    default:
+      return v1::PROCESS_STATE_UNKNOWN;
+  }
+}
+
 void FillProcess(ProcessProbe& p, v1::ProcessReport* out) {
   out->set_pid(p.pid);
   out->set_ppid(p.ppid);
   out->set_command(std::move(p.command));
   out->set_cmdline(std::move(p.cmdline));
-  out->set_state(std::move(p.state));
+  out->set_state(ProtoState(p.state_code));
   out->set_wchan(std::move(p.wchan));
   out->set_syscall(std::move(p.syscall));
   out->set_cpu_percent(p.cpu_percent);
@@ -64,6 +87,7 @@ void FillWhy(const JobDir& dir, const JobSnapshot& snap, const v1::WhyRequest& r
       }
       JobProbe probe = ProbeJob(*leader, probe_options);
       reply->set_signal_note(std::move(probe.signal_note));
+      reply->set_processes_left_out(static_cast<uint32_t>(probe.left_out));
       if (req.stacks()) {
         StackOptions options;
         if (req.stack_timeout_ms() > 0) {

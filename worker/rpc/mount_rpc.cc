@@ -42,6 +42,7 @@ void MountForRequest(const v1::MountRequest& request, v1::MountReply* reply) {
   context.worker_id = static_cast<int>(request.worker_id());
   context.peer_addresses.assign(request.peer_addresses().begin(), request.peer_addresses().end());
   context.root = ::geteuid() == 0;
+  context.uid = ::geteuid();
   context.have_exportfs = OnPath("exportfs");
   std::vector<MountEntry> mounts;
   for (const v1::MountSpec& m : request.mounts()) {
