@@ -325,7 +325,7 @@ TEST_F(CommandsTest, StepsInStatusLsAndTop) {
     RunRecords records(store);
     std::vector<WorkerProgress> progress = records.Progress(job, attempt);
     ASSERT_EQ(progress.size(), static_cast<size_t>(kWorkers));
-    progress[1].straggler = "0.41 steps/s vs median 0.93";
+    progress[1].straggler = StragglerNote{0.41, 0.93};
     records.SaveProgress(job, attempt, {progress[1]}, {});
     nlohmann::json verdict = nlohmann::json::array();
     verdict.push_back({{"worker", 0}, {"suspect", false}, {"line", "w0: step 5, sleeping"}});

@@ -1,7 +1,9 @@
 // A benchmark, not a test (scripts/bench record): the job store's record of a simulated long run,
-// to state its bound. W workers print one step a second for D days; StepTracker reads every line
-// as the gang would, and its progress and thinned step samples are saved to a real SQLite store
-// (every simulated hour instead of every 3 s: the record is the same, the bench is faster).
+// to state its bound. W workers print one step a second for D days; each worker's supervisor
+// reads its lines (StepReader, as on the worker), the launcher's StepTracker is handed their
+// records as the gang's progress watch would, and its progress and the workers' thinned samples
+// are saved to a real SQLite store (every simulated hour instead of every 3 s: the record is the
+// same, the bench is faster).
 // Prints the store's size and its rows.
 // Usage: podrun_record_bench [WORKERS] [DAYS]
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "launcher/insight/step_tracker.h"
+#include "worker/supervisor/step_reader.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/run_records.h"
 
@@ -43,15 +46,25 @@ int main(int argc, char** argv) {
     job = store.CreateJob(job);
     const int64_t t0 = NowUnixNs();
     const int attempt = store.AddAttempt(job.id, indexes, AttemptReason::kLaunch, t0);
-    StepTracker tracker(kDefaultProgressPattern, indexes, {});
+    StepTracker tracker(true, indexes, {});
+    std::vector<agent::StepReader> readers;
+    for (int w = 0; w < workers; ++w) readers.emplace_back(kDefaultProgressPattern);
     RunRecords records(store);
-    LogRecord line;
     for (int64_t s = 1; s <= seconds; ++s) {
-      line.time_ns = t0 + s * 1'000'000'000;
-      line.data = "step " + std::to_string(s) + ", loss 0.123\n";
-      for (int w = 0; w < workers; ++w) tracker.Add(w, {line});
+      const int64_t time_ns = t0 + s * 1'000'000'000;
+      const std::string line = "step " + std::to_string(s) + ", loss 0.123\n";
+      for (int w = 0; w < workers; ++w) readers[w].Add(line, time_ns);
       if (s % 3600 == 0 || s == seconds) {
-        tracker.Check(line.time_ns);
+        for (int w = 0; w < workers; ++w) {
+          const agent::v1::StepRecord r = readers[w].TakeRecord(time_ns);
+          AgentSteps steps{.step = r.step(), .step_ns = r.step_ns(),
+                           .first_step_ns = r.first_step_ns(), .recent = {}, .samples = {},
+                           .now_ns = time_ns};
+          for (const auto& p : r.recent()) steps.recent.push_back({p.time_ns(), p.step()});
+          for (const auto& p : r.samples()) steps.samples.push_back({p.time_ns(), p.step()});
+          tracker.Update(w, steps);
+        }
+        tracker.Check(time_ns);
         std::vector<WorkerProgress> progress;
         std::vector<StepSamplesUpdate> updates;
         tracker.TakeChanges(&progress, &updates);
@@ -70,7 +83,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(seconds * workers), took);
   std::printf("  step samples kept: %lld (%.0f per worker; bound %zu per worker and attempt)\n",
               static_cast<long long>(samples), static_cast<double>(samples) / workers,
-              StepThinning::kMaxSamples);
+              agent::StepThinning::kMaxSamples);
   std::printf("  job store on disk: %.1f KiB (with the job, attempt and worker rows)\n",
               static_cast<double>(bytes) / 1024);
   std::filesystem::remove_all(dir);

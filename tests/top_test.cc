@@ -1,6 +1,8 @@
-// Integration test of `podrun top` on a real 3-worker testpod: a detached job in which w1 prints
-// one line and then sleeps, w0 prints all the time and w2 prints all the time and burns a CPU.
-// `top --once --json` gives every worker's state, pid, CPU, memory and silence, the silent w1
+// Integration test of `podrun top` on a real 3-worker testpod: a detached job (with restarts, so
+// a keeper drives it) in which w1 prints one line and then sleeps, w0 prints a step five times a
+// second and w2 the same while it burns a CPU. With the keeper SIGKILLed, `top --once --json`
+// (and `status --json`) still show w0's and w2's steps advancing: the workers read them
+// (docs/design.md decision 19). `top --once --json` gives every worker's state, pid, CPU, memory and silence, the silent w1
 // first with its last line; `top --once` into a pipe prints a row per worker; `top` without
 // --once into a pipe prints a snapshot per second and exits 0 on Ctrl-C (SIGINT); a worker cut
 // off the network is an "unreachable" row, first (exit 3); after `podrun stop`, top shows the
@@ -53,7 +55,7 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
   std::filesystem::create_directories(Dir());
   TestPod pod(kWorkers, kPodId);
   const std::string spec = Dir() + "/top.yaml";
-  std::ofstream(spec) << "name: toptest\nrun: |\n"
+  std::ofstream(spec) << "name: toptest\nrestarts: 1\nrun: |\n"
                          "  if [ $PODRUN_WORKER_ID = 1 ]; then\n"
                          "    echo 'hello from 1'; exec -a "
                       << kMarker
@@ -61,7 +63,7 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
                          "  fi\n"
                          "  if [ $PODRUN_WORKER_ID = 2 ]; then (while :; do :; done) & fi\n"
                          "  i=0\n"
-                         "  while :; do i=$((i+1)); echo \"tick from $PODRUN_WORKER_ID $i\"; "
+                         "  while :; do i=$((i+1)); echo \"tick from $PODRUN_WORKER_ID $i: step $i\"; "
                          "sleep 0.2; done\n";
   const std::string launch = Podrun() + " launch " + spec + " -d --hosts @" + pod.host_file() +
                              " -i " + pod.identity() + " --known-hosts " + pod.known_hosts();
@@ -79,6 +81,44 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
                logs.find("[w2] tick from 2 5") != std::string::npos;
       },
       std::chrono::seconds(30)));
+
+  // The keeper gone (SIGKILL: it records nothing more), the steps still advance in top and
+  // status: the workers read them, and the launcher's record is refreshed from them.
+  auto status_json = [&] {
+    CommandResult r = RunCommand(Podrun() + " status " + job + " --json", /*merge_stderr=*/false);
+    return nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  };
+  nlohmann::json status = status_json();
+  ASSERT_EQ("running", status["keeper"]["state"]) << status.dump();
+  ASSERT_EQ(0, ::kill(status["keeper"]["pid"].get<int>(), SIGKILL));
+  ASSERT_TRUE(WaitUntil([&] { return status_json()["keeper"]["state"] == "gone"; },
+                        std::chrono::seconds(10)))
+      << status_json().dump();
+  auto top_steps = [&](std::map<int, int64_t>* steps) {
+    std::vector<int> ignored;
+    CommandResult r =
+        RunCommand(Podrun() + " top " + job + " --once --json", /*merge_stderr=*/false);
+    for (auto& [worker, j] : ByWorker(r.output, &ignored)) {
+      if (j["step"].is_number_integer()) (*steps)[worker] = j["step"].get<int64_t>();
+    }
+  };
+  std::map<int, int64_t> first, later;
+  top_steps(&first);
+  ASSERT_TRUE(first.count(0) && first.count(2)) << "no steps in top";
+  EXPECT_FALSE(first.count(1));  // w1 prints none
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        later.clear();
+        top_steps(&later);
+        return later.count(0) && later.count(2) && later[0] > first[0] && later[2] > first[2];
+      },
+      std::chrono::seconds(20)))
+      << "w0 at " << first[0] << " then " << later[0] << ", w2 at " << first[2] << " then "
+      << later[2];
+  status = status_json();
+  ASSERT_EQ(status["workers"].size(), static_cast<size_t>(kWorkers)) << status.dump();
+  ASSERT_TRUE(status["workers"][0]["step"].is_number_integer()) << status.dump();
+  EXPECT_GE(status["workers"][0]["step"].get<int64_t>(), later[0]) << status.dump();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // w1's silence grows
 
   CommandResult json = RunCommand(Podrun() + " top " + job + " --once --json",
@@ -108,7 +148,8 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
   EXPECT_EQ(top[1]["processes"], 1);  // the sleep, exec'd in place of the shell
   EXPECT_EQ(top[1]["output_bytes"], 13);
   EXPECT_TRUE(
-      std::regex_match(top[0]["last_line"].get<std::string>(), std::regex("tick from 0 [0-9]+")))
+      std::regex_match(top[0]["last_line"].get<std::string>(),
+                       std::regex("tick from 0 [0-9]+: step [0-9]+")))
       << top[0]["last_line"];
   EXPECT_GT(top[0]["output_bytes"].get<uint64_t>(), 13u * 5);
   // w2's busy loop shows; w1's sleep does not.

@@ -27,6 +27,7 @@ constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large 
 constexpr auto kInspectTimeout = std::chrono::seconds(30);  // a login shell, freeing chips
 constexpr auto kMountTimeout = std::chrono::minutes(5);     // may install the NFS server
 constexpr auto kTopTimeout = std::chrono::seconds(10);      // /proc and a log's tail
+constexpr auto kStepsTimeout = std::chrono::seconds(5);     // one small file
 // Why waits the request's CPU window and stack timeout; this is for /proc, the log's tail and
 // stopping the stack tools.
 constexpr auto kWhyExtraTimeout = std::chrono::seconds(10);
@@ -72,6 +73,16 @@ AgentProcessState FromProto(v1::ProcessState state) {
     default:
       return AgentProcessState::kUnknown;
   }
+}
+
+AgentSteps FromProto(const v1::StepRecord& record) {
+  AgentSteps out;
+  if (record.has_step()) out.step = record.step();
+  out.step_ns = record.step_ns();
+  out.first_step_ns = record.first_step_ns();
+  for (const v1::StepPoint& p : record.recent()) out.recent.push_back({p.time_ns(), p.step()});
+  for (const v1::StepPoint& p : record.samples()) out.samples.push_back({p.time_ns(), p.step()});
+  return out;
 }
 
 }  // namespace
@@ -154,6 +165,7 @@ AgentPrepareReply AgentClient::Prepare(const AgentPrepareRequest& request) {
   req.set_free_accelerators(request.free_accelerators);
   req.set_setup_stamp(request.setup_stamp);
   req.set_force_setup(request.force_setup);
+  req.set_progress(request.progress);
   v1::PrepareReply reply;
   Check(stub_->stub->Prepare(&ctx, req, &reply), "Prepare");
   return {reply.workdir(),
@@ -263,6 +275,27 @@ std::optional<AgentTopSample> AgentClient::Top(const std::string& job_id, uint32
   out.output_bytes = reply.output_bytes();
   out.last_output_ns = reply.last_output_ns();
   out.last_line = std::move(*reply.mutable_last_line());
+  if (reply.has_steps() && reply.steps().has_step()) {
+    out.steps = FromProto(reply.steps());
+    out.steps->now_ns = reply.now_ns();
+  }
+  return out;
+}
+
+std::optional<AgentSteps> AgentClient::Steps(const std::string& job_id, uint32_t attempt) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kStepsTimeout);
+  v1::StepsRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  v1::StepsReply reply;
+  grpc::Status status = stub_->stub->Steps(&ctx, req, &reply);
+  // An agent of an earlier build has no Steps: no record there.
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) return std::nullopt;
+  Check(status, "Steps");
+  if (!reply.found() || !reply.record().has_step()) return std::nullopt;
+  AgentSteps out = FromProto(reply.record());
+  out.now_ns = reply.now_ns();
   return out;
 }
 

@@ -61,6 +61,7 @@ struct AgentPrepareRequest {
   bool free_accelerators = false;  // end what holds the chips, remove a stale libtpu lockfile
   std::string setup_stamp;         // a setup attempt: skipped where the worker has this stamp
   bool force_setup = false;        // run the setup whatever the stamps say
+  std::string progress;            // the spec's progress pattern ("" : none): the worker reads steps
 };
 
 struct AgentPrepareReply {
@@ -101,6 +102,22 @@ struct AgentInspection {
   std::vector<std::string> fix_actions;  // with fix: what was done
 };
 
+// A worker printed `step` at `time_ns` (its own wall clock).
+struct AgentStepPoint {
+  int64_t time_ns = 0;
+  int64_t step = 0;
+};
+
+// One attempt's steps as the worker's supervisor read them from the output (proto's StepRecord):
+// the latest step, recent points for a rate (the last minute) and the thinned samples (at most
+// 256 over the whole attempt). Times are the worker's wall clock.
+struct AgentSteps {
+  std::optional<int64_t> step;  // none seen yet
+  int64_t step_ns = 0, first_step_ns = 0;
+  std::vector<AgentStepPoint> recent, samples;
+  int64_t now_ns = 0;  // the worker's wall clock when it answered
+};
+
 // `podrun top`'s sample of one worker's job attempt (proto's TopReply). Usage fields are zero
 // unless the job runs; cpu_ns is cumulative (a rate needs two samples).
 struct AgentTopSample {
@@ -118,6 +135,7 @@ struct AgentTopSample {
   uint64_t output_bytes = 0;
   int64_t last_output_ns = 0;  // worker wall clock of the last output (0: none)
   std::string last_line;       // as printed: not necessarily UTF-8
+  std::optional<AgentSteps> steps;  // the supervisor's step record, when it has one
 };
 
 // `podrun why`'s request to one worker (proto's WhyRequest).
@@ -213,6 +231,9 @@ class AgentClient {
   // record of the attempt). Its deadline covers the request's CPU window and stack timeout.
   std::optional<AgentWhyReport> Why(const std::string& job_id, uint32_t attempt,
                                     const AgentWhyRequest& request);
+  // The attempt's steps as the worker's supervisor recorded them; nullopt when it has no record
+  // (no progress pattern, nothing matched yet, or an agent without the Steps RPC).
+  std::optional<AgentSteps> Steps(const std::string& job_id, uint32_t attempt);
   // Asks the agent to exit (force: even with running jobs, which are stopped first).
   void Shutdown(bool force);
 

@@ -195,7 +195,7 @@ void GangDriver::StopWorker(AttemptWorker& w) {
 
 void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_seq) {
   output_->Finish(w.index);
-  if (progress_) progress_->tracker().Ended(w.index);
+  if (progress_) progress_->Ended(w.index, /*reachable=*/true);  // its last steps first
   WorkerUpdate update{.exit_code = end.exit_code,
                       .signal = end.signal,
                       .end_ns = end.end_time_ns,
@@ -215,7 +215,7 @@ void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_
 
 void GangDriver::OnLost(AttemptWorker& w, const std::string& lost, bool known_gone) {
   output_->Finish(w.index);
-  if (progress_) progress_->tracker().Ended(w.index);
+  if (progress_) progress_->Ended(w.index, /*reachable=*/false);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
   if (!known_gone) {
@@ -239,7 +239,21 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost, bool known_go
 void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
   std::vector<int> indexes;
   for (AttemptWorker* w : workers) indexes.push_back(w->index);
-  progress_.emplace(plan_.spec, indexes, Say,
+  // Steps are read on the workers: each tick asks every running worker's agent for its record.
+  auto fetch = [this](int index, StepTracker& tracker) {
+    const AttemptWorker* w = workers_.Find(index);
+    if (!w) return;
+    try {
+      if (std::shared_ptr<AgentClient> client = w->client()) {
+        if (auto steps = client->Steps(plan_.job.id, static_cast<uint32_t>(plan_.attempt))) {
+          tracker.Update(index, *steps, w->connection.clock_offset_ns());
+        }
+      }
+    } catch (const std::exception&) {
+      // Out of reach for now: its follower deals with that; the next tick asks again.
+    }
+  };
+  progress_.emplace(plan_.spec, indexes, Say, fetch,
                     [this](const std::vector<WorkerProgress>& progress,
                            const std::vector<StepSamplesUpdate>& samples) {
                       recorder_.SaveProgress(progress, samples);
@@ -281,7 +295,6 @@ void GangDriver::FollowAll(const std::vector<AttemptWorker*>& workers) {
         if (stall_) stall_->Output(now);
         w->last_output_ns = now.time_since_epoch().count();
         output_->Add(index, records);
-        progress_->tracker().Add(index, records, w->connection.clock_offset_ns());
       }
       return true;
     };

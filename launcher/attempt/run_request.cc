@@ -45,6 +45,7 @@ AgentPrepareRequest MakeRunRequest(const AttemptPlan& plan, int index,
   request.run = plan.spec.run;
   request.grace_seconds = static_cast<uint32_t>(plan.spec.grace_seconds);
   request.free_accelerators = plan.spec.free_accelerators;
+  request.progress = plan.spec.progress;  // the workers read the steps (docs/design.md 19)
   return request;
 }
 

@@ -64,6 +64,7 @@ std::vector<SetupResult> RunSetup(const JobSpec& spec, const std::string& stamp,
       request.setup_stamp = stamp;
       request.force_setup = force;
       request.free_accelerators = false;
+      request.progress.clear();  // setup's output has no steps
       if (w.client->Prepare(request).setup_cached) {
         r.cached = true;
         r.ended_ns = NowUnixNs();

@@ -10,20 +10,44 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/base/atomic_file.h"
+#include "launcher/connect/job_agents.h"
 #include "launcher/insight/report_html.h"
 #include "launcher/insight/report_json.h"
 #include "launcher/insight/report_text.h"
 #include "launcher/insight/run_timeline.h"
+#include "launcher/insight/step_cache.h"
 #include "launcher/output/say.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
 #include "proto/write_all.h"
 
 namespace podrun {
+namespace {
+
+// While the latest attempt runs, its steps are read from the workers first (the store's record
+// is their cache): a report made with no keeper running is as current as one made beside it.
+void RefreshRunningSteps(JobStore& store, const JobRecord& job) {
+  const std::optional<AttemptRecord> attempt = store.LatestAttempt(job.id);
+  if (!attempt || attempt->state != AttemptState::kRunning) return;
+  std::vector<int> indexes;
+  for (const WorkerRecord& w : store.Workers(job.id, attempt->number)) {
+    if (!IsFinal(w.state)) indexes.push_back(w.index);
+  }
+  if (indexes.empty()) return;
+  try {
+    JobAgents agents(job, indexes);
+    RefreshSteps(store, job, attempt->number, agents);
+  } catch (const Error& e) {
+    Say(fmt::format("steps as last recorded: the workers could not be asked ({})", e.what()));
+  }
+}
+
+}  // namespace
 
 ExitCode RunReport(const ReportRequest& request) {
   JobStore store(PodrunHome() / "podrun.db");
   const JobRecord job = store.ResolveJobOrLatest(request.job);
+  RefreshRunningSteps(store, job);
   const RunTimeline run = LoadRunTimeline(store, job);
   const RunAccount account = AccountRun(run);
   if (!request.html.empty()) {

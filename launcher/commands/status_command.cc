@@ -17,6 +17,7 @@
 #include "launcher/base/exit_status.h"
 #include "launcher/commands/status_progress.h"
 #include "launcher/connect/job_agents.h"
+#include "launcher/insight/step_cache.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
 #include "launcher/pod/worker_range.h"
@@ -57,6 +58,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   if (active.empty()) return notes;
 
   std::map<int, std::optional<AgentJobStatus>> answers;
+  std::vector<FetchedSteps> steps;  // the workers' step records (insight/step_cache.h)
   std::vector<int> delivered;  // pending stops delivered now
   try {
     JobAgents agents(job, active);
@@ -77,8 +79,14 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
                                (lost.empty() ? "" : " (lost: " + lost + ")");
         }
         auto status = agent.client->Status(job.id, static_cast<uint32_t>(attempt));
+        std::optional<AgentSteps> worker_steps;
+        if (status && status->state != AgentJobState::kPrepared) {
+          // Its steps, as its supervisor read them (also those of an end no driver saw).
+          worker_steps = agent.client->Steps(job.id, static_cast<uint32_t>(attempt));
+        }
         std::lock_guard lock(mutex);
         answers[agent.index] = status;
+        if (worker_steps) steps.push_back({agent.index, *worker_steps, agent.clock_offset_ns});
       } catch (const std::exception& e) {
         std::lock_guard lock(mutex);
         notes[agent.index] = std::string("agent unreachable: ") + e.what();
@@ -91,6 +99,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   for (int index : delivered) {
     store.UpdateWorker(job.id, attempt, index, {.stop_pending_grace = -1});
   }
+  CacheSteps(store, job.id, attempt, steps, NowUnixNs(), StragglerAfter(job));
   for (const auto& [index, status] : answers) {
     if (!status) {
       notes[index] = "its agent has no record of this attempt: not started there";
@@ -147,9 +156,9 @@ std::string NoteOf(const WorkerRecord& w, const Notes& notes) {
 // The note column: the note, and the straggler's reason when it is one.
 std::string NoteWithStraggler(const WorkerRecord& w, const Notes& notes, const Progress& progress) {
   std::string note = NoteOf(w, notes);
-  const std::string straggler = progress.Of(w.index).straggler;
-  if (straggler.empty()) return note;
-  return "straggler: " + straggler + (note.empty() ? "" : "; " + note);
+  const std::optional<StragglerNote> straggler = progress.Of(w.index).straggler;
+  if (!straggler) return note;
+  return "straggler: " + straggler->Text() + (note.empty() ? "" : "; " + note);
 }
 
 nlohmann::json OptionalTime(const std::optional<int64_t>& ns) {

@@ -25,7 +25,7 @@ nlohmann::json ProgressJson(const WorkerProgress& progress) {
                               ? nlohmann::json(std::round(*progress.steps_per_s * 1000) / 1000)
                               : nlohmann::json()},
           {"straggler",
-           progress.straggler.empty() ? nlohmann::json() : nlohmann::json(progress.straggler)}};
+           progress.straggler ? nlohmann::json(progress.straggler->Text()) : nlohmann::json()}};
 }
 
 nlohmann::json HangReportJson(const HangReportRecord& report) {

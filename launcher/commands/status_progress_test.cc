@@ -12,13 +12,14 @@ constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kNow = 1'700'000'000 * kSecond;
 
 WorkerProgress Progress(std::optional<int64_t> step = {}, std::optional<int64_t> step_ns = {},
-                        std::optional<double> rate = {}, std::string straggler = "") {
+                        std::optional<double> rate = {},
+                        std::optional<StragglerNote> straggler = {}) {
   WorkerProgress p;
   p.worker = 3;
   p.step = step;
   p.step_ns = step_ns;
   p.steps_per_s = rate;
-  p.straggler = std::move(straggler);
+  p.straggler = straggler;
   return p;
 }
 
@@ -35,7 +36,7 @@ TEST(StatusProgressTest, Json) {
   EXPECT_TRUE(none["step_ns"].is_null());
   EXPECT_TRUE(none["steps_per_s"].is_null());
   EXPECT_TRUE(none["straggler"].is_null());
-  nlohmann::json j = ProgressJson(Progress(1512, kNow, 0.41234, "0.41 steps/s vs median 0.93"));
+  nlohmann::json j = ProgressJson(Progress(1512, kNow, 0.41234, StragglerNote{0.41, 0.93}));
   EXPECT_EQ(j["step"], 1512);
   EXPECT_EQ(j["step_ns"], kNow);
   EXPECT_EQ(j["steps_per_s"], 0.412);

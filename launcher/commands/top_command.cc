@@ -20,6 +20,7 @@
 #include "launcher/base/parallel_for.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/insight/top_sample.h"
+#include "launcher/insight/step_cache.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/output/top_table.h"
@@ -36,9 +37,11 @@ constexpr auto kRefreshInterval = std::chrono::seconds(1);
 constexpr auto kOnceSampleInterval = std::chrono::milliseconds(500);
 
 // Samples every worker of one attempt through its agent, remembering each worker's previous
-// sample for the rates, and reads the workers' steps from `store` (one query a sample). Workers
-// whose agent is not asked (the attempt never started) keep the store's record. Used from one
-// thread.
+// sample for the rates; each sample carries the worker's step record (read there by its
+// supervisor), which refreshes the store's record (a cache: insight/step_cache.h) before the
+// rows take their steps from it (one query a sample), with the straggler flag the gang's driver
+// set. Workers whose agent is not asked (the attempt never started) keep the store's record.
+// Used from one thread.
 class TopSampler {
  public:
   TopSampler(JobStore& store, const JobRecord& job, int attempt, std::vector<WorkerRecord> workers,
@@ -46,6 +49,7 @@ class TopSampler {
       : store_(store),
         job_id_(job.id),
         attempt_(static_cast<uint32_t>(attempt)),
+        straggler_after_(StragglerAfter(job)),
         workers_(std::move(workers)) {
     if (start_failed) {
       not_asked_ = "not started: the attempt could not start on every worker";
@@ -87,6 +91,18 @@ class TopSampler {
         errors[i] = e.what();
       }
     });
+    std::vector<FetchedSteps> steps;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (samples[i] && samples[i]->steps) {
+        steps.push_back({workers_[i].index, *samples[i]->steps, agents[i].clock_offset_ns});
+      }
+    }
+    try {
+      CacheSteps(store_, job_id_, static_cast<int>(attempt_), steps, NowUnixNs(),
+                 straggler_after_);
+    } catch (const Error&) {
+      // The store is busy or read-only: the rows take what it has.
+    }
     for (size_t i = 0; i < workers_.size(); ++i) {
       const WorkerRecord& w = workers_[i];
       if (!errors[i].empty()) {
@@ -118,6 +134,7 @@ class TopSampler {
   std::vector<WorkerProgress> progress_;
   std::string job_id_;
   uint32_t attempt_;
+  std::chrono::seconds straggler_after_;
   std::vector<WorkerRecord> workers_;
   std::string not_asked_;    // set: the agents are not asked, for this reason
   std::string not_reached_;  // set: no agent could be reached, for this reason

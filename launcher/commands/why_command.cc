@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "launcher/connect/job_agents.h"
+#include "launcher/insight/step_cache.h"
 #include "launcher/insight/why_gather.h"
 #include "launcher/output/say.h"
 #include "launcher/spec/spec.h"
@@ -41,8 +42,10 @@ ExitCode RunWhy(const WhyCommandRequest& request) {
   }
   std::vector<int> indexes;
   for (const WorkerRecord& w : store.Workers(job.id, attempt->number)) indexes.push_back(w.index);
-  const std::vector<WorkerProgress> progress = RunRecords(store).Progress(job.id, attempt->number);
   JobAgents agents(job, indexes);
+  // The steps as the workers read them now (the store's record is their cache).
+  RefreshSteps(store, job, attempt->number, agents);
+  const std::vector<WorkerProgress> progress = RunRecords(store).Progress(job.id, attempt->number);
   std::vector<WhyTarget> targets;
   for (JobAgent& a : agents.agents()) {
     WhyTarget t;

@@ -35,7 +35,7 @@ nlohmann::json WorkerJson(const WorkerTimeline& w) {
           {"last_step_ns", OrNull(w.last_step_ns)},
           {"last_step", OrNull(w.last_step)},
           {"steps_per_s", OrNull(w.steps_per_s)},
-          {"straggler", w.straggler.empty() ? nlohmann::json() : nlohmann::json(w.straggler)},
+          {"straggler", w.straggler ? nlohmann::json(w.straggler->Text()) : nlohmann::json()},
           {"end",
            {{"state", WorkerStateName(w.state)},
             {"exit_code", OrNull(w.exit_code)},

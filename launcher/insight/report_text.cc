@@ -50,7 +50,7 @@ std::string WorkerLine(const AttemptTimeline& a, const WorkerTimeline& w, int64_
                                   w.last_step ? fmt::format(" (to step {})", *w.last_step) : ""));
     }
   }
-  if (!w.straggler.empty()) parts.push_back("straggler: " + Clean(w.straggler));
+  if (w.straggler) parts.push_back("straggler: " + w.straggler->Text());
   parts.push_back(WorkerEndText(w));
   std::string line = fmt::format("  w{:<4}", w.worker);
   for (size_t i = 0; i < parts.size(); ++i) line += (i ? " · " : "") + parts[i];
@@ -90,8 +90,8 @@ std::string AttemptSummary(const AttemptTimeline& a, int64_t now_ns) {
     const std::string end = WorkerEndText(w);
     if (!ends.count(end)) end_order.push_back(end);
     ends[end].push_back(w.worker);
-    if (!w.straggler.empty()) {
-      stragglers.push_back(fmt::format("w{} ({})", w.worker, Clean(w.straggler)));
+    if (w.straggler) {
+      stragglers.push_back(fmt::format("w{} ({})", w.worker, w.straggler->Text()));
     }
   }
   std::vector<std::string> parts;

@@ -37,7 +37,7 @@ RunTimeline SampleRun(int n) {
     w.state = k + 1 == n ? WorkerState::kLost : WorkerState::kExited;
     w.exit_code = k + 1 == n ? std::nullopt : std::optional<int>(0);
     w.error = k + 1 == n ? "node-1 is PREEMPTED\nmore" : "";
-    if (k == 3) w.straggler = "0.41 steps/s vs median 0.93";
+    if (k == 3) w.straggler = StragglerNote{0.41, 0.93};
     a.workers.push_back(w);
   }
   run.attempts.push_back(a);

@@ -56,7 +56,7 @@ struct WorkerTimeline {
   std::optional<int64_t> last_step_ns;
   std::optional<int64_t> last_step;
   std::optional<double> steps_per_s;  // its recent rate, when recorded
-  std::string straggler;              // why it was flagged as one; "" if not
+  std::optional<StragglerNote> straggler;  // set: flagged as one, and why
   std::vector<StepSample> samples;    // thinned by the writer; may be empty
   // Its end (its run process's, or why it never ran).
   WorkerState state = WorkerState::kPending;

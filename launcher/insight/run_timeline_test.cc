@@ -195,7 +195,7 @@ TEST(RunTimelineTest, LoadsFromTheStore) {
                          .step_ns = S(1050),
                          .first_step_ns = S(1010),
                          .steps_per_s = 1.0,
-                         .straggler = ""}},
+                         .straggler = std::nullopt}},
                        {{.worker = 0, .replace = true, .samples = {{S(1010), 1}, {S(1050), 40}}}});
   store.UpdateWorker(job.id, first, 1,
                      {.state = WorkerState::kFailed, .end_ns = S(1001), .error = "refused"});

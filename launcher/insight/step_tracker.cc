@@ -21,9 +21,8 @@ std::optional<double> Median(std::vector<double> values) {
 
 }  // namespace
 
-StepTracker::StepTracker(const std::string& pattern, const std::vector<int>& workers,
-                         StragglerRule rule)
-    : pattern_(pattern),
+StepTracker::StepTracker(bool enabled, const std::vector<int>& workers, StragglerRule rule)
+    : enabled_(enabled),
       rule_(rule),
       // The rate is taken over the straggler time, within 5 s to 60 s.
       window_ns_(std::clamp<int64_t>(rule.after.count(), 5, 60) * kSecondNs) {
@@ -34,53 +33,32 @@ StepTracker::StepTracker(const std::string& pattern, const std::vector<int>& wor
   }
 }
 
-void StepTracker::Add(int worker, const std::vector<LogRecord>& records, int64_t clock_offset_ns) {
-  if (!pattern_.enabled()) return;
+void StepTracker::Update(int worker, const AgentSteps& steps, int64_t clock_offset_ns) {
+  if (!enabled_ || !steps.step) return;
   auto it = workers_.find(worker);
   if (it == workers_.end()) return;
   Worker& w = *it->second;
   std::lock_guard lock(w.mutex);
-  for (const LogRecord& record : records) {
-    const int64_t time_ns = record.time_ns - clock_offset_ns;
-    for (char c : record.data) {
-      if (c == '\n' || c == '\r') {  // a progress bar's redraw ends a line too
-        Line(w, time_ns);
-      } else if (w.line.size() < kLineBytes) {
-        w.line.push_back(c);
-      } else {
-        w.line_cut = true;
-      }
-    }
-  }
-}
-
-void StepTracker::Line(Worker& w, int64_t time_ns) {
-  if (!w.line.empty()) {
-    if (std::optional<int64_t> step = pattern_.Step(w.line)) Stepped(w, time_ns, *step);
-  }
-  w.line.clear();
-  w.line_cut = false;
-}
-
-void StepTracker::Stepped(Worker& w, int64_t time_ns, int64_t step) {
   WorkerProgress& p = w.progress;
-  if (p.step && *p.step == step) return;           // the same step said again (a second log line)
-  if (p.step && step < *p.step) w.window.clear();  // counting again (a new loop): a new rate
-  p.step = step;
-  p.step_ns = time_ns;
-  if (!p.first_step_ns) p.first_step_ns = time_ns;
-  w.behind_named = false;
-  w.changed = true;
-  w.thinning.Add(time_ns, step);
-  // The window keeps points at least window/kWindowPoints apart, the newest always.
-  const int64_t spacing = window_ns_ / static_cast<int64_t>(kWindowPoints);
-  if (w.window.size() >= 2 && time_ns - w.window[w.window.size() - 2].time_ns < spacing) {
-    w.window.back() = {time_ns, step};
-  } else {
-    w.window.push_back({time_ns, step});
+  const int64_t step_ns = steps.step_ns - clock_offset_ns;
+  if (p.step != steps.step || p.step_ns != step_ns) {
+    if (p.step != steps.step) w.behind_named = false;
+    p.step = steps.step;
+    p.step_ns = step_ns;
+    p.first_step_ns = steps.first_step_ns - clock_offset_ns;
+    w.changed = true;
   }
-  // Older points than the one just before the window's start are not needed.
-  while (w.window.size() > 2 && w.window[1].time_ns <= time_ns - window_ns_) w.window.pop_front();
+  w.window.clear();
+  for (const AgentStepPoint& point : steps.recent) {
+    w.window.push_back({point.time_ns - clock_offset_ns, point.step});
+  }
+  std::vector<StepSample> samples;
+  samples.reserve(steps.samples.size());
+  for (const AgentStepPoint& s : steps.samples) samples.push_back({s.time_ns, s.step});
+  if (samples != w.samples) {
+    w.samples = std::move(samples);
+    w.samples_changed = true;
+  }
 }
 
 std::optional<double> StepTracker::Rate(const Worker& w, int64_t now_ns) const {
@@ -103,9 +81,16 @@ void StepTracker::Ended(int worker) {
   it->second->ended = true;
 }
 
+bool StepTracker::IsEnded(int worker) const {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return true;
+  std::lock_guard lock(it->second->mutex);
+  return it->second->ended;
+}
+
 std::vector<std::string> StepTracker::Check(int64_t now_ns) {
   std::vector<std::string> said;
-  if (!pattern_.enabled()) return said;
+  if (!enabled_) return said;
   // First the rates (each worker's lock alone), then the rules over the gang.
   struct Seen {
     Worker* w;
@@ -163,18 +148,19 @@ std::vector<std::string> StepTracker::Check(int64_t now_ns) {
       if (!w.below_since_ns) w.below_since_ns = now_ns;
       const bool long_enough =
           now_ns - *w.below_since_ns >= std::chrono::nanoseconds(rule_.after).count();
-      if (long_enough && w.progress.straggler.empty()) {
+      if (long_enough && !w.progress.straggler) {
         said.push_back(fmt::format("w{} is a straggler: {}", index, figures));
       }
-      if (long_enough && w.progress.straggler != figures) {
-        w.progress.straggler = figures;
+      const StragglerNote note{.steps_per_s = *s.rate, .median_steps_per_s = median};
+      if (long_enough && note.Text() != (w.progress.straggler ? w.progress.straggler->Text() : "")) {
+        w.progress.straggler = note;
         w.changed = true;
       }
     } else {
       w.below_since_ns.reset();
-      if (!w.progress.straggler.empty()) {
+      if (w.progress.straggler) {
         said.push_back(fmt::format("w{} is no longer a straggler: {}", index, figures));
-        w.progress.straggler.clear();
+        w.progress.straggler.reset();
         w.changed = true;
       }
     }
@@ -197,8 +183,9 @@ void StepTracker::TakeChanges(std::vector<WorkerProgress>* progress,
     std::lock_guard lock(w->mutex);
     if (w->changed) progress->push_back(w->progress);
     w->changed = false;
-    StepSamplesUpdate update = w->thinning.TakeChanges(index);
-    if (update.replace || !update.samples.empty()) samples->push_back(std::move(update));
+    // The worker's samples replace those recorded before (it thins them itself).
+    if (w->samples_changed) samples->push_back({.worker = index, .replace = true, .samples = w->samples});
+    w->samples_changed = false;
   }
 }
 

@@ -91,7 +91,7 @@ std::string WorkerSegments(const Axis& axis, const AttemptTimeline& a, const Wor
     const int64_t last = std::max(w.last_step_ns.value_or(*w.first_step_ns), *w.first_step_ns);
     const std::optional<double> rate = Rate(w);
     std::string cls = "steps-ok";
-    if (!w.straggler.empty() || (rate && median && *median > 0 && *rate < 0.5 * *median)) {
+    if (w.straggler || (rate && median && *median > 0 && *rate < 0.5 * *median)) {
       cls = "steps-straggler";
     } else if (rate && median && *median > 0 && *rate < 0.9 * *median) {
       cls = "steps-slow";
@@ -104,7 +104,7 @@ std::string WorkerSegments(const Axis& axis, const AttemptTimeline& a, const Wor
                     rate ? fmt::format(", {:.3g} steps/s{}", *rate,
                                        median ? fmt::format(" (median {:.3g})", *median) : "")
                          : "",
-                    w.straggler.empty() ? "" : "; straggler: " + w.straggler));
+                    w.straggler ? "; straggler: " + w.straggler->Text() : ""));
     out += Sparkline(axis, w.samples);
   }
   const int64_t ended = w.end_ns.value_or(attempt_end);

@@ -123,7 +123,8 @@ void AddProgress(std::vector<TopRow>& rows, const std::vector<WorkerProgress>& p
     row.step = it->second->step;
     row.step_ns = it->second->step_ns;
     row.steps_per_s = it->second->steps_per_s;
-    row.straggler = it->second->straggler;
+    row.straggler = it->second->straggler.has_value();
+    row.straggler_note = it->second->straggler ? it->second->straggler->Text() : "";
   }
 }
 

@@ -133,13 +133,14 @@ TEST(TopSampleTest, RowsOfEndedMissingAndUnreachableWorkers) {
 }
 
 WorkerProgress Progress(int worker, std::optional<int64_t> step = {},
-                        std::optional<double> rate = {}, std::string straggler = "") {
+                        std::optional<double> rate = {},
+                        std::optional<StragglerNote> straggler = {}) {
   WorkerProgress p;
   p.worker = worker;
   p.step = step;
   if (step) p.step_ns = *step * 10;
   p.steps_per_s = rate;
-  p.straggler = std::move(straggler);
+  p.straggler = straggler;
   return p;
 }
 
@@ -147,14 +148,15 @@ TEST(TopSampleTest, RowsGetTheStoresSteps) {
   std::vector<TopRow> rows(3);
   for (int i = 0; i < 3; ++i) rows[i].worker = 2 - i;
   AddProgress(rows, {Progress(0, 1513, 0.93), Progress(1),
-                     Progress(2, 1200, 0.41, "0.41 steps/s vs median 0.93")});
+                     Progress(2, 1200, 0.41, StragglerNote{0.41, 0.93})});
   EXPECT_EQ(rows[0].step, 1200);  // w2
-  EXPECT_EQ(rows[0].straggler, "0.41 steps/s vs median 0.93");
+  EXPECT_TRUE(rows[0].straggler);
+  EXPECT_EQ(rows[0].straggler_note, "0.41 steps/s vs median 0.93");
   EXPECT_FALSE(rows[1].step);  // w1: no step yet
   EXPECT_EQ(rows[2].step, 1513);
   EXPECT_EQ(rows[2].step_ns, 15130);
   EXPECT_EQ(rows[2].steps_per_s, 0.93);
-  EXPECT_EQ(rows[2].straggler, "");
+  EXPECT_FALSE(rows[2].straggler);
   // No progress recorded (progress: none): the rows are as they were.
   std::vector<TopRow> plain(2);
   AddProgress(plain, {});

@@ -16,7 +16,7 @@ namespace {
 // The sort key's group: failed first, then stragglers, then running (by silence), then the rest.
 int Group(const TopRow& row) {
   if (row.failed) return 0;
-  if (!row.straggler.empty()) return 1;
+  if (row.straggler) return 1;
   return row.silent_seconds ? 2 : 3;
 }
 
@@ -139,8 +139,8 @@ std::string FormatTopTable(const std::vector<TopRow>& rows, size_t width, size_t
     std::string last = row.note.empty()
                            ? row.last_line
                            : row.note + (row.last_line.empty() ? "" : " | " + row.last_line);
-    if (!row.straggler.empty()) {
-      last = "straggler: " + row.straggler + (last.empty() ? "" : " | " + last);
+    if (row.straggler) {
+      last = "straggler: " + row.straggler_note + (last.empty() ? "" : " | " + last);
     }
     std::vector<std::string> line = {
         "w" + std::to_string(row.worker),
@@ -206,7 +206,7 @@ std::string TopRowJson(const TopRow& row) {
       {"step", OrNull(row.step)},
       {"step_ns", OrNull(row.step_ns)},
       {"steps_per_s", Rounded(row.steps_per_s, 3)},
-      {"straggler", row.straggler.empty() ? nlohmann::json() : nlohmann::json(row.straggler)},
+      {"straggler", row.straggler ? nlohmann::json(row.straggler_note) : nlohmann::json()},
   };
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

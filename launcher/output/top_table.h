@@ -36,7 +36,8 @@ struct TopRow {
   std::optional<int64_t> step;
   std::optional<int64_t> step_ns;     // when it printed it (the launcher's clock)
   std::optional<double> steps_per_s;  // its recent rate
-  std::string straggler;              // "" or why it is one ("0.41 steps/s vs median 0.93")
+  bool straggler = false;             // flagged as a straggler ...
+  std::string straggler_note;         // ... and why ("0.41 steps/s vs median 0.93")
   std::string note;                   // why it is unreachable, or what else is worth saying
 };
 

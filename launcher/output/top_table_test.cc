@@ -133,8 +133,10 @@ TEST(TopTableTest, StragglersRightAfterTheFailed) {
   std::vector<TopRow> rows = {Row(0, "running", 30.0), Row(1, "running", 0.2),
                               Row(2, "failed", {}, true), Row(3, "running", 0.1),
                               Row(4, "running", 0.3)};
-  rows[3].straggler = "0.41 steps/s vs median 0.93";
-  rows[1].straggler = "0.10 steps/s vs median 0.93";
+  rows[3].straggler = true;
+  rows[3].straggler_note = "0.41 steps/s vs median 0.93";
+  rows[1].straggler = true;
+  rows[1].straggler_note = "0.10 steps/s vs median 0.93";
   // The failed first, then the stragglers (by worker), then the silent longest.
   EXPECT_EQ(Order(rows), (std::vector<int>{2, 1, 3, 0, 4}));
 }
@@ -163,7 +165,8 @@ TEST(TopTableTest, StepColumnsOnlyWhenSomeWorkerHasAStep) {
   a.steps_per_s = 0.934;
   b.step = 1512;
   b.steps_per_s = 12.34;
-  b.straggler = "0.41 steps/s vs median 0.93";
+  b.straggler = true;
+  b.straggler_note = "0.41 steps/s vs median 0.93";
   b.last_line = "step 1512";
   TopRow c = Row(2, "running", 0);
   const std::vector<std::string> got = Lines(FormatTopTable({b, a, c}));
@@ -195,7 +198,8 @@ TEST(TopTableTest, StepsInJson) {
   row.step = 1513;
   row.step_ns = 1'700'000'000'000'000'000;
   row.steps_per_s = 0.93456;
-  row.straggler = "0.41 steps/s vs median 0.93";
+  row.straggler = true;
+  row.straggler_note = "0.41 steps/s vs median 0.93";
   j = nlohmann::json::parse(TopRowJson(row));
   EXPECT_EQ(j["step"], 1513);
   EXPECT_EQ(j["step_ns"], 1'700'000'000'000'000'000);

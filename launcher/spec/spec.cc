@@ -19,7 +19,7 @@
 #include "launcher/base/error.h"
 #include "launcher/spec/mounts_section.h"
 #include "launcher/spec/pod_section.h"
-#include "launcher/spec/progress_pattern.h"
+#include "proto/progress_pattern.h"
 #include "launcher/spec/yaml_reader.h"
 
 namespace podrun {

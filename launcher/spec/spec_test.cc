@@ -12,7 +12,7 @@
 
 #include "launcher/base/error.h"
 #include "launcher/spec/pod_create.h"
-#include "launcher/spec/progress_pattern.h"
+#include "proto/progress_pattern.h"
 
 namespace podrun {
 namespace {

@@ -142,6 +142,12 @@ CREATE TABLE hang_reports (
   PRIMARY KEY (job_id, attempt)
 );
 )sql",
+    // 6: the straggler flag as figures, not text: its rate and the gang's median when flagged
+    // (both NULL: not a straggler). The text column of 5 is no longer written.
+    R"sql(
+ALTER TABLE workers ADD COLUMN straggler_steps_per_s REAL;
+ALTER TABLE workers ADD COLUMN straggler_median REAL;
+)sql",
 };
 
 }  // namespace

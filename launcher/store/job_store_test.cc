@@ -431,7 +431,7 @@ TEST(RunRecordsTest, ProgressSamplesPhasesAndTheHangReportRoundTrip) {
   EXPECT_FALSE(none[1].step.has_value());
   records.SaveProgress(job.id, attempt,
                        {{.worker = 1, .step = 7, .step_ns = 900, .first_step_ns = 300,
-                         .steps_per_s = 0.5, .straggler = "0.50 steps/s vs median 1.00"}},
+                         .steps_per_s = 0.5, .straggler = StragglerNote{0.5, 1.0}}},
                        {{.worker = 1, .replace = false, .samples = {{300, 1}, {900, 7}}}});
   records.SaveProgress(job.id, attempt, {},
                        {{.worker = 1, .replace = true, .samples = {{300, 1}}},
@@ -441,7 +441,9 @@ TEST(RunRecordsTest, ProgressSamplesPhasesAndTheHangReportRoundTrip) {
   EXPECT_EQ(900, progress[1].step_ns);
   EXPECT_EQ(300, progress[1].first_step_ns);
   EXPECT_DOUBLE_EQ(0.5, *progress[1].steps_per_s);
-  EXPECT_EQ("0.50 steps/s vs median 1.00", progress[1].straggler);
+  ASSERT_TRUE(progress[1].straggler);
+  EXPECT_EQ("0.50 steps/s vs median 1.00", progress[1].straggler->Text());
+  EXPECT_FALSE(progress[0].straggler);
   EXPECT_EQ((std::vector<StepSample>{{300, 1}}), records.StepSamples(job.id, attempt, 1));
   EXPECT_EQ((std::vector<StepSample>{{400, 2}}), records.StepSamples(job.id, attempt, 0));
   records.SetPhases(job.id, attempt,

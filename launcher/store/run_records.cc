@@ -1,9 +1,15 @@
-// See run_records.h; the tables are in job_store_schema.cc (migration 5).
+// See run_records.h; the tables are in job_store_schema.cc (migrations 5 and 6).
 #include "launcher/store/run_records.h"
+
+#include <fmt/format.h>
 
 #include "launcher/store/sqlite_statement.h"
 
 namespace podrun {
+
+std::string StragglerNote::Text() const {
+  return fmt::format("{:.2f} steps/s vs median {:.2f}", steps_per_s, median_steps_per_s);
+}
 
 void RunRecords::SetPhases(const std::string& job_id, int attempt,
                            const std::vector<PhaseRecord>& phases) {
@@ -49,8 +55,8 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
   Transaction tx = db_.Begin();
   Statement update = db_.Prepare(
       "UPDATE workers SET step = ?4, step_ns = ?5, first_step_ns = ?6, "
-      "steps_per_s = ?7, straggler = ?8 WHERE job_id = ?1 AND attempt = ?2 AND "
-      "idx = ?3");
+                   "steps_per_s = ?7, straggler_steps_per_s = ?8, straggler_median = ?9 "
+                   "WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
   for (const WorkerProgress& p : progress) {
     update.Reset()
         .Bind(1, job_id)
@@ -60,7 +66,9 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
         .Bind(5, p.step_ns)
         .Bind(6, p.first_step_ns)
         .Bind(7, p.steps_per_s)
-        .Bind(8, p.straggler)
+        .Bind(8, p.straggler ? std::optional<double>(p.straggler->steps_per_s) : std::nullopt)
+        .Bind(9,
+              p.straggler ? std::optional<double>(p.straggler->median_steps_per_s) : std::nullopt)
         .Run();
   }
   Statement clear =
@@ -85,17 +93,20 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
 
 std::vector<WorkerProgress> RunRecords::Progress(const std::string& job_id, int attempt) {
   Statement s = db_.Prepare(
-      "SELECT idx, step, step_ns, first_step_ns, steps_per_s, straggler FROM workers "
-      "WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
+      "SELECT idx, step, step_ns, first_step_ns, steps_per_s, straggler_steps_per_s, "
+              "straggler_median FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
   s.Bind(1, job_id).Bind(2, attempt);
   std::vector<WorkerProgress> out;
   while (s.Step()) {
-    out.push_back({.worker = static_cast<int>(s.Int(0)),
-                   .step = s.OptionalInt(1),
-                   .step_ns = s.OptionalInt(2),
-                   .first_step_ns = s.OptionalInt(3),
-                   .steps_per_s = s.OptionalDouble(4),
-                   .straggler = s.Text(5)});
+    WorkerProgress p{.worker = static_cast<int>(s.Int(0)),
+                     .step = s.OptionalInt(1),
+                     .step_ns = s.OptionalInt(2),
+                     .first_step_ns = s.OptionalInt(3),
+                     .steps_per_s = s.OptionalDouble(4),
+                     .straggler = std::nullopt};
+    const std::optional<double> rate = s.OptionalDouble(5), median = s.OptionalDouble(6);
+    if (rate && median) p.straggler = StragglerNote{*rate, *median};
+    out.push_back(p);
   }
   return out;
 }

@@ -31,14 +31,23 @@ struct StepSample {
   bool operator==(const StepSample&) const = default;
 };
 
+// Why a worker is a straggler: its step rate and the gang's median when it was flagged.
+struct StragglerNote {
+  double steps_per_s = 0;
+  double median_steps_per_s = 0;
+  bool operator==(const StragglerNote&) const = default;
+  // "0.41 steps/s vs median 0.93", for people.
+  std::string Text() const;
+};
+
 // A worker's progress as last recorded.
 struct WorkerProgress {
   int worker = 0;
   std::optional<int64_t> step;  // none seen yet
   std::optional<int64_t> step_ns;
   std::optional<int64_t> first_step_ns;
-  std::optional<double> steps_per_s;  // its recent rate, when known
-  std::string straggler;              // "" or why it is one ("0.41 steps/s vs median 0.93")
+  std::optional<double> steps_per_s;       // its recent rate, when known
+  std::optional<StragglerNote> straggler;  // set while it is flagged as a straggler
 };
 
 // New step samples of one worker: appended, or replacing all its samples of the attempt (after

@@ -13,11 +13,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "proto/log_record.h"
 #include "proto/private_state.h"
+#include "proto/progress_pattern.h"
 #include "worker/base/agent_error.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/supervisor/prepared_child.h"
@@ -61,6 +63,11 @@ void Validate(const JobRequest& spec) {
   if (spec.run.empty()) throw AgentError(ErrorKind::kInvalidArgument, "run is empty");
   if (spec.run.find('\0') != std::string::npos) {
     throw AgentError(ErrorKind::kInvalidArgument, "run contains a NUL byte");
+  }
+  try {
+    ProgressPattern check(spec.progress);
+  } catch (const std::invalid_argument& e) {
+    throw AgentError(ErrorKind::kInvalidArgument, "progress pattern: " + std::string(e.what()));
   }
   for (const auto& [key, value] : spec.env) {
     if (key.empty() || key.find_first_of(std::string("=\0", 2)) != std::string::npos ||
@@ -128,7 +135,7 @@ Job::Job(JobRequest spec, JobDir dir, std::filesystem::path workdir,
       home_(home),
       grace_period_(spec.grace_period) {
   SupervisorLaunch launch{supervisor_binary, home,     spec.job_id,        spec.attempt,
-                          workdir_,          spec.run, std::move(spec.env)};
+                          workdir_,          spec.run, spec.progress,       std::move(spec.env)};
   for (auto& [key, value] : spec.env) ::explicit_bzero(value.data(), value.size());
   try {
     SpawnedSupervisor spawned = SpawnSupervisor(launch);

@@ -38,6 +38,7 @@ struct JobRequest {
   std::map<std::string, std::string> env;  // added to the agent's environment; in memory only
   std::string run;                         // script text for /bin/bash -lc
   std::chrono::seconds grace_period{10};   // used when the agent itself stops the job
+  std::string progress;  // the spec's progress pattern ("" : none), for the supervisor
 };
 
 struct PrepareResult {

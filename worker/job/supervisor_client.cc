@@ -148,7 +148,7 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   control_theirs.reset();
   go_theirs.reset();
 
-  std::vector<std::string> plan = {launch.workdir.string(), launch.run};
+  std::vector<std::string> plan = {launch.workdir.string(), launch.run, launch.progress};
   for (auto& [key, value] : launch.env) plan.push_back(key + "=" + value);
   for (auto& [key, value] : launch.env) ::explicit_bzero(value.data(), value.size());
   launch.env.clear();

@@ -25,6 +25,7 @@ struct SupervisorLaunch {
   uint32_t attempt = 0;
   std::filesystem::path workdir;  // absolute
   std::string run;
+  std::string progress;                    // the progress pattern ("" : none)
   std::map<std::string, std::string> env;  // secrets: wiped by SpawnSupervisor
 };
 

@@ -20,6 +20,7 @@
 #include "worker/host/tpu_metadata.h"
 #include "worker/job/job_log_stream.h"
 #include "worker/job/supervisor_client.h"
+#include "worker/jobdir/step_file.h"
 #include "worker/rpc/agent_proto.h"
 #include "worker/rpc/grpc_log_sink.h"
 #include "worker/rpc/job_top.h"
@@ -180,6 +181,7 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
     spec.env.insert(req->env().begin(), req->env().end());
     spec.run = req->run();
     spec.grace_period = std::chrono::seconds(req->grace_seconds());
+    spec.progress = req->progress();
     if (req->free_accelerators()) {
       for (auto& action :
            FreeAccelerators(AcceleratorPatterns(), kLibtpuLockfile, kFreeAcceleratorsGrace)) {
@@ -318,6 +320,19 @@ grpc::Status AgentService::Why(grpc::ServerContext*, const v1::WhyRequest* req,
     CheckWhyRequest(*req);
     const JobSnapshot snap = runner_.Status(req->job_id(), req->attempt(), /*count_records=*/false);
     FillWhy(JobDir(runner_.home(), req->job_id(), req->attempt()), snap, *req, reply);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::Steps(grpc::ServerContext*, const v1::StepsRequest* req,
+                                 v1::StepsReply* reply) {
+  return HandleRpc(activity_, [&] {
+    CheckJobId(req->job_id(), req->attempt());
+    if (auto record = ReadStepFile(JobDir(runner_.home(), req->job_id(), req->attempt()))) {
+      reply->set_found(true);
+      *reply->mutable_record() = std::move(*record);
+    }
+    reply->set_now_ns(WallClockNs());
     return grpc::Status::OK;
   });
 }

@@ -50,6 +50,8 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
                    v1::TopReply* reply) override;
   grpc::Status Why(grpc::ServerContext* ctx, const v1::WhyRequest* req,
                    v1::WhyReply* reply) override;
+  grpc::Status Steps(grpc::ServerContext* ctx, const v1::StepsRequest* req,
+                     v1::StepsReply* reply) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
                         v1::ShutdownReply* reply) override;
   grpc::Status Mount(grpc::ServerContext* ctx, const v1::MountRequest* req,

@@ -4,6 +4,7 @@
 #include "worker/job/job_runner.h"
 #include "worker/job/job_usage.h"
 #include "worker/job/log_tail.h"
+#include "worker/jobdir/step_file.h"
 #include "worker/rpc/agent_proto.h"
 
 namespace podrun::agent {
@@ -28,6 +29,7 @@ void FillTop(const JobDir& dir, const JobSnapshot& snap, v1::TopReply* reply) {
   reply->set_output_bytes(tail.output_bytes);
   reply->set_last_output_ns(tail.last_output_ns);
   reply->set_last_line(std::move(tail.last_line));
+  if (auto steps = ReadStepFile(dir)) *reply->mutable_steps() = std::move(*steps);
   // After the log: a silence measured against this clock is never negative.
   reply->set_now_ns(WallClockNs());
 }

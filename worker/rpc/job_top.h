@@ -1,5 +1,6 @@
 // The agent's answer to `podrun top` (the Top RPC): a job attempt's state with what its processes
-// use now (job_usage.h) and the end of its log (log_tail.h). Bounded work, whatever the job.
+// use now (job_usage.h), the end of its log (log_tail.h) and its steps as the supervisor recorded
+// them (step_file.h). Bounded work, whatever the job.
 #pragma once
 
 #include "proto/agent.pb.h"

@@ -40,10 +40,11 @@ void PlanLauncher::ReadPlan(int fd) {
   std::vector<std::string> plan = DecodeStrings(bytes);
   ::explicit_bzero(bytes.data(), bytes.size());
   ::explicit_bzero(buf, sizeof buf);
-  if (plan.size() < 2) throw std::runtime_error("malformed plan");
+  if (plan.size() < 3) throw std::runtime_error("malformed plan");
   workdir_ = plan[0];
   run_ = plan[1];
-  env_.assign(std::make_move_iterator(plan.begin() + 2), std::make_move_iterator(plan.end()));
+  progress_ = plan[2];
+  env_.assign(std::make_move_iterator(plan.begin() + 3), std::make_move_iterator(plan.end()));
 }
 
 LaunchedJob PlanLauncher::Launch(int go_fd) {

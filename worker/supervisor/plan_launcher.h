@@ -1,5 +1,5 @@
 // The job's start from its plan: the plan the agent hands the supervisor (supervisor.h: workdir,
-// run, then the "KEY=VALUE" entries of the job's environment, which holds secrets), and the
+// run, the progress pattern, then the "KEY=VALUE" entries of the job's environment, which holds secrets), and the
 // job's child forked from it (prepared_child.h) with the pipes the supervisor reads.
 #pragma once
 
@@ -34,9 +34,10 @@ class PlanLauncher {
   LaunchedJob Launch(int go_fd);
 
   const std::string& workdir() const { return workdir_; }
+  const std::string& progress() const { return progress_; }  // "" : none
 
  private:
-  std::string workdir_, run_;
+  std::string workdir_, run_, progress_;
   std::vector<std::string> env_;
 };
 

@@ -27,11 +27,13 @@
 #include "worker/base/agent_error.h"
 #include "worker/base/wall_clock.h"
 #include "worker/jobdir/job_dir.h"
+#include "worker/jobdir/step_file.h"
 #include "worker/supervisor/control_server.h"
 #include "worker/supervisor/exit_recorder.h"
 #include "worker/supervisor/log_writer.h"
 #include "worker/supervisor/plan_launcher.h"
 #include "worker/supervisor/prepared_child.h"
+#include "worker/supervisor/step_reader.h"
 #include "worker/supervisor/supervisor_control.h"
 
 namespace podrun::agent {
@@ -50,6 +52,8 @@ constexpr off_t kReserveBytes = 256 << 10;
 constexpr auto kDrainAfterExit = seconds(2);
 constexpr auto kKillWait = seconds(30);
 constexpr auto kRetryWriteInterval = seconds(1);
+// The step record is written at most this often while the step changes (and once at the end).
+constexpr auto kStepWriteInterval = seconds(1);
 // While output is held in memory and a reader fetched it this recently, a full buffer pauses the
 // job's pipes (the job waits) rather than dropping output. A reader that keeps up asks several
 // times a second; this long is for one whose own output (an SSH channel) is slow for a while.
@@ -80,6 +84,8 @@ class Supervisor {
   void OnSignal();
   void ReapChildren();  // the leader and any orphan of the job (we are their subreaper)
   void ReadPipe(int s);
+  // Writes the step record if it changed (`force`: also within kStepWriteInterval of the last).
+  void WriteSteps(bool force);
   // What remains of the job's group stopped (a requested stop's grace, then SIGKILL), and the
   // end recorded.
   void Finalize();
@@ -96,6 +102,9 @@ class Supervisor {
   std::optional<AppendOnlyLog> log_;
   std::optional<LogWriter> writer_;
   std::optional<ControlServer> control_;  // answers from writer_
+  std::optional<StepReader> steps_;       // the plan's progress pattern; set when it has one
+  Clock::time_point next_steps_write_{};
+  bool steps_write_failed_ = false;  // said once
   pid_t child_ = 0;
   std::optional<int> wait_status_;
   int64_t end_time_ns_ = 0;
@@ -127,6 +136,7 @@ int Supervisor::Run() {
     sigfd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!sigfd_) throw std::runtime_error(ErrnoMessage("signalfd"));
     plan_.ReadPlan(kControlFd);
+    if (!plan_.progress().empty()) steps_.emplace(plan_.progress());
     auto self = ProcessIdentity::Of(::getpid());
     if (!self) throw std::runtime_error("cannot read /proc/self/stat");
     dir_.WriteSupervisor(*self);
@@ -198,6 +208,7 @@ void Supervisor::Loop() {
         continue;
       }
     }
+    if (steps_ && steps_->changed() && now >= next_steps_write_) WriteSteps(false);
     if (writer_->holding() && now >= next_retry_) {
       writer_->Retry(WallClockNs());
       next_retry_ = now + kRetryWriteInterval;
@@ -223,7 +234,9 @@ void Supervisor::Loop() {
     }
     n = control_->AddFds(fds, tags, n, kControlTag);
     int timeout = -1;
-    for (auto t : {kill_at_, drain_until_, next_retry_, control_->Deadline()}) {
+    const auto steps_at =
+        steps_ && steps_->changed() ? next_steps_write_ : Clock::time_point::max();
+    for (auto t : {kill_at_, drain_until_, next_retry_, control_->Deadline(), steps_at}) {
       if (t != Clock::time_point::max())
         timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
     }
@@ -303,8 +316,21 @@ void Supervisor::ReadPipe(int s) {
     pipes_[s].reset();
     return;
   }
-  writer_->Append(static_cast<LogStream>(s), std::string_view(buf.data(), static_cast<size_t>(got)),
-                  WallClockNs());
+  const std::string_view data(buf.data(), static_cast<size_t>(got));
+  const int64_t now_ns = WallClockNs();
+  writer_->Append(static_cast<LogStream>(s), data, now_ns);
+  if (steps_) steps_->Add(data, now_ns);
+}
+
+void Supervisor::WriteSteps(bool force) {
+  if (!steps_ || !steps_->changed() || (!force && Clock::now() < next_steps_write_)) return;
+  next_steps_write_ = Clock::now() + kStepWriteInterval;
+  try {
+    WriteStepFile(dir_, steps_->TakeRecord(WallClockNs()));
+  } catch (const std::exception& e) {
+    if (!steps_write_failed_) Say(std::string("step record not written: ") + e.what());
+    steps_write_failed_ = true;
+  }
 }
 
 void Supervisor::Finalize() {
@@ -327,6 +353,7 @@ void Supervisor::Finalize() {
                    .discarded = control_->discarded(),
                    .stop_requested = control_->stop_requested(),
                    .killed = killed_};
+  WriteSteps(/*force=*/true);  // the last steps, before the end is recorded
   for (const std::string& problem : ExitRecorder(dir_, *writer_).Record(end)) Say(problem);
 }
 

@@ -1,8 +1,8 @@
-#include "launcher/insight/step_thinning.h"
+#include "worker/supervisor/step_thinning.h"
 
 #include <gtest/gtest.h>
 
-namespace podrun {
+namespace podrun::agent {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
@@ -22,27 +22,12 @@ TEST(StepThinningTest, AWeekOfOneStepASecondKeepsABoundedEvenlySpreadRecord) {
   }
 }
 
-TEST(StepThinningTest, ChangesAreAppendedUntilAThinningReplacesThemAll) {
+TEST(StepThinningTest, AtMostOneSampleASecondAtFirst) {
   StepThinning t;
-  t.Add(0, 0);
-  t.Add(kSecond / 2, 1);  // too close: not kept
-  t.Add(kSecond, 2);
-  StepSamplesUpdate first = t.TakeChanges(3);
-  EXPECT_EQ(3, first.worker);
-  EXPECT_TRUE(first.replace);  // the first replaces what an earlier follower recorded
-  EXPECT_EQ((std::vector<StepSample>{{0, 0}, {kSecond, 2}}), first.samples);
-  StepSamplesUpdate none = t.TakeChanges(3);
-  EXPECT_TRUE(none.samples.empty());
-  EXPECT_FALSE(none.replace);
-  t.Add(2 * kSecond, 3);
-  StepSamplesUpdate second = t.TakeChanges(3);
-  EXPECT_FALSE(second.replace);
-  EXPECT_EQ((std::vector<StepSample>{{2 * kSecond, 3}}), second.samples);
-  for (int64_t s = 3; s < 300; ++s) t.Add(s * kSecond, s);
-  StepSamplesUpdate thinned = t.TakeChanges(3);
-  EXPECT_TRUE(thinned.replace);
-  EXPECT_EQ(t.samples(), thinned.samples);
-  EXPECT_FALSE(t.TakeChanges(3).replace);
+  EXPECT_TRUE(t.Add(0, 0));
+  EXPECT_FALSE(t.Add(kSecond / 2, 1));  // too close: not kept
+  EXPECT_TRUE(t.Add(kSecond, 2));
+  EXPECT_EQ((std::vector<StepPoint>{{0, 0}, {kSecond, 2}}), t.samples());
 }
 
 TEST(StepThinningTest, SamplesOutOfTimeOrderAreIgnored) {
@@ -54,4 +39,4 @@ TEST(StepThinningTest, SamplesOutOfTimeOrderAreIgnored) {
 }
 
 }  // namespace
-}  // namespace podrun
+}  // namespace podrun::agent

@@ -1,0 +1,95 @@
+#include "proto/progress_pattern.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace podrun {
+namespace {
+
+TEST(ProgressPatternTest, TheDefaultCatchesTheCommonTrainingLoopLines) {
+  ProgressPattern p(kDefaultProgressPattern);
+  EXPECT_EQ(12, p.Step("step 12"));
+  EXPECT_EQ(12, p.Step("Step: 12, loss=0.31"));
+  EXPECT_EQ(12, p.Step("epoch 3 step=12 lr=1e-4"));
+  EXPECT_EQ(12, p.Step("Step 12/1000"));
+  EXPECT_EQ(12, p.Step("global_step 12"));
+  EXPECT_EQ(12, p.Step("train_step: 12"));
+  EXPECT_EQ(7, p.Step("Iteration 7 took 0.1 s"));
+  EXPECT_EQ(7, p.Step("[iter #7]"));
+  EXPECT_EQ(std::nullopt, p.Step("taking 5 steps back"));
+  EXPECT_EQ(std::nullopt, p.Step("loss 0.3"));
+  EXPECT_EQ(std::nullopt, p.Step("stepping 4"));
+}
+
+TEST(ProgressPatternTest, AUserPatternTakesItsOneGroupAndNoneIsOff) {
+  ProgressPattern p(R"(it=(\d+) )");
+  EXPECT_EQ(41, p.Step("it=41 loss=2"));
+  EXPECT_EQ(std::nullopt, p.Step("step 41"));
+  ProgressPattern off("");
+  EXPECT_FALSE(off.enabled());
+  EXPECT_EQ(std::nullopt, off.Step("step 41"));
+}
+
+TEST(ProgressPatternTest, AGroupThatIsNotANumberOrTooLargeIsNoStep) {
+  ProgressPattern p(R"(at (\S+))");
+  EXPECT_EQ(std::nullopt, p.Step("at abc"));
+  EXPECT_EQ(std::nullopt, p.Step("at 99999999999999999999999"));
+  EXPECT_EQ(5, p.Step("at 5"));
+}
+
+TEST(ProgressPatternTest, ABadPatternOrAWrongGroupCountIsRefusedWithTheReason) {
+  try {
+    ProgressPattern p("step (\\d+");
+    FAIL() << "compiled";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bad regex"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ProgressPattern("step \\d+"), std::invalid_argument);
+  EXPECT_THROW(ProgressPattern("(step) (\\d+)"), std::invalid_argument);
+}
+
+
+// The prefilter never changes what matches: on lines made to sit at its edges (every case, the
+// long s and the Kelvin sign that RE2 folds to s and k, bytes outside ASCII, no digit) and on
+// many random lines over an alphabet of the patterns' own letters, Step and StepUnfiltered agree.
+TEST(ProgressPatternTest, ThePrefilterNeverChangesWhatMatches) {
+  const std::vector<std::string> patterns = {
+      kDefaultProgressPattern, R"(it=(\d+) )",   R"((?i)loss (\d+))", R"((\d+))",
+      R"((?i)k(\d+))",         R"((?i)ss(\d+))", R"(é(\d+))",         R"((?:ab|cd)x(\d+))"};
+  std::vector<std::string> lines = {"step 12",        "STEP 12",         "sTeP: 12",
+                                    "\xC5\xBFtep 12", "\xC5\xBFTEP 12",  "iter 3",
+                                    "ITERATION 3",    "step twelve",     "no digits at all",
+                                    "it=41 x",        "LOSS 7",          "\xE2\x84\xAA" "5",
+                                    "K5",             "k5",              "\xC3\xA9" "5",
+                                    "\xC3\x89" "5",   "abx7 cdx8",       "\xC5\xBF\xC5\xBF" "3",
+                                    "SS3",            "global_step 9",   "x step 1 \xFF\xFE"};
+  std::mt19937 random(7);
+  const std::vector<std::string> alphabet = {"s", "t", "e", "p", "i", "r", "S", "T", "E", "P",
+                                             "I", "R", "k", "K", "a", "b", "c", "d", "x", "o",
+                                             "l", " ", ":", "=", "#", "_", "0", "1", "9",
+                                             "\xC5\xBF", "\xE2\x84\xAA", "\xC3\xA9", "\xC3\x89"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string line;
+    const int n = static_cast<int>(random() % 24);
+    for (int j = 0; j < n; ++j) line += alphabet[random() % alphabet.size()];
+    lines.push_back(line);
+  }
+  for (const std::string& pattern : patterns) {
+    ProgressPattern p(pattern);
+    int steps = 0;
+    for (const std::string& line : lines) {
+      ASSERT_EQ(p.StepUnfiltered(line), p.Step(line)) << pattern << " on '" << line << "'";
+      steps += p.Step(line).has_value();
+    }
+    EXPECT_GT(steps, 0) << pattern;  // the comparison saw matches, not only misses
+  }
+  // The default's prefilter is there (lines without "step" or "iter" are not searched).
+  EXPECT_FALSE(ProgressPattern(kDefaultProgressPattern).atoms().empty());
+}
+
+}  // namespace
+}  // namespace podrun

@@ -1,0 +1,71 @@
+// See step_reader.h.
+#include "worker/supervisor/step_reader.h"
+
+#include <cstring>
+
+namespace podrun::agent {
+
+void StepReader::Add(std::string_view data, int64_t time_ns) {
+  if (!pattern_.enabled()) return;
+  while (!data.empty()) {
+    // Up to the next line end ('\n', or '\r': a progress bar's redraw ends a line too).
+    size_t end = 0;
+    while (end < data.size() && data[end] != '\n' && data[end] != '\r') ++end;
+    if (line_.size() < kLineBytes) {
+      line_.append(data.data(), std::min(end, kLineBytes - line_.size()));
+    }
+    if (end == data.size()) return;  // the line goes on in the next chunk
+    Line(time_ns);
+    data.remove_prefix(end + 1);
+  }
+}
+
+void StepReader::Line(int64_t time_ns) {
+  if (!line_.empty()) {
+    if (std::optional<int64_t> step = pattern_.Step(line_)) Stepped(time_ns, *step);
+  }
+  line_.clear();
+}
+
+void StepReader::Stepped(int64_t time_ns, int64_t step) {
+  if (step_ && *step_ == step) return;  // the same step said again (a second log line)
+  if (step_ && step < *step_) recent_.clear();  // counting again (a new loop): a new rate
+  step_ = step;
+  step_ns_ = time_ns;
+  if (!first_step_ns_) first_step_ns_ = time_ns;
+  changed_ = true;
+  thinning_.Add(time_ns, step);
+  // The window keeps points at least kRecentNs/kRecentPoints apart, the newest always.
+  const int64_t spacing = kRecentNs / static_cast<int64_t>(kRecentPoints);
+  if (recent_.size() >= 2 && time_ns - recent_[recent_.size() - 2].time_ns < spacing) {
+    recent_.back() = {time_ns, step};
+  } else {
+    recent_.push_back({time_ns, step});
+  }
+  // Older points than the one just before the window's start are not needed.
+  while (recent_.size() > 2 && recent_[1].time_ns <= time_ns - kRecentNs) recent_.pop_front();
+}
+
+v1::StepRecord StepReader::TakeRecord(int64_t now_ns) {
+  changed_ = false;
+  v1::StepRecord record;
+  record.set_written_ns(now_ns);
+  if (!step_) return record;
+  record.set_has_step(true);
+  record.set_step(*step_);
+  record.set_step_ns(step_ns_);
+  record.set_first_step_ns(first_step_ns_);
+  for (const StepPoint& p : recent_) {
+    v1::StepPoint* out = record.add_recent();
+    out->set_time_ns(p.time_ns);
+    out->set_step(p.step);
+  }
+  for (const StepPoint& p : thinning_.samples()) {
+    v1::StepPoint* out = record.add_samples();
+    out->set_time_ns(p.time_ns);
+    out->set_step(p.step);
+  }
+  return record;
+}
+
+}  // namespace podrun::agent
