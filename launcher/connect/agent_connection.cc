@@ -27,7 +27,7 @@ std::shared_ptr<AgentClient> AgentConnection::Connect(Greeting greeting) {
     clock_offset_ns_ = offset.offset_ns;
     rtt_ns_ = offset.rtt_ns;
   } else {
-    client->Hello();
+    hello_ = client->Hello();
   }
   std::lock_guard lock(client_mutex_);
   client_ = client;
