@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <csignal>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -126,6 +125,22 @@ TEST(Spec, TpuAndLocalPods) {
   EXPECT_EQ(std::vector<std::string>{"@pod.txt"}, *file.pod.hosts);
   EXPECT_NE(std::string::npos,
             ParseError("pod: {hosts: ['@pod.txt', b]}\nrun: x\n").find("bad host '@pod.txt'"));
+}
+
+TEST(Spec, MigPods) {
+  JobSpec mig =
+      ParseSpecText("pod: {mig: 'slice-1,slice-2', zone: us-central1-a}\nrun: x\n", "s.yaml");
+  EXPECT_EQ("slice-1,slice-2", mig.pod.mig);
+  EXPECT_FALSE(mig.pod.tpu);
+  EXPECT_NE(std::string::npos, ParseError("pod: {mig: s-1, tpu: n, zone: z}\nrun: x\n")
+                                   .find("'pod' has both 'mig' and 'tpu'"));
+  EXPECT_NE(std::string::npos,
+            ParseError("pod: {mig: 'a/b', zone: z}\nrun: x\n").find("bad mig name 'a/b'"));
+  // Making a MIG slice comes later: refused, not ignored.
+  EXPECT_NE(std::string::npos,
+            ParseError("pod:\n  mig: s-1\n  zone: z\n  create: {accelerator_type: v5p-16, "
+                       "version: v}\nrun: x\n")
+                .find("'create' with 'mig' is not supported by this podrun yet"));
 }
 
 TEST(Spec, TpuZoneAndProjectNamesAreCheckedWhereTheyAreWritten) {
@@ -432,12 +447,14 @@ TEST(Spec, SeeingWhyKeys) {
 }
 
 TEST(Spec, SeeingWhyKeysAreCheckedWhereTheyAreWritten) {
-  EXPECT_NE(std::string::npos, ParseError("run: x\nprogress: 'step (\\d+'\n")
-                                   .find("spec.yaml:2:11: progress: bad regex"));
+  EXPECT_NE(
+      std::string::npos,
+      ParseError("run: x\nprogress: 'step (\\d+'\n").find("spec.yaml:2:11: progress: bad regex"));
   EXPECT_NE(std::string::npos,
             ParseError("run: x\nprogress: 'step \\d+'\n").find("exactly one capture group"));
-  EXPECT_NE(std::string::npos,
-            ParseError("run: x\nstraggler_ratio: 1.5\n").find("spec.yaml:2:18: bad straggler_ratio"));
+  EXPECT_NE(
+      std::string::npos,
+      ParseError("run: x\nstraggler_ratio: 1.5\n").find("spec.yaml:2:18: bad straggler_ratio"));
   EXPECT_NE(std::string::npos, ParseError("run: x\nstraggler_ratio: abc\n").find("bad straggler"));
   EXPECT_NE(std::string::npos, ParseError("run: x\nstraggler_seconds: 0\n").find("out of range"));
   EXPECT_NE(std::string::npos,
