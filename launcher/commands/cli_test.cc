@@ -53,6 +53,9 @@ TEST(Cli, BadTpuZoneOrProjectNamesExit2BeforeGcloudRuns) {
   EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "NODE", "--zone", "z", "--", "true"}));
   EXPECT_EQ(2, RunPodrun({"exec", "--tpu", "n", "--zone", "z", "--project=-p", "--", "true"}));
   EXPECT_EQ(2, RunPodrun({"down", "--tpu", "node-a", "--zone=-x", "-y"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--mig", "slice-1,-x", "--zone", "z", "--", "true"}));
+  EXPECT_EQ(2, RunPodrun({"exec", "--mig", "slice-1", "--", "true"}));  // no zone
+  EXPECT_EQ(2, RunPodrun({"exec", "--mig", "s", "--tpu", "t", "--zone", "z", "--", "true"}));
   const std::string err = ::testing::internal::GetCapturedStderr();
   ::unsetenv("PODRUN_GCLOUD");
   EXPECT_NE(std::string::npos, err.find("--zone '-x': it must start with a letter")) << err;
@@ -61,6 +64,9 @@ TEST(Cli, BadTpuZoneOrProjectNamesExit2BeforeGcloudRuns) {
   EXPECT_NE(std::string::npos, err.find("--tpu 'NODE': 'N' is not allowed")) << err;
   EXPECT_NE(std::string::npos, err.find("--project '-p': 2 characters")) << err;
   EXPECT_NE(std::string::npos, err.find("zone '-x': it must start with a letter")) << err;
+  EXPECT_NE(std::string::npos, err.find("--mig '-x': it must start with a letter")) << err;
+  EXPECT_NE(std::string::npos, err.find("--mig needs --zone ZONE")) << err;
+  EXPECT_NE(std::string::npos, err.find("choose one of --hosts, --tpu, --mig and --local")) << err;
   EXPECT_EQ(std::string::npos, err.find("gcloud-must-not-run")) << err;
 }
 

@@ -17,18 +17,24 @@ void AddPodOptions(CLI::App& app, PodSettings& pod) {
          "Discover the workers of this Cloud TPU VM pod")
       ->group("Pod");
   app.add_option_function<std::string>(
-         "--zone", [&pod](const std::string& v) { pod.zone = v; }, "Zone of --tpu")
+         "--mig", [&pod](const std::string& v) { pod.mig = v; },
+         "Discover the workers of this TPU slice made in Compute Engine (a managed instance "
+         "group of TPU VMs: v5p, v6e, TPU7x); A,B: a multislice job")
       ->group("Pod");
   app.add_option_function<std::string>(
-         "--project", [&pod](const std::string& v) { pod.project = v; }, "Project of --tpu")
+         "--zone", [&pod](const std::string& v) { pod.zone = v; }, "Zone of --tpu or --mig")
+      ->group("Pod");
+  app.add_option_function<std::string>(
+         "--project", [&pod](const std::string& v) { pod.project = v; },
+         "Project of --tpu or --mig")
       ->group("Pod");
   app.add_flag_function(
          "--internal-ip", [&pod](std::int64_t) { pod.internal_ip = true; },
-         "With --tpu: connect to the workers' internal addresses")
+         "With --tpu or --mig: connect to the workers' internal addresses")
       ->group("Pod");
   app.add_flag_function(
          "--refresh", [&pod](std::int64_t) { pod.refresh = true; },
-         "With --tpu: describe the node again instead of using the cached answer")
+         "With --tpu or --mig: ask gcloud again instead of using the cached answer")
       ->group("Pod");
   app.add_option_function<int>(
          "--local", [&pod](int n) { pod.local = n; },
@@ -83,9 +89,10 @@ void AddPodOptions(CLI::App& app, PodSettings& pod) {
 PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   PodSettings out = spec;
   // A pod chosen on the command line replaces the spec's choice of pod as a whole.
-  if (cli.hosts || cli.tpu || cli.local) {
+  if (cli.hosts || cli.tpu || cli.mig || cli.local) {
     out.hosts = cli.hosts;
     out.tpu = cli.tpu;
+    out.mig = cli.mig;
     out.local = cli.local;
     out.zone = cli.zone;
     out.project = cli.project;

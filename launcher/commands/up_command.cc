@@ -29,6 +29,11 @@ constexpr auto kCreatePoll = std::chrono::seconds(10);
 TpuQuery NodeOf(const std::string& spec_path, const PodSettings& cli, PodSettings* merged) {
   PodSettings settings = cli;
   if (!spec_path.empty()) settings = MergePodSettings(cli, ParseSpecFile(spec_path).pod);
+  if (settings.mig) {
+    throw UsageError("up and down of a MIG slice (--mig " + *settings.mig +
+                     ") are not supported by this podrun yet: make or delete it with gcloud "
+                     "(docs/reference.md, \"TPU7x and other Compute Engine slices\")");
+  }
   if (!settings.tpu || !settings.zone) {
     throw UsageError("name the node: a spec with pod: {tpu, zone}, or --tpu NAME --zone ZONE");
   }

@@ -28,7 +28,7 @@ std::shared_ptr<AgentClient> AgentConnection::Connect(Greeting greeting) {
     rtt_ns_ = offset.rtt_ns;
     clock_measured_ = true;
   } else {
-    client->Hello();
+    hello_ = client->Hello();
   }
   std::lock_guard lock(client_mutex_);
   client_ = client;

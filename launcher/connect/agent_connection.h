@@ -51,8 +51,8 @@ class AgentConnection {
   const AgentLink& link() const { return *link_; }
 
   // From the last kMeasureClock Connect (read them after it returned, on the same thread or
-  // after joining it): the agent's wall clock minus ours, the round trip it came from, and the
-  // agent's answer to the greeting.
+  // after joining it): the agent's wall clock minus ours, the round trip it came from; and the
+  // agent's answer to the greeting of the last Connect of either kind.
   int64_t clock_offset_ns() const { return clock_offset_ns_; }
   // Whether a kMeasureClock Connect has succeeded. Thread-safe.
   bool clock_measured() const { return clock_measured_.load(); }

@@ -39,11 +39,15 @@ std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_ro
   j["connect_timeout_ms"] = pod.ssh.connect_timeout.count();
   j["cloud_tpu"] = pod.cloud_tpu;
   j["internal_ip"] = pod.internal_ip;
-  for (const TpuQuery& q : pod.tpu_nodes) {
-    nlohmann::json node = {{"name", q.name}, {"zone", q.zone}};
-    if (q.project) node["project"] = *q.project;
-    j["tpu_nodes"].push_back(node);
-  }
+  auto sources = [&](const char* key, const std::vector<TpuQuery>& queries) {
+    for (const TpuQuery& q : queries) {
+      nlohmann::json source = {{"name", q.name}, {"zone", q.zone}};
+      if (q.project) source["project"] = *q.project;
+      j[key].push_back(source);
+    }
+  };
+  sources("tpu_nodes", pod.tpu_nodes);
+  sources("migs", pod.migs);
   if (pod.slices > 1) {
     std::vector<int> slices;
     for (const PodWorker& w : pod.workers) slices.push_back(w.slice);
@@ -70,13 +74,16 @@ Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
     pod.ssh.connect_timeout = std::chrono::milliseconds(j.value("connect_timeout_ms", 10000));
     pod.cloud_tpu = j.value("cloud_tpu", false);
     pod.internal_ip = j.value("internal_ip", false);
-    if (j.contains("tpu_nodes")) {
-      for (const auto& node : j["tpu_nodes"]) {
-        TpuQuery q{node.at("name").get<std::string>(), node.at("zone").get<std::string>(), {}};
-        if (node.contains("project")) q.project = node["project"].get<std::string>();
-        pod.tpu_nodes.push_back(std::move(q));
+    auto sources = [&](const char* key, std::vector<TpuQuery>* queries) {
+      if (!j.contains(key)) return;
+      for (const auto& source : j[key]) {
+        TpuQuery q{source.at("name").get<std::string>(), source.at("zone").get<std::string>(), {}};
+        if (source.contains("project")) q.project = source["project"].get<std::string>();
+        queries->push_back(std::move(q));
       }
-    }
+    };
+    sources("tpu_nodes", &pod.tpu_nodes);
+    sources("migs", &pod.migs);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("job {}: unreadable pod record: {}", job.id, e.what()));
   }

@@ -20,18 +20,23 @@ struct Pod {
   int local = 0;                   // > 0: --local N, no SSH
   SshOptions ssh;
   int fanout = 64;
-  std::string description;   // "hosts:8", "local:4", "tpu:node-1"
-  bool cloud_tpu = false;    // discovered with --tpu: the TPU runtime sets TPU_WORKER_* itself
-  int slices = 1;            // --tpu A,B,...: the number of nodes (multislice when > 1)
-  bool internal_ip = false;  // --tpu with --internal-ip: workers reached at their internal IPs
+  std::string description;   // "hosts:8", "local:4", "tpu:node-1", "mig:slice-1"
+  bool cloud_tpu = false;    // discovered (--tpu, --mig): the TPU runtime sets TPU_WORKER_* itself
+  int slices = 1;            // --tpu A,B / --mig A,B: the number of slices (multislice when > 1)
+  bool internal_ip = false;  // --tpu/--mig with --internal-ip: workers reached at internal IPs
   // --tpu: the node of each slice, to ask again when a worker is lost (a preemption); kept in
   // the job record (a rerun or a keeper asks gcloud about the same nodes).
   std::vector<TpuQuery> tpu_nodes;
+  // --mig: the managed instance group of each slice, kept in the job record likewise. Recovery
+  // (launcher/recovery/) reads only tpu_nodes so far: a MIG job is not recovered yet.
+  std::vector<TpuQuery> migs;
 };
 
-// Resolves the pod: reads a host file or discovers a TPU pod (tpu_discovery.h), checks -w against
-// the pod size, fills SSH defaults (known_hosts ~/.ssh/known_hosts). Throws Error(kUsage) for
-// missing or contradictory options, Error(kUnreachable) when discovery fails.
+// Resolves the pod: reads a host file or discovers a TPU node's or MIG slice's workers through
+// its pod source (pod/pod_source.h; a MIG's workers put in TPU worker order by their VMs'
+// metadata when the API does not show it: worker_numbers.h), checks -w against the pod size,
+// fills SSH defaults (known_hosts ~/.ssh/known_hosts). Throws Error(kUsage) for missing or
+// contradictory options, Error(kUnreachable) when discovery fails.
 Pod ResolvePod(const PodSettings& settings);
 
 }  // namespace podrun

@@ -119,6 +119,17 @@ void ReadTpu(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* 
   pod->tpu = list;
 }
 
+// mig (a managed instance group of TPU VMs, or several comma-separated): checked as a tpu name.
+void ReadMig(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
+  const std::string list = yaml.NonEmptyString(k, v);
+  for (const std::string& name : SplitTpuNames(list)) {
+    if (std::string problem = TpuNodeNameProblem(name); !problem.empty()) {
+      yaml.Fail(YamlReader::At(k, v), "bad mig name '" + name + "': " + problem);
+    }
+  }
+  pod->mig = list;
+}
+
 void ReadZone(const YamlReader& yaml, const Node& k, const Node& v, PodSettings* pod) {
   const std::string zone = yaml.NonEmptyString(k, v);
   if (std::string problem = ZoneNameProblem(zone); !problem.empty()) {
@@ -166,6 +177,7 @@ void ReadCreate(const YamlReader& yaml, const Node& key, const Node& value, PodS
 constexpr KeyReader<PodSettings> kPodKeys[] = {
     {"hosts", ReadHosts},
     {"tpu", ReadTpu},
+    {"mig", ReadMig},
     {"zone", ReadZone},
     {"project", ReadProject},
     {"internal_ip", ReadBoolField<&PodSettings::internal_ip>},
@@ -189,15 +201,15 @@ void ReadPodSection(const YamlReader& yaml, const Node& key, const Node& value, 
   if (value.IsNull()) return;
   if (!value.IsMap()) yaml.WrongType(key, value, "a mapping");
   std::set<std::string> seen;
-  std::string kind;  // the key that chose the kind of pod: hosts, tpu or local
+  std::string kind;  // the key that chose the kind of pod: hosts, tpu, mig or local
   for (auto it = value.begin(); it != value.end(); ++it) {
     const Node k = it->first;
     const Node v = it->second;
     std::string name = yaml.KeyName(k, &seen);
-    if (name == "hosts" || name == "tpu" || name == "local") {
+    if (name == "hosts" || name == "tpu" || name == "mig" || name == "local") {
       if (!kind.empty()) {
         yaml.Fail(k.Mark(), "'pod' has both '" + kind + "' and '" + name +
-                                "' (give one of hosts, tpu, local)");
+                                "' (give one of hosts, tpu, mig, local)");
       }
       kind = name;
     }
@@ -207,6 +219,12 @@ void ReadPodSection(const YamlReader& yaml, const Node& key, const Node& value, 
   }
   if (pod->create) {
     const YAML::Mark at = YamlReader::FindKeyMark(value, "create");
+    if (pod->mig) {
+      yaml.Fail(at,
+                "'create' with 'mig' is not supported by this podrun yet: make the MIG slice "
+                "with gcloud and give its name (docs/reference.md, \"TPU7x and other "
+                "Compute Engine slices\")");
+    }
     if (!pod->tpu || !pod->zone) {
       yaml.Fail(at, "'create' needs the node's 'tpu' and 'zone' in this 'pod' section");
     }

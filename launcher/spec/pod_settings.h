@@ -17,6 +17,9 @@ struct PodSettings {
   // or a single "@FILE" entry naming a host file, as `--hosts @FILE` does.
   std::optional<std::vector<std::string>> hosts;
   std::optional<std::string> tpu;
+  // A Compute Engine managed instance group of TPU VMs (a MIG slice), or several comma-separated
+  // (one multislice pod); with `zone` and `project` as for `tpu`.
+  std::optional<std::string> mig;
   std::optional<std::string> zone;
   std::optional<std::string> project;
   std::optional<bool> internal_ip;

@@ -127,6 +127,22 @@ TEST(Spec, TpuAndLocalPods) {
             ParseError("pod: {hosts: ['@pod.txt', b]}\nrun: x\n").find("bad host '@pod.txt'"));
 }
 
+TEST(Spec, MigPods) {
+  JobSpec mig =
+      ParseSpecText("pod: {mig: 'slice-1,slice-2', zone: us-central1-a}\nrun: x\n", "s.yaml");
+  EXPECT_EQ("slice-1,slice-2", mig.pod.mig);
+  EXPECT_FALSE(mig.pod.tpu);
+  EXPECT_NE(std::string::npos, ParseError("pod: {mig: s-1, tpu: n, zone: z}\nrun: x\n")
+                                   .find("'pod' has both 'mig' and 'tpu'"));
+  EXPECT_NE(std::string::npos,
+            ParseError("pod: {mig: 'a/b', zone: z}\nrun: x\n").find("bad mig name 'a/b'"));
+  // Making a MIG slice comes later: refused, not ignored.
+  EXPECT_NE(std::string::npos,
+            ParseError("pod:\n  mig: s-1\n  zone: z\n  create: {accelerator_type: v5p-16, "
+                       "version: v}\nrun: x\n")
+                .find("'create' with 'mig' is not supported by this podrun yet"));
+}
+
 TEST(Spec, TpuZoneAndProjectNamesAreCheckedWhereTheyAreWritten) {
   JobSpec two = ParseSpecText(
       "pod:\n  tpu: slice-a,slice-b\n  zone: europe-west4-a\n  project: example.com:proj-1\n"

@@ -1,0 +1,89 @@
+// PodSource: where a discovered pod's workers come from, behind one interface
+// (docs/architecture.md, "Pod sources"): a Cloud TPU node (tpu_node_source.cc) or a Compute Engine
+// managed instance group of TPU VMs (mig_source.cc). Discovery asks a source what it holds;
+// provisioning and recovery will drive it the same way, never asking which kind it is. A new source
+// (a GKE node pool, another cloud) is one new file implementing this class and one line in
+// MakePodSource.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/pod/tpu_create.h"
+#include "launcher/pod/tpu_discovery.h"
+#include "launcher/pod/tpu_host_keys.h"
+
+namespace podrun {
+
+// One VM of a source, as the API describes it.
+struct SourceWorker {
+  std::string name;                        // the VM's name (a MIG instance); "" for a TPU node's
+  std::string internal_ip;                 // how the other workers reach it
+  std::optional<std::string> external_ip;  // how the launcher reaches it unless --internal-ip
+  std::string state;                       // the VM's own state (RUNNING, STOPPING, ...); may be ""
+  // Its TPU worker number when the API shows it (a TPU node: the endpoint's index; a MIG
+  // instance: its `agent-worker-number` metadata); else the VM's metadata server says it.
+  std::optional<int> tpu_worker_number;
+};
+
+// What a source holds now.
+struct SourceState {
+  std::string project;  // the project the API answered for ("" when not shown)
+  // "" when the workers can run a job; else why not, naming the VM and its state, e.g.
+  // "tpu node-1 is CREATING, not READY" or "mig slice-1: instance slice-1-x2ab is STOPPING, not
+  // RUNNING".
+  std::string not_ready;
+  std::string state;  // the source's own word for its state (READY, PREEMPTED, RUNNING, ...)
+  // In TPU worker order when every worker's number is known (sorted by it); else in the API's
+  // order, to be put in order from the VMs' own metadata (connect/worker_numbers.h).
+  std::vector<SourceWorker> workers;
+};
+
+// The kind of a source, as the job record and messages name it.
+enum class PodSourceKind { kTpuNode, kMig };
+
+// Which source: its kind and its name, zone and project.
+struct PodSourceRef {
+  PodSourceKind kind = PodSourceKind::kTpuNode;
+  TpuQuery query;
+};
+
+class PodSource {
+ public:
+  virtual ~PodSource() = default;
+
+  // "tpu node-1 (zone Z[, project P])" or "mig slice-1 (zone Z[, project P])", for messages.
+  virtual std::string What() const = 0;
+  // What the source holds: from the cache (younger than kTpuCacheTtl, and ready) unless
+  // `refresh`, else from gcloud. Throws Error(kUnreachable) with gcloud's words when gcloud fails
+  // (no such node or group, not logged in) or its answer cannot be read; Error(kInterrupted) on
+  // Ctrl-C. `from_cache`, if given, is set to whether the answer came from the cache.
+  virtual SourceState Describe(bool refresh, bool* from_cache) = 0;
+  // Records the TPU worker numbers the VMs themselves gave (VM name -> number) in the cached
+  // answer, so that the next command asks no VM again. Sources whose API shows them ignore it.
+  virtual void RememberWorkerNumbers(const std::map<std::string, int>& numbers) = 0;
+  // Drops the cached answer (the source was deleted or made again: its addresses change).
+  virtual void ForgetCache() = 0;
+  // Asks for the source to be made with `create` and returns at once (the caller waits with
+  // Describe). Throws Error(kUnreachable) with gcloud's words; Error(kUsage) when this kind of
+  // source cannot be made yet.
+  virtual void Create(const TpuCreate& create) = 0;
+  // Deletes the source and waits until it is gone. Throws as Create.
+  virtual void Delete() = 0;
+  // The SSH host keys its VMs publish (guest attributes `hostkeys/`), by TPU worker number.
+  virtual TpuHostKeys PublishedHostKeys() = 0;
+};
+
+// The source `ref` names; its answers are cached under `cache_dir`. Throws Error(kUsage) for a
+// name, zone or project the API would not allow (tpu_names.h).
+std::unique_ptr<PodSource> MakePodSource(const PodSourceRef& ref,
+                                         const std::filesystem::path& cache_dir);
+
+// "tpu" or "mig", as the job record and --tpu/--mig name them.
+const char* PodSourceKindName(PodSourceKind kind);
+
+}  // namespace podrun
