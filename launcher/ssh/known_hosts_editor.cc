@@ -20,6 +20,8 @@
 
 #include "launcher/base/atomic_file.h"
 #include "launcher/base/error.h"
+#include "proto/unique_fd.h"
+#include "proto/write_all.h"
 
 namespace podrun {
 namespace {
