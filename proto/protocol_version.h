@@ -1,6 +1,7 @@
 // The launcher⇄agent protocol version, shared by podrun and podrun-agent.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace podrun {
@@ -8,6 +9,11 @@ namespace podrun {
 // Bump on any incompatible change to proto/agent.proto; both sides refuse a mismatch.
 // Equals podrun.agent.v1.PROTOCOL_VERSION_CURRENT (checked where both are visible).
 inline constexpr uint32_t kProtocolVersion = 1;
+
+// The furthest ahead of the agent's clock a Start's start_at_ns may lie: an agent told to wait
+// longer starts at once (a clock mix-up must not hold a job back), so the launcher never
+// schedules a start that far ahead.
+inline constexpr std::chrono::seconds kMaxStartDelay{10};
 
 // The one line `podrun-agent serve` prints on stdout (Mosh style), parsed by the launcher:
 //   PODRUN-AGENT READY <protocol_version> <agent_version> <socket path>

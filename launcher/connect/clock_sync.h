@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "proto/protocol_version.h"
+
 namespace podrun {
 
 // One Hello round trip: the launcher's clock when it was sent and answered, the agent's clock
@@ -34,9 +36,9 @@ struct AgentHello;
 // `hello`, if given, receives the last Hello's answer.
 ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3, AgentHello* hello = nullptr);
 
-// The most an agent waits for a start instant (it starts at once when told to wait longer,
-// worker/job/job_runner.cc), less a margin: the lead never exceeds it.
-constexpr std::chrono::nanoseconds kMaxStartLead = std::chrono::seconds(8);
+// The furthest ahead a start is scheduled: what an agent waits at most (it starts at once when
+// told to wait longer), less a margin for the clock offsets' error and the Start's travel.
+constexpr std::chrono::nanoseconds kMaxStartLead = kMaxStartDelay - std::chrono::seconds(2);
 
 // How far ahead of now the start is scheduled: twice `reach`, what a light RPC to every worker
 // at once measured just before took from the first send to the last answer (Start goes the same

@@ -20,6 +20,7 @@
 #include "proto/log_record.h"
 #include "proto/private_state.h"
 #include "proto/progress_pattern.h"
+#include "proto/protocol_version.h"
 #include "worker/base/agent_error.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/supervisor/prepared_child.h"
@@ -78,9 +79,8 @@ void Validate(const JobRequest& spec) {
 }
 
 // Sleeps until the wall clock reads `at_ns`; returns at once if that is past or absurdly far
-// (more than kMaxStartDelay ahead: a clock mix-up must not hold a job back).
+// (more than kMaxStartDelay ahead, proto/protocol_version.h).
 void WaitUntilWallClock(int64_t at_ns) {
-  constexpr auto kMaxStartDelay = std::chrono::seconds(10);
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   int64_t now_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
