@@ -49,7 +49,12 @@ int StopAndReap(pid_t pid, pid_t target) {
 
 }  // namespace
 
-ProgramResult RunProgram(const std::vector<std::string>& args, std::chrono::milliseconds deadline) {
+ProgramResult RunProgram(const std::vector<std::string>& args) {
+  return RunProgramWithin(args, std::chrono::milliseconds::zero());
+}
+
+ProgramResult RunProgramWithin(const std::vector<std::string>& args,
+                               std::chrono::milliseconds deadline) {
   ProgramResult result;
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {

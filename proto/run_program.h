@@ -22,10 +22,11 @@ inline constexpr auto kInterruptedProgramGrace = std::chrono::milliseconds(2000)
 // caller's environment, and waits for it, collecting stdout and stderr whole (for programs
 // whose output is small). A Ctrl-C noted while it runs (proto/interrupt_note.h) ends the wait
 // at once: the program's process group gets SIGTERM (SIGKILL after kInterruptedProgramGrace),
-// it is reaped, and the result says `interrupted`. A program still running `deadline` after its
-// start (zero: none) is stopped the same way and the result says `timed_out`: a hung program
-// never holds its caller for ever. Any thread.
-ProgramResult RunProgram(const std::vector<std::string>& argv,
-                         std::chrono::milliseconds deadline = std::chrono::milliseconds::zero());
+// it is reaped, and the result says `interrupted`. Any thread.
+ProgramResult RunProgram(const std::vector<std::string>& argv);
+// As RunProgram; a program still running `deadline` after its start is stopped the same way and
+// the result says `timed_out`: a hung program never holds its caller for ever.
+ProgramResult RunProgramWithin(const std::vector<std::string>& argv,
+                               std::chrono::milliseconds deadline);
 
 }  // namespace podrun

@@ -80,22 +80,22 @@ TEST(RunProgram, AnInterruptBeforeTheStartDoesNotStopIt) {
 
 TEST(RunProgram, AProgramPastItsDeadlineIsStoppedAndSaysSo) {
   auto began = std::chrono::steady_clock::now();
-  ProgramResult r = RunProgram({"sleep", "30"}, std::chrono::milliseconds(300));
+  ProgramResult r = RunProgramWithin({"sleep", "30"}, std::chrono::milliseconds(300));
   EXPECT_TRUE(r.timed_out);
   EXPECT_FALSE(r.interrupted);
   EXPECT_EQ(128 + SIGTERM, r.exit_code);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
   // One that ignores SIGTERM gets SIGKILL after the grace; output it wrote before is kept.
   began = std::chrono::steady_clock::now();
-  r = RunProgram({"sh", "-c", "trap '' TERM; echo begun; while :; do sleep 0.1; done"},
-                 std::chrono::milliseconds(300));
+  r = RunProgramWithin({"sh", "-c", "trap '' TERM; echo begun; while :; do sleep 0.1; done"},
+                       std::chrono::milliseconds(300));
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(128 + SIGKILL, r.exit_code);
   EXPECT_EQ("begun\n", r.out);
   EXPECT_LT(std::chrono::steady_clock::now() - began,
             kInterruptedProgramGrace + std::chrono::seconds(5));
   // Within its deadline, a program is left alone.
-  r = RunProgram({"sh", "-c", "echo ok"}, std::chrono::seconds(30));
+  r = RunProgramWithin({"sh", "-c", "echo ok"}, std::chrono::seconds(30));
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(0, r.exit_code);
 }

@@ -639,7 +639,9 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
   nlohmann::json jobs = nlohmann::json::parse(RunCommand(Podrun() + " ls --json", false).output);
   for (const auto& j : jobs) {
-    if (j["id"] == job) EXPECT_EQ("stopped", j["state"]) << j.dump();
+    if (j["id"] == job) {
+      EXPECT_EQ("stopped", j["state"]) << j.dump();
+    }
   }
   // A later watch has nothing to do: nothing is created again.
   const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));

@@ -117,7 +117,7 @@ GcloudError FailureOf(const std::vector<std::string>& argv, const ProgramResult&
 
 std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
   const std::chrono::seconds deadline = GcloudDeadline(argv);
-  ProgramResult r = RunProgram(argv, deadline);
+  ProgramResult r = RunProgramWithin(argv, deadline);
   if (r.exit_code == 0 && !r.interrupted && !r.timed_out) return r.out;
   throw FailureOf(argv, r, what, deadline);
 }

@@ -93,6 +93,9 @@ bool ReadDetails(ProcessProbe* p, int64_t boot_wall_ns) {
   return !syscall.empty() || p->IsZombie();
 }
 
+// How long `sudo -n head` may take before it is stopped.
+constexpr auto kSudoHeadDeadline = std::chrono::seconds(5);
+
 // The current system calls of the probes whose /proc/<pid>/syscall was unreadable, read through
 // `sudo -n` in one program (sudo and head by their full paths, found where only root can write).
 void ReadSyscallsThroughSudo(std::vector<ProcessProbe*>& unread) {
@@ -102,8 +105,9 @@ void ReadSyscallsThroughSudo(std::vector<ProcessProbe*>& unread) {
   if (sudo.empty() || head.empty()) return;  // the system calls stay unknown
   std::vector<std::string> argv = {sudo, "-n", head, "-v", "-n1", "--"};
   for (const ProcessProbe* p : unread) argv.push_back(ProcPath(p->pid, "syscall"));
-  const ProgramResult result = RunProgram(argv);
-  if (result.exit_code < 0) return;  // no sudo: the system calls stay unknown
+  // sudo may hang (a PAM module, a directory service): the system calls then stay unknown.
+  const ProgramResult result = RunProgramWithin(argv, kSudoHeadDeadline);
+  if (result.exit_code < 0 || result.timed_out) return;  // no sudo: the calls stay unknown
   // Exits 1 when a process ended meanwhile: the others' lines are still there.
   const std::map<pid_t, std::string> lines = ParseHeadSyscalls(result.out);
   for (ProcessProbe* p : unread) {
