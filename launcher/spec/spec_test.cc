@@ -405,10 +405,11 @@ TEST(Spec, PodCreate) {
   // A spec naming a project covers only its own node in that project: the same name and zone
   // without a project (`--tpu a --zone z`: gcloud's default project) is not covered.
   const JobSpec in_project = ParseSpecText(
-      "run: x\npod:\n  tpu: a\n  zone: z\n  project: p\n  create: {accelerator_type: a, version: "
+      "run: x\npod:\n  tpu: a\n  zone: z\n  project: proj-1\n  create: {accelerator_type: a, "
+      "version: "
       "v}\n",
       "spec.yaml");
-  EXPECT_TRUE(SpecCreateCovers(in_project.pod, {"a", "z", "p"}));
+  EXPECT_TRUE(SpecCreateCovers(in_project.pod, {"a", "z", "proj-1"}));
   EXPECT_FALSE(SpecCreateCovers(in_project.pod, {"a", "z", "other"}));
   EXPECT_FALSE(SpecCreateCovers(in_project.pod, {"a", "z", std::nullopt}));
 }
