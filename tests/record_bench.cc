@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
     const int64_t t0 = NowUnixNs();
     const int attempt = store.AddAttempt(job.id, indexes, AttemptReason::kLaunch, t0);
     StepTracker tracker(true, indexes, {});
-    std::vector<agent::StepReader> readers;
+    std::deque<agent::StepReader> readers;  // not movable: a deque never moves them
     for (int w = 0; w < workers; ++w) readers.emplace_back(kDefaultProgressPattern);
     RunRecords records(store);
     for (int64_t s = 1; s <= seconds; ++s) {

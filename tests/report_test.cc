@@ -94,7 +94,8 @@ std::string WriteSyntheticRun(const fs::path& db, const Clock& t) {
                         .step_ns = t(250),
                         .first_step_ns = t(45 + k),
                         .steps_per_s = rate,
-                        .straggler = k == 2 ? "0.40 steps/s vs median 1.00" : ""});
+                        .straggler = k == 2 ? std::optional<StragglerNote>(StragglerNote{0.4, 1.0})
+                                            : std::nullopt});
     samples.push_back(std::move(u));
     store.UpdateWorker(job.id, a1, k,
                        {.state = WorkerState::kLost,
@@ -128,7 +129,7 @@ std::string WriteSyntheticRun(const fs::path& db, const Clock& t) {
                         .step_ns = t(890),
                         .first_step_ns = t(440),
                         .steps_per_s = 1.0,
-                        .straggler = ""});
+                        .straggler = std::nullopt});
     store.UpdateWorker(
         job.id, a2, k,
         {.state = WorkerState::kExited, .exit_code = 0, .start_ns = t(432), .end_ns = t(900)});
