@@ -88,9 +88,9 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
     CommandResult r = RunCommand(Podrun() + " status " + job + " --json", /*merge_stderr=*/false);
     return nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
   };
-  nlohmann::json status = status_json();
-  ASSERT_EQ("running", status["keeper"]["state"]) << status.dump();
-  ASSERT_EQ(0, ::kill(status["keeper"]["pid"].get<int>(), SIGKILL));
+  nlohmann::json job_status = status_json();
+  ASSERT_EQ("running", job_status["keeper"]["state"]) << job_status.dump();
+  ASSERT_EQ(0, ::kill(job_status["keeper"]["pid"].get<int>(), SIGKILL));
   ASSERT_TRUE(WaitUntil([&] { return status_json()["keeper"]["state"] == "gone"; },
                         std::chrono::seconds(10)))
       << status_json().dump();
@@ -115,10 +115,10 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
       std::chrono::seconds(20)))
       << "w0 at " << first[0] << " then " << later[0] << ", w2 at " << first[2] << " then "
       << later[2];
-  status = status_json();
-  ASSERT_EQ(status["workers"].size(), static_cast<size_t>(kWorkers)) << status.dump();
-  ASSERT_TRUE(status["workers"][0]["step"].is_number_integer()) << status.dump();
-  EXPECT_GE(status["workers"][0]["step"].get<int64_t>(), later[0]) << status.dump();
+  job_status = status_json();
+  ASSERT_EQ(job_status["workers"].size(), static_cast<size_t>(kWorkers)) << job_status.dump();
+  ASSERT_TRUE(job_status["workers"][0]["step"].is_number_integer()) << job_status.dump();
+  EXPECT_GE(job_status["workers"][0]["step"].get<int64_t>(), later[0]) << job_status.dump();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // w1's silence grows
 
   CommandResult json = RunCommand(Podrun() + " top " + job + " --once --json",

@@ -54,7 +54,9 @@ void StepTracker::Update(int worker, const AgentSteps& steps, int64_t clock_offs
   }
   std::vector<StepSample> samples;
   samples.reserve(steps.samples.size());
-  for (const AgentStepPoint& s : steps.samples) samples.push_back({s.time_ns, s.step});
+  for (const AgentStepPoint& s : steps.samples) {
+    samples.push_back({s.time_ns - clock_offset_ns, s.step});
+  }
   if (samples != w.samples) {
     w.samples = std::move(samples);
     w.samples_changed = true;

@@ -255,7 +255,7 @@ TEST_F(JobStoreTest, SchemaVersionAndWal) {
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
   EXPECT_EQ(kJobStoreSchemaVersion, sqlite3_column_int(st, 0));
-  EXPECT_EQ(5, kJobStoreSchemaVersion);
+  EXPECT_EQ(6, kJobStoreSchemaVersion);
   sqlite3_finalize(st);
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
