@@ -150,9 +150,10 @@ std::chrono::nanoseconds PhaseFanOut::MeasureReach() {
   std::mutex mutex;
   Clock::time_point last = began;
   workers_.ForEach([&](AttemptWorker& w) {
-    if (!w.error.empty()) return;
+    auto client = w.client();
+    if (!w.error.empty() || !client) return;
     try {
-      w.client()->Hello();
+      client->Hello();
     } catch (const std::exception&) {
       return;  // its Start fails and says why
     }
