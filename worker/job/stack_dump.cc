@@ -175,8 +175,8 @@ std::string Start(const std::vector<std::string>& argv, Run* run) {
 void Report(Run& run, milliseconds timeout, ProcessProbe* p) {
   bool printed = run.out_text.find_first_not_of(" \t\r\n") != std::string::npos;
   const std::optional<ProcStat> now = ReadProcStat(p->pid);
-  if (printed && (!now || now->start_ticks != p->start_ticks || now->state == 'Z' ||
-                  now->state == 'X')) {
+  if (printed &&
+      (!now || now->start_ticks != p->start_ticks || now->state == 'Z' || now->state == 'X')) {
     p->stack_error =
         "pid " + std::to_string(p->pid) +
         " ended while its stack was taken (or is another process now): " + "the stack was dropped";
