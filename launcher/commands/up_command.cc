@@ -224,6 +224,10 @@ CommandRun AddUpOptions(CLI::App& app) {
                "Keep the queued resource podrun created when the wait fails or is interrupted "
                "(default: delete it, it holds quota)");
   app.add_flag("-y,--yes", request->yes, "Do not ask before creating");
+  app.add_option_function<std::string>(
+      "--known-hosts", [request](const std::string& v) { request->pod.known_hosts = v; },
+      "Where the new VMs' published host keys are pinned (default: the spec's, else "
+      "~/.ssh/known_hosts)");
   app.footer("Example: podrun up examples/checkpointing/podrun.yaml");
   return [request] { return RunUp(*request); };
 }

@@ -173,13 +173,13 @@ std::string Start(const std::vector<std::string>& argv, Run* run) {
 // What `run` gave its process. The process is looked at again once the tool is done: a pid that
 // names another process now (the one asked for ended, its pid was reused) drops the output.
 void Report(Run& run, milliseconds timeout, ProcessProbe* p) {
-  bool printed = run.out_text.find_first_not_of(" \t\r\n") != std::string::npos;
+  const bool printed = run.out_text.find_first_not_of(" \t\r\n") != std::string::npos;
   const std::optional<ProcStat> now = ReadProcStat(p->pid);
-  if (printed && (!now || now->start_ticks != p->start_ticks || now->state == 'Z' ||
-                  now->state == 'X')) {
-    p->stack_error =
-        "pid " + std::to_string(p->pid) +
-        " ended while its stack was taken (or is another process now): " + "the stack was dropped";
+  if (printed &&
+      (!now || now->start_ticks != p->start_ticks || now->state == 'Z' || now->state == 'X')) {
+    p->stack_error = "pid " + std::to_string(p->pid) +
+                     " ended while its stack was taken (or is another process now): the stack "
+                     "was dropped";
     return;
   }
   if (run.timed_out) {
