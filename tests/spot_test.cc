@@ -614,7 +614,9 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
       << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
   ASSERT_NE(std::string::npos, QueuedResources().find("node-sq"));
   r = RunCommand(Podrun() + " stop " + job + " --grace 1");
-  EXPECT_EQ(0, r.exit_code) << r.output;
+  // 3 when the preempted workers' pending stops cannot reach their new VMs (another host key).
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("keeper of job " + job)) << r.output;
   const std::string log = ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
   // The keeper is gone, what it queued is deleted, and the job reads stopped from now on.
   EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
