@@ -901,8 +901,8 @@ TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
                          "  while [ ! -e "
                       << release << " ]; do sleep 0.2; done\n";
   const std::string out = Dir() + "/attached.out";
-  const pid_t launch = StartCommand("exec " + Podrun() + " launch " + spec + HostsOptions(*pod_) +
-                                    " > " + out + " 2>&1 < /dev/null");
+  const pid_t launch = StartCommand(Podrun() + " launch " + spec + HostsOptions(*pod_) + " > " +
+                                    out + " 2>&1 < /dev/null");
   ASSERT_GT(launch, 0);
   const std::string text = WaitForText(out, "[w3] started");
   const std::string job = JobId(text);
