@@ -80,8 +80,9 @@ class SpotTest : public ::testing::Test {
     std::ofstream(State() + "/config.json") << config.dump();
   }
   static std::string Env() {
+    // CLOUDSDK_CONFIG too: the keepers' environment is an allow-list (keeper_env.h).
     return "env PODRUN_HOME=" + Home() + " FAKE_GCLOUD_STATE=" + State() +
-           " PODRUN_GCLOUD=" + std::string(PODRUN_SOURCE_DIR) +
+           " CLOUDSDK_CONFIG=" + State() + " PODRUN_GCLOUD=" + std::string(PODRUN_SOURCE_DIR) +
            "/tests/fake-gcloud PODRUN_TPU_POLL_SECONDS=1 ";
   }
   static std::string Podrun() { return Env() + PODRUN_BINARY; }
