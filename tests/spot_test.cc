@@ -770,10 +770,19 @@ TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSam
   RunCommand(Podrun() + " down --tpu node-ckpt --zone zone-a -y");
 }
 
-// The options of a job on the pod's workers as plain hosts (no gcloud).
+// The options of a job on the pod's workers as plain hosts (no gcloud), with a known_hosts of
+// their current host keys (earlier tests' preemptions gave them new ones).
 std::string HostsOptions(const TestPod& pod) {
-  return " --hosts @" + pod.host_file() + " -i " + pod.identity() + " --known-hosts " +
-         pod.known_hosts();
+  const std::string known_hosts = Dir() + "/hosts_known_hosts";
+  std::ofstream out(known_hosts);
+  for (int i = 0; i < kWorkers; ++i) {
+    std::istringstream key(
+        ReadTextFile(pod.dir() + "/" + pod.name(i) + "/ssh_host_ed25519_key.pub"));
+    std::string type, blob;
+    key >> type >> blob;
+    out << pod.address(i) << " " << type << " " << blob << "\n";
+  }
+  return " --hosts @" + pod.host_file() + " -i " + pod.identity() + " --known-hosts " + known_hosts;
 }
 
 // Every line of `merged` is "[wK] line N", and each of the pod's workers printed 1..lines
