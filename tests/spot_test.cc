@@ -81,8 +81,9 @@ class SpotTest : public ::testing::Test {
     std::ofstream(State() + "/config.json") << config.dump();
   }
   static std::string Env() {
+    // CLOUDSDK_CONFIG too: the keepers' environment is an allow-list (keeper_env.h).
     return "env PODRUN_HOME=" + Home() + " FAKE_GCLOUD_STATE=" + State() +
-           " PODRUN_GCLOUD=" + std::string(PODRUN_SOURCE_DIR) +
+           " CLOUDSDK_CONFIG=" + State() + " PODRUN_GCLOUD=" + std::string(PODRUN_SOURCE_DIR) +
            "/tests/fake-gcloud PODRUN_TPU_POLL_SECONDS=1 ";
   }
   static std::string Podrun() { return Env() + PODRUN_BINARY; }
@@ -917,10 +918,19 @@ TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSam
   RunCommand(Podrun() + " down --tpu node-ckpt --zone zone-a -y");
 }
 
-// The options of a job on the pod's workers as plain hosts (no gcloud).
+// The options of a job on the pod's workers as plain hosts (no gcloud), with a known_hosts of
+// their current host keys (earlier tests' preemptions gave them new ones).
 std::string HostsOptions(const TestPod& pod) {
-  return " --hosts @" + pod.host_file() + " -i " + pod.identity() + " --known-hosts " +
-         pod.known_hosts();
+  const std::string known_hosts = Dir() + "/hosts_known_hosts";
+  std::ofstream out(known_hosts);
+  for (int i = 0; i < kWorkers; ++i) {
+    std::istringstream key(
+        ReadTextFile(pod.dir() + "/" + pod.name(i) + "/ssh_host_ed25519_key.pub"));
+    std::string type, blob;
+    key >> type >> blob;
+    out << pod.address(i) << " " << type << " " << blob << "\n";
+  }
+  return " --hosts @" + pod.host_file() + " -i " + pod.identity() + " --known-hosts " + known_hosts;
 }
 
 // Every line of `merged` is "[wK] line N", and each of the pod's workers printed 1..lines
@@ -1049,8 +1059,8 @@ TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
                          "  while [ ! -e "
                       << release << " ]; do sleep 0.2; done\n";
   const std::string out = Dir() + "/attached.out";
-  const pid_t launch = StartCommand("exec " + Podrun() + " launch " + spec + HostsOptions(*pod_) +
-                                    " > " + out + " 2>&1 < /dev/null");
+  const pid_t launch = StartCommand(Podrun() + " launch " + spec + HostsOptions(*pod_) + " > " +
+                                    out + " 2>&1 < /dev/null");
   ASSERT_GT(launch, 0);
   const std::string text = WaitForText(out, "[w3] started");
   const std::string job = JobId(text);
