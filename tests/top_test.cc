@@ -88,8 +88,16 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
     CommandResult r = RunCommand(Podrun() + " status " + job + " --json", /*merge_stderr=*/false);
     return nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
   };
-  nlohmann::json job_status = status_json();
-  ASSERT_EQ("running", job_status["keeper"]["state"]) << job_status.dump();
+  // The keeper drives the job (it has heartbeated since it started) before it is killed.
+  nlohmann::json job_status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        job_status = status_json();
+        return job_status["keeper"]["state"] == "running" &&
+               job_status["keeper"]["heartbeat"] != job_status["keeper"]["started"];
+      },
+      std::chrono::seconds(30)))
+      << job_status.dump();
   ASSERT_EQ(0, ::kill(job_status["keeper"]["pid"].get<int>(), SIGKILL));
   ASSERT_TRUE(WaitUntil([&] { return status_json()["keeper"]["state"] == "gone"; },
                         std::chrono::seconds(10)))
