@@ -7,16 +7,40 @@ namespace podrun::agent {
 
 void StepReader::Add(std::string_view data, int64_t time_ns) {
   if (!pattern_.enabled()) return;
-  while (!data.empty()) {
-    // Up to the next line end ('\n', or '\r': a progress bar's redraw ends a line too).
-    size_t end = 0;
-    while (end < data.size() && data[end] != '\n' && data[end] != '\r') ++end;
-    if (line_.size() < kLineBytes) {
-      line_.append(data.data(), std::min(end, kLineBytes - line_.size()));
+  // A chunk's lines all get its one time, so of the lines it ends only the last one that holds
+  // a step matters: they are looked at from the last one back, and the pattern runs on one line
+  // of a chunk in the common case (a training loop's every line holds its step), not on each.
+  const size_t first_end = data.find_first_of("\n\r");  // a progress bar's '\r' ends a line too
+  if (first_end == std::string_view::npos) {
+    AppendToLine(data);  // the line goes on in the next chunk
+    return;
+  }
+  const size_t last_end = data.find_last_of("\n\r");
+  bool found = false;
+  for (size_t end = last_end; end > first_end && !found;) {
+    // data[first_end] is a line end: the search always stops there at the latest.
+    const size_t start = data.find_last_of("\n\r", end - 1);
+    const std::string_view line = data.substr(start + 1, std::min(end - start - 1, kLineBytes));
+    if (!line.empty()) {
+      if (std::optional<int64_t> step = pattern_.Step(line)) {
+        Stepped(time_ns, *step);
+        found = true;
+      }
     }
-    if (end == data.size()) return;  // the line goes on in the next chunk
+    end = start;
+  }
+  if (found) {
+    line_.clear();  // the chunk's first line (begun in an earlier chunk) is older
+  } else {
+    AppendToLine(data.substr(0, first_end));
     Line(time_ns);
-    data.remove_prefix(end + 1);
+  }
+  AppendToLine(data.substr(last_end + 1));
+}
+
+void StepReader::AppendToLine(std::string_view data) {
+  if (line_.size() < kLineBytes) {
+    line_.append(data.data(), std::min(data.size(), kLineBytes - line_.size()));
   }
 }
 

@@ -28,7 +28,8 @@ class StepReader {
   explicit StepReader(const std::string& pattern) : pattern_(pattern) {}
 
   bool enabled() const { return pattern_.enabled(); }
-  // A chunk of the job's output (stdout or stderr alike), read at `time_ns`.
+  // A chunk of the job's output (stdout or stderr alike), read at `time_ns`. Its lines share that
+  // time: of those it ends, only the last one holding a step counts.
   void Add(std::string_view data, int64_t time_ns);
   // The step changed since the last TakeRecord.
   bool changed() const { return changed_; }
@@ -37,6 +38,7 @@ class StepReader {
 
  private:
   void Line(int64_t time_ns);
+  void AppendToLine(std::string_view data);  // up to kLineBytes of the current line
   void Stepped(int64_t time_ns, int64_t step);
 
   ProgressPattern pattern_;

@@ -28,10 +28,26 @@ TEST(StepReaderTest, StepsFromLinesCutAnywhereAndFromProgressBars) {
   EXPECT_EQ(5, second.step());
   EXPECT_EQ(3 * kSecond, second.step_ns());
   EXPECT_EQ(2 * kSecond, second.first_step_ns());
-  ASSERT_EQ(2, second.samples_size());  // 3 at 2 s, 4 at 3 s (5 at 3 s is too close)
+  ASSERT_EQ(2, second.samples_size());  // 3 at 2 s, 5 at 3 s (the chunk's last step)
   EXPECT_EQ(3, second.samples(0).step());
-  EXPECT_EQ(4, second.samples(1).step());
+  EXPECT_EQ(5, second.samples(1).step());
   EXPECT_EQ(4 * kSecond, second.written_ns());
+}
+
+TEST(StepReaderTest, AChunksLastStepCountsWhateverFollowsIt) {
+  StepReader r(kDefaultProgressPattern);
+  std::string chunk = "tail of an earlier line step 1\n";
+  for (int i = 2; i <= 500; ++i) chunk += "step " + std::to_string(i) + " loss 0.5\n";
+  chunk += "saving a checkpoint\n\nstep 50";  // no step after 500 ends here; "step 50" goes on
+  r.Add(chunk, kSecond);
+  v1::StepRecord record = r.TakeRecord(kSecond);
+  EXPECT_EQ(500, record.step());
+  ASSERT_EQ(1, record.samples_size());
+  r.Add("1 loss 0.4\n", 2 * kSecond);  // the line begun in the chunk before: step 501
+  EXPECT_EQ(501, r.TakeRecord(2 * kSecond).step());
+  StepReader none(kDefaultProgressPattern);
+  none.Add("step 7 starts\nno step here\nnor here\n", kSecond);  // only the first line has one
+  EXPECT_EQ(7, none.TakeRecord(kSecond).step());
 }
 
 TEST(StepReaderTest, OnlyALinesStartIsLookedAtAndNoneIsOff) {
