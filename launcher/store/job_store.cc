@@ -116,9 +116,9 @@ void JobStore::SetJobHosts(const std::string& job_id, const std::vector<JobHost>
 }
 
 void JobStore::SetSpecPath(const std::string& job_id, const std::string& spec_path) {
-  Statement s(db_.get(), path_, "UPDATE jobs SET spec_path = ?2 WHERE id = ?1");
+  Statement s = db_->Prepare("UPDATE jobs SET spec_path = ?2 WHERE id = ?1");
   s.Bind(1, job_id).Bind(2, spec_path).Run();
-  if (sqlite3_changes(db_.get()) == 0) throw UsageError("no job '" + job_id + "'");
+  if (db_->Changes() == 0) throw UsageError("no job '" + job_id + "'");
 }
 
 int JobStore::AddAttempt(const std::string& job_id, const std::vector<int>& workers,
