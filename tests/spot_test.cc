@@ -1,9 +1,9 @@
 // Integration tests of spot TPUs that heal themselves (docs/reference.md, "Provisioning and
-// recovery") on a real 4-worker testpod, through tests/fake-gcloud: a stand-in for the gcloud CLI
-// whose nodes take workers from the pod (a v4-16 node: 2 of the 4, so that a recreated node comes
-// back at other addresses). A preemption here is real on the workers: the node reads PREEMPTED,
-// every process on its workers is killed (TestPod::Reboot) and their homes are wiped (all but
-// ~/.ssh, which a real TPU VM gets again from its metadata).
+// recovery") on a real 4-worker testpod, through tests/fake-gcloud: the gcloud CLI face of
+// scripts/fake-tpu-api, whose nodes take workers from the pod (a v4-16 node: 2 of the 4, so that
+// a recreated node comes back at other addresses). A preemption here is real on the workers: the
+// node reads PREEMPTED, every process on its workers is killed (TestPod::Reboot) and their homes
+// are wiped (all but ~/.ssh, which a real TPU VM gets again from its metadata).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
