@@ -5,12 +5,11 @@
 #include <re2/re2.h>
 
 #include <charconv>
+#include <cstring>
 #include <stdexcept>
 
 namespace podrun {
 namespace {
-
-constexpr size_t kMaxFilteredLineBytes = 4096;  // longer lines skip the literal prefilter
 
 RE2::Options PatternOptions() {
   RE2::Options options;
@@ -45,25 +44,67 @@ ProgressPattern::ProgressPattern(const std::string& pattern) : pattern_(pattern)
 
 ProgressPattern::~ProgressPattern() = default;
 
-bool ProgressPattern::MayMatch(std::string_view line) const {
-  // One pass: a digit? any byte outside ASCII? and the line lowercased for the atoms.
-  bool digit = false, ascii = true;
-  char lower[kMaxFilteredLineBytes];
-  const bool filtered = filter_ && line.size() <= sizeof lower;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(line[i]);
-    digit |= c >= '0' && c <= '9';
-    ascii &= c < 0x80;
-    if (filtered) lower[i] = static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+namespace {
+
+bool HasDigit(std::string_view text) {
+  for (const char c : text) {
+    if (c >= '0' && c <= '9') return true;  // real output has one early: the loop ends soon
   }
-  if (!digit) return false;
+  return false;
+}
+
+// Whether every byte is ASCII: eight bytes at a time.
+bool IsAscii(std::string_view text) {
+  size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, text.data() + i, 8);
+    if (word & 0x8080808080808080ULL) return false;
+  }
+  for (; i < text.size(); ++i) {
+    if (static_cast<unsigned char>(text[i]) >= 0x80) return false;
+  }
+  return true;
+}
+
+char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
+
+// Whether ASCII `text` holds `atom` (lowercase), ignoring ASCII case: memchr for the atom's first
+// byte in either case, then the rest compared.
+bool ContainsIgnoringCase(std::string_view text, std::string_view atom) {
+  if (atom.empty()) return true;
+  if (atom.size() > text.size()) return false;
+  const char first = atom[0];
+  const char upper = first >= 'a' && first <= 'z' ? static_cast<char>(first - ('a' - 'A')) : first;
+  for (const char c : {first, upper}) {
+    const char* p = text.data();
+    const char* const last = text.data() + text.size() - atom.size();
+    while (p <= last) {
+      p = static_cast<const char*>(std::memchr(p, c, static_cast<size_t>(last - p) + 1));
+      if (p == nullptr) break;
+      size_t k = 1;
+      while (k < atom.size() && AsciiLower(p[k]) == atom[k]) ++k;
+      if (k == atom.size()) return true;
+      ++p;
+    }
+    if (upper == first) break;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ProgressPattern::MayMatch(std::string_view text) const {
+  if (!re_ || !HasDigit(text)) return false;
   // Other bytes: their lowercase is Unicode's, not ASCII's; the regex decides.
-  if (!filtered || !ascii) return true;
-  const std::string_view text(lower, line.size());
+  if (!filter_ || !IsAscii(text)) return true;
   std::vector<int> found;
   for (size_t i = 0; i < atoms_.size(); ++i) {
-    if (text.find(atoms_[i]) != std::string_view::npos) found.push_back(static_cast<int>(i));
+    if (ContainsIgnoringCase(text, atoms_[i])) found.push_back(static_cast<int>(i));
   }
+  // No atom: no match (a pattern that could match without one has no atoms, and no filter_).
+  // Most lines end here, without asking the filter (which allocates).
+  if (found.empty()) return false;
   std::vector<int> passed;
   filter_->AllPotentials(found, &passed);
   return !passed.empty();

@@ -49,11 +49,11 @@ class ProgressPattern {
   // The lowercase strings of which a line of ASCII text must contain one to match (empty: no
   // such test, every line with a digit is searched).
   const std::vector<std::string>& atoms() const { return atoms_; }
+  // False when no line of `text` can hold a match (the prefilter above, on the whole text at
+  // once: one pass for a chunk of many lines); true when one may. Any thread.
+  bool MayMatch(std::string_view text) const;
 
  private:
-  // False when `line` cannot hold a match (see the header comment).
-  bool MayMatch(std::string_view line) const;
-
   std::string pattern_;
   std::unique_ptr<re2::RE2> re_;
   std::unique_ptr<re2::FilteredRE2> filter_;  // null: no literal prefilter

@@ -52,7 +52,6 @@ TEST(ProgressPatternTest, ABadPatternOrAWrongGroupCountIsRefusedWithTheReason) {
   EXPECT_THROW(ProgressPattern("(step) (\\d+)"), std::invalid_argument);
 }
 
-
 // The prefilter never changes what matches: on lines made to sit at its edges (every case, the
 // long s and the Kelvin sign that RE2 folds to s and k, bytes outside ASCII, no digit) and on
 // many random lines over an alphabet of the patterns' own letters, Step and StepUnfiltered agree.
@@ -60,18 +59,65 @@ TEST(ProgressPatternTest, ThePrefilterNeverChangesWhatMatches) {
   const std::vector<std::string> patterns = {
       kDefaultProgressPattern, R"(it=(\d+) )",   R"((?i)loss (\d+))", R"((\d+))",
       R"((?i)k(\d+))",         R"((?i)ss(\d+))", R"(é(\d+))",         R"((?:ab|cd)x(\d+))"};
-  std::vector<std::string> lines = {"step 12",        "STEP 12",         "sTeP: 12",
-                                    "\xC5\xBFtep 12", "\xC5\xBFTEP 12",  "iter 3",
-                                    "ITERATION 3",    "step twelve",     "no digits at all",
-                                    "it=41 x",        "LOSS 7",          "\xE2\x84\xAA" "5",
-                                    "K5",             "k5",              "\xC3\xA9" "5",
-                                    "\xC3\x89" "5",   "abx7 cdx8",       "\xC5\xBF\xC5\xBF" "3",
-                                    "SS3",            "global_step 9",   "x step 1 \xFF\xFE"};
+  std::vector<std::string> lines = {"step 12",
+                                    "STEP 12",
+                                    "sTeP: 12",
+                                    "\xC5\xBFtep 12",
+                                    "\xC5\xBFTEP 12",
+                                    "iter 3",
+                                    "ITERATION 3",
+                                    "step twelve",
+                                    "no digits at all",
+                                    "it=41 x",
+                                    "LOSS 7",
+                                    "\xE2\x84\xAA"
+                                    "5",
+                                    "K5",
+                                    "k5",
+                                    "\xC3\xA9"
+                                    "5",
+                                    "\xC3\x89"
+                                    "5",
+                                    "abx7 cdx8",
+                                    "\xC5\xBF\xC5\xBF"
+                                    "3",
+                                    "SS3",
+                                    "global_step 9",
+                                    "x step 1 \xFF\xFE"};
   std::mt19937 random(7);
-  const std::vector<std::string> alphabet = {"s", "t", "e", "p", "i", "r", "S", "T", "E", "P",
-                                             "I", "R", "k", "K", "a", "b", "c", "d", "x", "o",
-                                             "l", " ", ":", "=", "#", "_", "0", "1", "9",
-                                             "\xC5\xBF", "\xE2\x84\xAA", "\xC3\xA9", "\xC3\x89"};
+  const std::vector<std::string> alphabet = {"s",
+                                             "t",
+                                             "e",
+                                             "p",
+                                             "i",
+                                             "r",
+                                             "S",
+                                             "T",
+                                             "E",
+                                             "P",
+                                             "I",
+                                             "R",
+                                             "k",
+                                             "K",
+                                             "a",
+                                             "b",
+                                             "c",
+                                             "d",
+                                             "x",
+                                             "o",
+                                             "l",
+                                             " ",
+                                             ":",
+                                             "=",
+                                             "#",
+                                             "_",
+                                             "0",
+                                             "1",
+                                             "9",
+                                             "\xC5\xBF",
+                                             "\xE2\x84\xAA",
+                                             "\xC3\xA9",
+                                             "\xC3\x89"};
   for (int i = 0; i < 20000; ++i) {
     std::string line;
     const int n = static_cast<int>(random() % 24);
@@ -89,6 +135,24 @@ TEST(ProgressPatternTest, ThePrefilterNeverChangesWhatMatches) {
   }
   // The default's prefilter is there (lines without "step" or "iter" are not searched).
   EXPECT_FALSE(ProgressPattern(kDefaultProgressPattern).atoms().empty());
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+TEST(ProgressPatternTest, MayMatchLooksAtManyLinesAtOnceAndNeverMissesOne) {
+  const ProgressPattern p(kDefaultProgressPattern);
+  EXPECT_FALSE(p.MayMatch("loss 0.5\nlr 3e-4\n"));     // digits, no "step"/"iter"
+  EXPECT_FALSE(p.MayMatch("step\nthe next step\n"));   // "step", no digit
+  EXPECT_TRUE(p.MayMatch("loss 0.5\nSTEP 12\nlr\n"));  // one line may: the text may
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "tokens/s 123456 mfu 0.41\n";
+  EXPECT_FALSE(p.MayMatch(many));
+  EXPECT_TRUE(p.MayMatch(many + "Iteration 7\n"));
+  EXPECT_FALSE(ProgressPattern("").MayMatch("step 1\n"));  // off
 }
 
 }  // namespace

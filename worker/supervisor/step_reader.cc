@@ -17,7 +17,10 @@ void StepReader::Add(std::string_view data, int64_t time_ns) {
   }
   const size_t last_end = data.find_last_of("\n\r");
   bool found = false;
-  for (size_t end = last_end; end > first_end && !found;) {
+  // The lines after the first, whole in this chunk: looked at only when the prefilter, run on
+  // all of them at once, says one of them may hold a step (output without steps costs one pass).
+  const std::string_view whole = data.substr(first_end + 1, last_end - first_end);
+  for (size_t end = pattern_.MayMatch(whole) ? last_end : first_end; end > first_end && !found;) {
     // data[first_end] is a line end: the search always stops there at the latest.
     const size_t start = data.find_last_of("\n\r", end - 1);
     const std::string_view line = data.substr(start + 1, std::min(end - start - 1, kLineBytes));
@@ -52,7 +55,7 @@ void StepReader::Line(int64_t time_ns) {
 }
 
 void StepReader::Stepped(int64_t time_ns, int64_t step) {
-  if (step_ && *step_ == step) return;  // the same step said again (a second log line)
+  if (step_ && *step_ == step) return;          // the same step said again (a second log line)
   if (step_ && step < *step_) recent_.clear();  // counting again (a new loop): a new rate
   step_ = step;
   step_ns_ = time_ns;

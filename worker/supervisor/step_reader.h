@@ -20,8 +20,8 @@ namespace podrun::agent {
 
 class StepReader {
  public:
-  static constexpr size_t kLineBytes = 1024;   // of each line, what the pattern sees
-  static constexpr size_t kRecentPoints = 64;  // the rate window's points ...
+  static constexpr size_t kLineBytes = 1024;            // of each line, what the pattern sees
+  static constexpr size_t kRecentPoints = 64;           // the rate window's points ...
   static constexpr int64_t kRecentNs = 60'000'000'000;  // ... over the last 60 s
 
   // `pattern`: the spec's progress ("" : off). Throws std::invalid_argument for a bad one.
