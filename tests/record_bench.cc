@@ -9,17 +9,17 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <deque>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "launcher/insight/step_tracker.h"
-#include "worker/supervisor/step_reader.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/run_records.h"
+#include "worker/supervisor/step_reader.h"
 
 int main(int argc, char** argv) {
   using namespace podrun;
@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
     job.spec_path = "week.yaml";
     std::vector<int> indexes;
     for (int w = 0; w < workers; ++w) {
-      job.hosts.push_back({.index = w, .user = "u", .host = "h" + std::to_string(w), .port = 22,
+      job.hosts.push_back({.index = w,
+                           .user = "u",
+                           .host = "h" + std::to_string(w),
+                           .port = 22,
                            .address = "10.0.0." + std::to_string(w)});
       indexes.push_back(w);
     }
@@ -58,8 +61,11 @@ int main(int argc, char** argv) {
       if (s % 3600 == 0 || s == seconds) {
         for (int w = 0; w < workers; ++w) {
           const agent::v1::StepRecord r = readers[w].TakeRecord(time_ns);
-          AgentSteps steps{.step = r.step(), .step_ns = r.step_ns(),
-                           .first_step_ns = r.first_step_ns(), .recent = {}, .samples = {},
+          AgentSteps steps{.step = r.step(),
+                           .step_ns = r.step_ns(),
+                           .first_step_ns = r.first_step_ns(),
+                           .recent = {},
+                           .samples = {},
                            .now_ns = time_ns};
           for (const auto& p : r.recent()) steps.recent.push_back({p.time_ns(), p.step()});
           for (const auto& p : r.samples()) steps.samples.push_back({p.time_ns(), p.step()});

@@ -2,8 +2,9 @@
 // a keeper drives it) in which w1 prints one line and then sleeps, w0 prints a step five times a
 // second and w2 the same while it burns a CPU. With the keeper SIGKILLed, `top --once --json`
 // (and `status --json`) still show w0's and w2's steps advancing: the workers read them
-// (docs/design.md decision 19). `top --once --json` gives every worker's state, pid, CPU, memory and silence, the silent w1
-// first with its last line; `top --once` into a pipe prints a row per worker; `top` without
+// (docs/design.md decision 19). `top --once --json` gives every worker's state, pid, CPU, memory
+// and silence, the silent w1 first with its last line; `top --once` into a pipe prints a row per
+// worker; `top` without
 // --once into a pipe prints a snapshot per second and exits 0 on Ctrl-C (SIGINT); a worker cut
 // off the network is an "unreachable" row, first (exit 3); after `podrun stop`, top shows the
 // workers stopped and nothing of the job is left running.
@@ -55,16 +56,17 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
   std::filesystem::create_directories(Dir());
   TestPod pod(kWorkers, kPodId);
   const std::string spec = Dir() + "/top.yaml";
-  std::ofstream(spec) << "name: toptest\nrestarts: 1\nrun: |\n"
-                         "  if [ $PODRUN_WORKER_ID = 1 ]; then\n"
-                         "    echo 'hello from 1'; exec -a "
-                      << kMarker
-                      << "-quiet sleep 600\n"
-                         "  fi\n"
-                         "  if [ $PODRUN_WORKER_ID = 2 ]; then (while :; do :; done) & fi\n"
-                         "  i=0\n"
-                         "  while :; do i=$((i+1)); echo \"tick from $PODRUN_WORKER_ID $i: step $i\"; "
-                         "sleep 0.2; done\n";
+  std::ofstream(spec)
+      << "name: toptest\nrestarts: 1\nrun: |\n"
+         "  if [ $PODRUN_WORKER_ID = 1 ]; then\n"
+         "    echo 'hello from 1'; exec -a "
+      << kMarker
+      << "-quiet sleep 600\n"
+         "  fi\n"
+         "  if [ $PODRUN_WORKER_ID = 2 ]; then (while :; do :; done) & fi\n"
+         "  i=0\n"
+         "  while :; do i=$((i+1)); echo \"tick from $PODRUN_WORKER_ID $i: step $i\"; "
+         "sleep 0.2; done\n";
   const std::string launch = Podrun() + " launch " + spec + " -d --hosts @" + pod.host_file() +
                              " -i " + pod.identity() + " --known-hosts " + pod.known_hosts();
   CommandResult launched = RunCommand(launch);
@@ -155,9 +157,8 @@ TEST(TopTest, EveryWorkersUsageAndSilenceTheSilentFirst) {
   EXPECT_EQ(top[1]["last_line"], "hello from 1");
   EXPECT_EQ(top[1]["processes"], 1);  // the sleep, exec'd in place of the shell
   EXPECT_EQ(top[1]["output_bytes"], 13);
-  EXPECT_TRUE(
-      std::regex_match(top[0]["last_line"].get<std::string>(),
-                       std::regex("tick from 0 [0-9]+: step [0-9]+")))
+  EXPECT_TRUE(std::regex_match(top[0]["last_line"].get<std::string>(),
+                               std::regex("tick from 0 [0-9]+: step [0-9]+")))
       << top[0]["last_line"];
   EXPECT_GT(top[0]["output_bytes"].get<uint64_t>(), 13u * 5);
   // w2's busy loop shows; w1's sleep does not.

@@ -61,7 +61,7 @@ struct AgentPrepareRequest {
   bool free_accelerators = false;  // end what holds the chips, remove a stale libtpu lockfile
   std::string setup_stamp;         // a setup attempt: skipped where the worker has this stamp
   bool force_setup = false;        // run the setup whatever the stamps say
-  std::string progress;            // the spec's progress pattern ("" : none): the worker reads steps
+  std::string progress;  // the spec's progress pattern ("" : none): the worker reads steps
 };
 
 struct AgentPrepareReply {
@@ -133,8 +133,8 @@ struct AgentTopSample {
   std::vector<std::string> accelerators;
   uint64_t last_seq = 0;
   uint64_t output_bytes = 0;
-  int64_t last_output_ns = 0;  // worker wall clock of the last output (0: none)
-  std::string last_line;       // as printed: not necessarily UTF-8
+  int64_t last_output_ns = 0;       // worker wall clock of the last output (0: none)
+  std::string last_line;            // as printed: not necessarily UTF-8
   std::optional<AgentSteps> steps;  // the supervisor's step record, when it has one
 };
 

@@ -8,7 +8,8 @@
 
 namespace podrun {
 
-// Registers --hosts, --tpu, --mig, --zone, --project, --internal-ip, --local, -w, -l, -p, -i, -F, -J,
+// Registers --hosts, --tpu, --mig, --zone, --project, --internal-ip, --local, -w, -l, -p, -i, -F,
+// -J,
 // --known-hosts, --strict-host-keys, --fanout, --connect-timeout on `app`, filling `pod`.
 void AddPodOptions(CLI::App& app, PodSettings& pod);
 

@@ -59,7 +59,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
 
   std::map<int, std::optional<AgentJobStatus>> answers;
   std::vector<FetchedSteps> steps;  // the workers' step records (insight/step_cache.h)
-  std::vector<int> delivered;  // pending stops delivered now
+  std::vector<int> delivered;       // pending stops delivered now
   try {
     JobAgents agents(job, active);
     for (const JobAgent& agent : agents.agents()) {

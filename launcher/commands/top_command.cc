@@ -19,8 +19,8 @@
 #include "launcher/attempt/interrupt_watcher.h"
 #include "launcher/base/parallel_for.h"
 #include "launcher/connect/job_agents.h"
-#include "launcher/insight/top_sample.h"
 #include "launcher/insight/step_cache.h"
+#include "launcher/insight/top_sample.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/output/top_table.h"
@@ -98,8 +98,7 @@ class TopSampler {
       }
     }
     try {
-      CacheSteps(store_, job_id_, static_cast<int>(attempt_), steps, NowUnixNs(),
-                 straggler_after_);
+      CacheSteps(store_, job_id_, static_cast<int>(attempt_), steps, NowUnixNs(), straggler_after_);
     } catch (const Error&) {
       // The store is busy or read-only: the rows take what it has.
     }

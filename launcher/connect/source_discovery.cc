@@ -10,8 +10,8 @@
 #include "launcher/output/say.h"
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tcp_probe.h"
-#include "launcher/ssh/ssh_reach.h"
 #include "launcher/pod/tpu_names.h"
+#include "launcher/ssh/ssh_reach.h"
 #include "launcher/store/podrun_home.h"
 
 namespace podrun {

@@ -55,9 +55,9 @@ struct WorkerTimeline {
   std::optional<int64_t> first_step_ns;
   std::optional<int64_t> last_step_ns;
   std::optional<int64_t> last_step;
-  std::optional<double> steps_per_s;  // its recent rate, when recorded
+  std::optional<double> steps_per_s;       // its recent rate, when recorded
   std::optional<StragglerNote> straggler;  // set: flagged as one, and why
-  std::vector<StepSample> samples;    // thinned by the writer; may be empty
+  std::vector<StepSample> samples;         // thinned by the writer; may be empty
   // Its end (its run process's, or why it never ran).
   WorkerState state = WorkerState::kPending;
   std::optional<int> exit_code;

@@ -28,13 +28,24 @@ TEST(StepCacheTest, TheWorkersRecordsRefreshTheStoreAndTheStragglerFlagStays) {
   const int attempt = store.AddAttempt(job.id, {0, 1}, AttemptReason::kLaunch, 100);
   RunRecords records(store);
   records.SaveProgress(job.id, attempt,
-                       {{.worker = 0, .step = 3, .step_ns = 3 * kS, .first_step_ns = kS,
-                         .steps_per_s = 1.0, .straggler = StragglerNote{0.4, 1.0}},
-                        {.worker = 1, .step = 4, .step_ns = 4 * kS, .first_step_ns = kS,
-                         .steps_per_s = 1.0, .straggler = std::nullopt}},
+                       {{.worker = 0,
+                         .step = 3,
+                         .step_ns = 3 * kS,
+                         .first_step_ns = kS,
+                         .steps_per_s = 1.0,
+                         .straggler = StragglerNote{0.4, 1.0}},
+                        {.worker = 1,
+                         .step = 4,
+                         .step_ns = 4 * kS,
+                         .first_step_ns = kS,
+                         .steps_per_s = 1.0,
+                         .straggler = std::nullopt}},
                        {{.worker = 0, .replace = true, .samples = {{kS, 1}}}});
-  AgentSteps w0{.step = 20, .step_ns = 21 * kS, .first_step_ns = 2 * kS,
-                .recent = {{11 * kS, 10}, {21 * kS, 20}}, .samples = {{2 * kS, 1}, {21 * kS, 20}},
+  AgentSteps w0{.step = 20,
+                .step_ns = 21 * kS,
+                .first_step_ns = 2 * kS,
+                .recent = {{11 * kS, 10}, {21 * kS, 20}},
+                .samples = {{2 * kS, 1}, {21 * kS, 20}},
                 .now_ns = 0};
   CacheSteps(store, job.id, attempt, {{.worker = 0, .steps = w0, .clock_offset_ns = kS}},
              /*now_ns=*/20 * kS, std::chrono::seconds(10));

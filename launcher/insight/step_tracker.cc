@@ -154,7 +154,8 @@ std::vector<std::string> StepTracker::Check(int64_t now_ns) {
         said.push_back(fmt::format("w{} is a straggler: {}", index, figures));
       }
       const StragglerNote note{.steps_per_s = *s.rate, .median_steps_per_s = median};
-      if (long_enough && note.Text() != (w.progress.straggler ? w.progress.straggler->Text() : "")) {
+      if (long_enough &&
+          note.Text() != (w.progress.straggler ? w.progress.straggler->Text() : "")) {
         w.progress.straggler = note;
         w.changed = true;
       }
@@ -186,7 +187,8 @@ void StepTracker::TakeChanges(std::vector<WorkerProgress>* progress,
     if (w->changed) progress->push_back(w->progress);
     w->changed = false;
     // The worker's samples replace those recorded before (it thins them itself).
-    if (w->samples_changed) samples->push_back({.worker = index, .replace = true, .samples = w->samples});
+    if (w->samples_changed)
+      samples->push_back({.worker = index, .replace = true, .samples = w->samples});
     w->samples_changed = false;
   }
 }

@@ -25,7 +25,8 @@ class Records {
     r.step_ns = ns;
     if (!r.first_step_ns) r.first_step_ns = ns;
     r.recent.push_back({ns, step});
-    while (r.recent.size() > 2 && r.recent[1].time_ns <= ns - 60 * kS) r.recent.erase(r.recent.begin());
+    while (r.recent.size() > 2 && r.recent[1].time_ns <= ns - 60 * kS)
+      r.recent.erase(r.recent.begin());
     r.samples.push_back({ns, step});
     t_.Update(w, r, clock_offset_ns);
   }

@@ -23,8 +23,8 @@ struct JobEnvParams {
   std::vector<std::string> worker_addresses;
   int coordinator_port = 8476;
   bool discovered_cloud_tpu = false;  // true: the TPU runtime sets TPU_WORKER_* itself
-  // Multislice (--tpu A,B,... or --mig A,B,...): each worker's slice, in rank order (empty: one slice), and the
-  // port of MEGASCALE_COORDINATOR_ADDRESS.
+  // Multislice (--tpu A,B,... or --mig A,B,...): each worker's slice, in rank order (empty: one
+  // slice), and the port of MEGASCALE_COORDINATOR_ADDRESS.
   std::vector<int> worker_slices;
   int megascale_port = 8081;
   std::map<std::string, std::string> spec_env;   // the spec's `env:`

@@ -19,8 +19,8 @@
 #include "launcher/base/error.h"
 #include "launcher/spec/mounts_section.h"
 #include "launcher/spec/pod_section.h"
-#include "proto/progress_pattern.h"
 #include "launcher/spec/yaml_reader.h"
+#include "proto/progress_pattern.h"
 
 namespace podrun {
 namespace {

@@ -139,10 +139,10 @@ asio::awaitable<void> SshAuthenticator::Handshake() {
       action == HostKeyAction::kRefuseChanged
           ? KnownKey(s, options_.known_hosts, session_.address(), key.type, &published)
           : "";
-  throw Unreachable(fmt::format("{}: {}", description,
-                                HostKeyRefusal(action, session_.address(), key.type,
-                                               key.fingerprint, options_.known_hosts, known_key,
-                                               published)));
+  throw Unreachable(
+      fmt::format("{}: {}", description,
+                  HostKeyRefusal(action, session_.address(), key.type, key.fingerprint,
+                                 options_.known_hosts, known_key, published)));
 }
 
 asio::awaitable<void> SshAuthenticator::Authenticate() {

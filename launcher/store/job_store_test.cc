@@ -14,8 +14,8 @@
 #include "launcher/base/error.h"
 #include "launcher/spec/job_env.h"
 #include "launcher/store/job_store_schema.h"
-#include "launcher/store/run_records.h"
 #include "launcher/store/recovery_records.h"
+#include "launcher/store/run_records.h"
 
 namespace podrun {
 namespace {
@@ -430,8 +430,12 @@ TEST(RunRecordsTest, ProgressSamplesPhasesAndTheHangReportRoundTrip) {
   ASSERT_EQ(2u, none.size());
   EXPECT_FALSE(none[1].step.has_value());
   records.SaveProgress(job.id, attempt,
-                       {{.worker = 1, .step = 7, .step_ns = 900, .first_step_ns = 300,
-                         .steps_per_s = 0.5, .straggler = StragglerNote{0.5, 1.0}}},
+                       {{.worker = 1,
+                         .step = 7,
+                         .step_ns = 900,
+                         .first_step_ns = 300,
+                         .steps_per_s = 0.5,
+                         .straggler = StragglerNote{0.5, 1.0}}},
                        {{.worker = 1, .replace = false, .samples = {{300, 1}, {900, 7}}}});
   records.SaveProgress(job.id, attempt, {},
                        {{.worker = 1, .replace = true, .samples = {{300, 1}}},

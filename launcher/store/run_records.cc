@@ -55,8 +55,8 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
   Transaction tx = db_.Begin();
   Statement update = db_.Prepare(
       "UPDATE workers SET step = ?4, step_ns = ?5, first_step_ns = ?6, "
-                   "steps_per_s = ?7, straggler_steps_per_s = ?8, straggler_median = ?9 "
-                   "WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
+      "steps_per_s = ?7, straggler_steps_per_s = ?8, straggler_median = ?9 "
+      "WHERE job_id = ?1 AND attempt = ?2 AND idx = ?3");
   for (const WorkerProgress& p : progress) {
     update.Reset()
         .Bind(1, job_id)
@@ -94,7 +94,7 @@ void RunRecords::SaveProgress(const std::string& job_id, int attempt,
 std::vector<WorkerProgress> RunRecords::Progress(const std::string& job_id, int attempt) {
   Statement s = db_.Prepare(
       "SELECT idx, step, step_ns, first_step_ns, steps_per_s, straggler_steps_per_s, "
-              "straggler_median FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
+      "straggler_median FROM workers WHERE job_id = ?1 AND attempt = ?2 ORDER BY idx");
   s.Bind(1, job_id).Bind(2, attempt);
   std::vector<WorkerProgress> out;
   while (s.Step()) {

@@ -134,8 +134,8 @@ Job::Job(JobRequest spec, JobDir dir, std::filesystem::path workdir,
       workdir_(std::move(workdir)),
       home_(home),
       grace_period_(spec.grace_period) {
-  SupervisorLaunch launch{supervisor_binary, home,     spec.job_id,        spec.attempt,
-                          workdir_,          spec.run, spec.progress,       std::move(spec.env)};
+  SupervisorLaunch launch{supervisor_binary, home,     spec.job_id,   spec.attempt,
+                          workdir_,          spec.run, spec.progress, std::move(spec.env)};
   for (auto& [key, value] : spec.env) ::explicit_bzero(value.data(), value.size());
   try {
     SpawnedSupervisor spawned = SpawnSupervisor(launch);

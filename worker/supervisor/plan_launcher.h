@@ -1,6 +1,7 @@
 // The job's start from its plan: the plan the agent hands the supervisor (supervisor.h: workdir,
-// run, the progress pattern, then the "KEY=VALUE" entries of the job's environment, which holds secrets), and the
-// job's child forked from it (prepared_child.h) with the pipes the supervisor reads.
+// run, the progress pattern, then the "KEY=VALUE" entries of the job's environment, which holds
+// secrets), and the job's child forked from it (prepared_child.h) with the pipes the supervisor
+// reads.
 #pragma once
 
 #include <sys/types.h>

@@ -23,7 +23,7 @@ TEST(StepReaderTest, StepsFromLinesCutAnywhereAndFromProgressBars) {
   EXPECT_EQ(2 * kSecond, first.step_ns());
   EXPECT_EQ(2 * kSecond, first.first_step_ns());
   r.Add("Step 4/10 [====  ]\rStep 5/10 [=====  ]\r", 3 * kSecond);  // a redrawn bar
-  r.Add("step 5 again\n", 4 * kSecond);                            // the same step: not new
+  r.Add("step 5 again\n", 4 * kSecond);                             // the same step: not new
   v1::StepRecord second = r.TakeRecord(4 * kSecond);
   EXPECT_EQ(5, second.step());
   EXPECT_EQ(3 * kSecond, second.step_ns());

@@ -5,9 +5,9 @@
 // crashes, is killed or is replaced leaves the job running, and any later agent reads its files.
 //
 // The agent hands it, on fd 3 (a socket), the plan: length-prefixed strings (workdir, run, the
-// spec's progress pattern, then "KEY=VALUE" entries of the job's environment, which holds secrets and is
-// never written anywhere), ended by the agent's shutdown(SHUT_WR); and on fd 4 the child's end
-// of the go socket (prepared_child.h). It answers on fd 3, then serves requests on a unix
+// spec's progress pattern, then "KEY=VALUE" entries of the job's environment, which holds secrets
+// and is never written anywhere), ended by the agent's shutdown(SHUT_WR); and on fd 4 the child's
+// end of the go socket (prepared_child.h). It answers on fd 3, then serves requests on a unix
 // socket, SupervisorSocketPath(home, pid), from its own user only: the grammar of both is
 // supervisor_control.h.
 // It ignores SIGHUP, SIGINT, SIGTERM and SIGPIPE: it ends with its job, or by SIGKILL.
