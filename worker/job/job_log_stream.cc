@@ -88,7 +88,9 @@ JobLogStreamEnd StreamJobLog(const std::filesystem::path& home, const JobDir& di
     }
     // Nothing new on disk: what the supervisor holds in memory (a full disk) comes next, if
     // anything. Asked only once the disk has been quiet, so a busy log costs no requests.
-    const bool holding = Clock::now() - held_at < kHeldRecently;
+    // Never held yet (min()) reads as holding, as it always has; now() - min() would overflow.
+    const bool holding =
+        held_at == Clock::time_point::min() || Clock::now() - held_at < kHeldRecently;
     if (ended || quiet || holding) {
       std::vector<LogRecord> held = fetch_held();
       if (!held.empty() && held.front().seq > next) {
