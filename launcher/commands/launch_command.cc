@@ -42,20 +42,19 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   const PodSettings settings = MergePodSettings(request.pod, spec.pod);
   if (spec.pod.create && !settings.create) {
     Say(fmt::format(
-        "the spec's create: is for tpu {} (zone {}); the pod chosen on the command line "
+        "the spec's create: is for {} {} (zone {}); the pod chosen on the command line "
         "is used as it is: podrun never creates, deletes or recreates it",
-        spec.pod.tpu.value_or("?"), spec.pod.zone.value_or("?")));
+        spec.pod.mig ? "mig" : "tpu", spec.pod.mig ? *spec.pod.mig : spec.pod.tpu.value_or("?"),
+        spec.pod.zone.value_or("?")));
   }
   // pod.create: the node is made to exist and be READY first (nothing is recorded before; its
   // time is recorded with the first attempt once the job exists, for `podrun report`).
   const int64_t provision_began = NowUnixNs();
-  const std::vector<TpuQuery> created = ProvisionSpecNodes(settings);
+  const std::vector<PodSourceRef> created = ProvisionSpecSlices(settings);
   const int64_t provision_ended = NowUnixNs();
   Pod pod = ResolvePod(settings);
-  for (const TpuQuery& node : created) {
-    // New VMs, new host keys: pin the ones the node publishes (only this node's workers).
-    PinNodeHostKeys(node, pod.ssh.known_hosts, NodeHostKeyAddresses(pod, node.name));
-  }
+  // New VMs, new host keys: pin the ones each created slice publishes (only its workers).
+  PinCreatedSlices(pod, created);
   EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
   // Before anything is recorded: an unreadable setup input is a bad spec (exit 2).

@@ -114,11 +114,13 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   pick(out.strict_host_keys, cli.strict_host_keys);
   pick(out.fanout, cli.fanout);
   pick(out.connect_timeout, cli.connect_timeout);
-  // The spec's create: is for the spec's own nodes: kept only when every node chosen now is one.
+  // The spec's create: is for the spec's own slices: kept only when every one chosen now is one.
   if (out.create) {
-    bool covered = out.tpu && out.zone;
-    for (const std::string& name : covered ? SplitTpuNames(*out.tpu) : std::vector<std::string>{}) {
-      covered = covered && SpecCreateCovers(spec, TpuQuery{name, *out.zone, out.project});
+    const PodSourceKind kind = out.mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;
+    const std::optional<std::string>& list = out.mig ? out.mig : out.tpu;
+    bool covered = list && out.zone;
+    for (const std::string& name : covered ? SplitTpuNames(*list) : std::vector<std::string>{}) {
+      covered = covered && SpecCreateCovers(spec, TpuQuery{name, *out.zone, out.project}, kind);
     }
     if (!covered) out.create.reset();
   }

@@ -15,6 +15,7 @@
 #include "launcher/pod/tpu_names.h"
 #include "launcher/recovery/host_keys.h"
 #include "launcher/recovery/keeper.h"
+#include "launcher/recovery/provisioner.h"
 #include "launcher/recovery/wait_cancel.h"
 #include "launcher/spec/spec.h"
 #include "launcher/store/podrun_home.h"
@@ -25,24 +26,29 @@ namespace {
 
 constexpr auto kCreatePoll = std::chrono::seconds(10);
 
-// The node named by a spec's pod: section, or by --tpu/--zone/--project (those win).
-TpuQuery NodeOf(const std::string& spec_path, const PodSettings& cli, PodSettings* merged) {
+// The slice named by a spec's pod: section, or by --tpu/--mig/--zone/--project (those win).
+PodSourceRef SliceOf(const std::string& spec_path, const PodSettings& cli, PodSettings* merged) {
   PodSettings settings = cli;
   if (!spec_path.empty()) settings = MergePodSettings(cli, ParseSpecFile(spec_path).pod);
-  if (settings.mig) {
-    throw UsageError("up and down of a MIG slice (--mig " + *settings.mig +
-                     ") are not supported by this podrun yet: make or delete it with gcloud "
-                     "(docs/reference.md, \"TPU7x and other Compute Engine slices\")");
+  const PodSourceKind kind = settings.mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;
+  const std::optional<std::string>& name = settings.mig ? settings.mig : settings.tpu;
+  if (!name || !settings.zone) {
+    throw UsageError(
+        "name the slice: a spec with pod: {tpu or mig, zone}, or --tpu NAME (a TPU node) or "
+        "--mig NAME (a MIG slice) with --zone ZONE");
   }
-  if (!settings.tpu || !settings.zone) {
-    throw UsageError("name the node: a spec with pod: {tpu, zone}, or --tpu NAME --zone ZONE");
+  if (name->find(',') != std::string::npos) {
+    throw UsageError(fmt::format("one slice at a time: --{} {} names several",
+                                 PodSourceKindName(kind), *name));
   }
-  if (settings.tpu->find(',') != std::string::npos) {
-    throw UsageError("one node at a time: --tpu " + *settings.tpu + " names several");
-  }
+  const TpuQuery query{*name, *settings.zone, settings.project};
+  CheckTpuQuery(query);
   if (merged != nullptr) *merged = settings;
-  return TpuQuery{*settings.tpu, *settings.zone, settings.project};
+  return {kind, query};
 }
+
+// The cache of gcloud's answers.
+std::filesystem::path CacheDir() { return PodrunHome() / "cache"; }
 
 // Asks `question` on the terminal; true for y or yes.
 bool Confirm(const std::string& question) {
@@ -72,67 +78,92 @@ class ProvisionInterrupts {
 
 }  // namespace
 
-std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings) {
-  std::vector<TpuQuery> created;
-  if (!settings.create || !settings.tpu || !settings.zone) return created;
+std::vector<PodSourceRef> ProvisionSpecSlices(const PodSettings& settings) {
+  std::vector<PodSourceRef> created;
+  const PodSourceKind kind = settings.mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;
+  const std::optional<std::string>& list = settings.mig ? settings.mig : settings.tpu;
+  if (!settings.create || !list || !settings.zone) return created;
   ProvisionInterrupts interrupts;
-  for (const std::string& name : SplitTpuNames(*settings.tpu)) {
-    const TpuQuery node{name, *settings.zone, settings.project};
-    TpuProvisioner provisioner(node, *settings.create, TpuPollInterval(kCreatePoll),
-                               interrupts.wait());
-    if (provisioner.Ensure().action != TpuNodeAction::kExisted) created.push_back(node);
+  for (const std::string& name : SplitTpuNames(*list)) {
+    const PodSourceRef ref{kind, TpuQuery{name, *settings.zone, settings.project}};
+    if (MakeProvisioner(ref, *settings.create, CacheDir(), TpuPollInterval(kCreatePoll),
+                        interrupts.wait())
+            ->Ensure()
+            .action != TpuNodeAction::kExisted) {
+      created.push_back(ref);
+    }
   }
   return created;
 }
 
+void PinCreatedSlices(const Pod& pod, const std::vector<PodSourceRef>& created) {
+  const std::vector<PodSourceRef> slices = PodSourcesOf(pod);
+  for (const PodSourceRef& ref : created) {
+    for (size_t i = 0; i < slices.size(); ++i) {
+      if (slices[i].kind != ref.kind || slices[i].query.name != ref.query.name) continue;
+      std::unique_ptr<PodSource> source = MakePodSource(slices[i], CacheDir());
+      PinSourceHostKeys(*source, pod.ssh.known_hosts,
+                        SliceHostKeyAddresses(pod, static_cast<int>(i)));
+    }
+  }
+}
+
 ExitCode RunUp(const UpRequest& request) {
   PodSettings settings;
-  const TpuQuery node = NodeOf(request.spec_path, request.pod, &settings);
+  const PodSourceRef ref = SliceOf(request.spec_path, request.pod, &settings);
+  const bool mig = ref.kind == PodSourceKind::kMig;
   TpuCreate create = request.create;
-  if (!request.spec_path.empty() && request.create.accelerator_type.empty()) {
+  if (!request.spec_path.empty() && create == TpuCreate{}) {
     if (!settings.create) {
-      throw UsageError(request.spec_path +
-                       ": its pod: section has no create: (accelerator_type, "
-                       "version, ...) to make the node from");
+      throw UsageError(request.spec_path + ": its pod: section has no create: (" +
+                       (mig ? "machine_type, topology" : "accelerator_type, version") +
+                       ", ...) to make the slice from");
     }
     create = *settings.create;
   }
-  if (std::string problem = TpuCreateProblem(create); !problem.empty()) {
-    throw UsageError("cannot create " + node.name + ": " + problem);
+  if (std::string problem = mig ? MigCreateProblem(create) : TpuCreateProblem(create);
+      !problem.empty()) {
+    throw UsageError("cannot create " + ref.query.name + ": " + problem);
   }
-  if (!request.yes && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO) && !FindTpuNode(node) &&
-      !Confirm(fmt::format("create {}: {}?", DescribeTpuQuery(node), DescribeTpuCreate(create)))) {
+  std::unique_ptr<PodSource> source = MakePodSource(ref, CacheDir());
+  if (!request.yes && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO) &&
+      source->Now().deleted() &&
+      !Confirm(fmt::format("create {}: {}?", source->What(), DescribeTpuCreate(create)))) {
     Say("nothing created");
     return ExitCode::kOk;
   }
   ProvisionInterrupts interrupts;
-  TpuProvisioner provisioner(node, create, TpuPollInterval(kCreatePoll), interrupts.wait(),
-                             {.keep_queued = request.keep_queued});
-  const TpuNodeReady ready = provisioner.Ensure();
+  const SliceReady ready =
+      MakeProvisioner(ref, create, CacheDir(), TpuPollInterval(kCreatePoll), interrupts.wait(),
+                      {.keep_queued = request.keep_queued})
+          ->Ensure();
   std::string workers;
-  for (size_t i = 0; i < ready.node.endpoints.size(); ++i) {
-    const TpuEndpoint& e = ready.node.endpoints[i];
-    workers += fmt::format("{}w{} {}", i ? ", " : "", i, e.external_ip.value_or(e.internal_ip));
+  for (size_t i = 0; i < ready.state.workers.size(); ++i) {
+    const SourceWorker& e = ready.state.workers[i];
+    workers += fmt::format("{}w{} {}", i ? ", " : "",
+                           e.tpu_worker_number ? std::to_string(*e.tpu_worker_number) : "?",
+                           e.external_ip.value_or(e.internal_ip));
   }
-  Say(fmt::format("{} is READY{}: {} workers ({})", DescribeTpuQuery(node),
+  Say(fmt::format("{} is {}{}: {} workers ({})", source->What(), mig ? "RUNNING" : "READY",
                   ready.action == TpuNodeAction::kExisted ? " (it existed: used as it is)" : "",
-                  ready.node.endpoints.size(), workers));
+                  ready.state.workers.size(), workers));
   if (ready.action != TpuNodeAction::kExisted) {
     // New VMs, new host keys: pinned from what they publish, as a launch pins them, so that
     // the first connection (a later launch, exec, ssh) is checked against the API's keys.
-    settings.tpu = node.name;
-    settings.zone = node.zone;
-    settings.project = node.project;
-    const Pod pod = ResolvePod(settings);
-    PinNodeHostKeys(node, pod.ssh.known_hosts, NodeHostKeyAddresses(pod, node.name));
+    (mig ? settings.mig : settings.tpu) = ref.query.name;
+    (mig ? settings.tpu : settings.mig).reset();
+    settings.zone = ref.query.zone;
+    settings.project = ref.query.project;
+    PinCreatedSlices(ResolvePod(settings), {ref});
   }
   return ExitCode::kOk;
 }
 
 namespace {
 
-// Ends the keepers of this machine's jobs that run on `node`, so that none recreates it.
-void EndKeepersOfNode(const TpuQuery& node) {
+// Ends the keepers of this machine's jobs that run on `slice`, so that none recreates it.
+void EndKeepersOfSlice(const PodSourceRef& slice) {
+  const TpuQuery& node = slice.query;
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
   for (const JobSummary& summary : store.ListJobs()) {
@@ -140,11 +171,13 @@ void EndKeepersOfNode(const TpuQuery& node) {
     const JobRecord job = store.GetJob(summary.id);
     std::filesystem::path local_root;
     const Pod pod = PodOfJob(job, &local_root);
-    for (const TpuQuery& q : pod.tpu_nodes) {
-      if (q.name != node.name || q.zone != node.zone) continue;
+    for (const PodSourceRef& s : PodSourcesOf(pod)) {
+      const TpuQuery& q = s.query;
+      if (s.kind != slice.kind || q.name != node.name || q.zone != node.zone) continue;
       if (node.project && q.project && *node.project != *q.project) continue;
       EndKeeper(store, home, job.id,
-                fmt::format("ended by podrun down: {} was deleted", DescribeTpuQuery(node)));
+                fmt::format("ended by podrun down: {} {} was deleted",
+                            PodSourceNoun(slice.kind), node.name));
     }
   }
 }
@@ -167,36 +200,43 @@ void ClearRecreationIntents(const TpuQuery& node) {
 }  // namespace
 
 ExitCode RunDown(const DownRequest& request) {
-  const TpuQuery node = NodeOf(request.spec_path, request.pod, nullptr);
+  const PodSourceRef slice = SliceOf(request.spec_path, request.pod, nullptr);
+  std::unique_ptr<Provisioner> provisioner =
+      MakeProvisioner(slice, TpuCreate{}, CacheDir(), TpuPollInterval(kCreatePoll),
+                      SleepUnlessInterrupted);
+  const std::string what = provisioner->What();
+  const char* with = slice.kind == PodSourceKind::kMig
+                         ? "its instance template and workload policy that podrun made"
+                         : "its queued resource, if any";
   if (!request.yes) {
     if (!::isatty(STDIN_FILENO)) {
-      throw UsageError(fmt::format("podrun down deletes {}: not on a terminal, add -y to confirm",
-                                   DescribeTpuQuery(node)));
+      throw UsageError(
+          fmt::format("podrun down deletes {}: not on a terminal, add -y to confirm", what));
     }
-    if (!Confirm(
-            fmt::format("delete {} and its queued resource, if any?", DescribeTpuQuery(node)))) {
+    if (!Confirm(fmt::format("delete {} and {}?", what, with))) {
       Say("nothing deleted");
       return ExitCode::kOk;
     }
   }
-  EndKeepersOfNode(node);        // first: a keeper would create again the node torn down here
-  ClearRecreationIntents(node);  // and so would the next podrun watch of a job that meant to
-  TpuProvisioner provisioner(node, TpuCreate{}, TpuPollInterval(kCreatePoll),
-                             SleepUnlessInterrupted);
-  if (!provisioner.Delete()) {
-    Say(fmt::format("{} does not exist: nothing to delete", DescribeTpuQuery(node)));
+  EndKeepersOfSlice(slice);            // first: a keeper would create again what is torn down
+  ClearRecreationIntents(slice.query);  // and so would the next podrun watch of a job that meant to
+  if (!provisioner->Delete()) {
+    Say(fmt::format("{} does not exist: nothing to delete", what));
   } else {
-    Say(fmt::format("{} deleted", DescribeTpuQuery(node)));
+    Say(fmt::format("{} deleted", what));
   }
   return ExitCode::kOk;
 }
 
 namespace {
 
-// --tpu, --zone, --project: one TPU node (up, down).
+// --tpu or --mig, --zone, --project: one slice (up, down).
 void AddNodeOptions(CLI::App& app, PodSettings& pod) {
   app.add_option_function<std::string>(
       "--tpu", [&pod](const std::string& v) { pod.tpu = v; }, "TPU node name");
+  app.add_option_function<std::string>(
+      "--mig", [&pod](const std::string& v) { pod.mig = v; },
+      "MIG slice name (a Compute Engine managed instance group of TPU VMs: v5p, v6e, TPU7x)");
   app.add_option_function<std::string>(
       "--zone", [&pod](const std::string& v) { pod.zone = v; }, "Its zone");
   app.add_option_function<std::string>(
@@ -206,20 +246,37 @@ void AddNodeOptions(CLI::App& app, PodSettings& pod) {
 
 CommandRun AddUpOptions(CLI::App& app) {
   app.description(
-      "Make a Cloud TPU node exist and be READY, through your gcloud: the node of\n"
-      "SPEC.yaml's pod: {tpu, zone, create: ...}, or the one the options describe.\n"
-      "An existing READY node is used as it is (one of another type or version is an\n"
-      "error); a missing one is created (a queued resource with --queued) and waited\n"
-      "for, the API's states on the way; a preempted one is created again.\n"
-      "Exit: 0 READY, 2 bad usage or a different node, 3 gcloud failed (its words shown).");
+      "Make a TPU slice exist and be ready, through your gcloud: the Cloud TPU node\n"
+      "(--tpu) or the MIG slice (--mig: workload policy, instance template, group) of\n"
+      "SPEC.yaml's pod: {tpu or mig, zone, create: ...}, or the one the options describe.\n"
+      "An existing ready slice is used as it is (a node of another type or version is\n"
+      "an error); a missing one is created (a queued resource with --queued) and waited\n"
+      "for, the API's states on the way; a preempted one is created again. Ctrl-C\n"
+      "deletes what it created.\n"
+      "Exit: 0 ready, 2 bad usage or a different node, 3 gcloud failed (its words shown).");
   auto request = std::make_shared<UpRequest>();
-  app.add_option("spec", request->spec_path, "A job spec whose pod: has tpu, zone and create:");
+  app.add_option("spec", request->spec_path, "A job spec whose pod: has tpu or mig, zone and create:");
   AddNodeOptions(app, request->pod);
   app.add_option("--accelerator-type", request->create.accelerator_type, "e.g. v4-32");
   app.add_option("--version", request->create.version, "TPU software version");
   app.add_flag("--spot", request->create.spot, "A spot node");
   app.add_flag("--preemptible", request->create.preemptible, "A preemptible node");
   app.add_flag("--queued", request->create.queued, "Through a queued resource named as the node");
+  app.add_option("--machine-type", request->create.machine_type,
+                 "MIG slice: the VMs' machine type, e.g. tpu7x-standard-4t");
+  app.add_option("--topology", request->create.topology, "MIG slice: e.g. 2x2x4");
+  app.add_option("--image-family", request->create.image_family, "MIG slice: boot image family");
+  app.add_option("--image-project", request->create.image_project,
+                 "MIG slice: the project of --image-family");
+  app.add_option("--provisioning", request->create.provisioning,
+                 "MIG slice: standard (default), spot or flex_start");
+  app.add_option_function<std::string>(
+      "--max-run-duration",
+      [request](const std::string& v) { request->create.max_run_duration = v; },
+      "MIG slice: the VMs are deleted after this long, e.g. 7d (flex_start needs it)");
+  app.add_option_function<std::string>(
+      "--capacity-wait", [request](const std::string& v) { request->create.capacity_wait = v; },
+      "How long a stockout is waited out, e.g. 6h (default 1h)");
   app.add_flag("--keep-queued", request->keep_queued,
                "Keep the queued resource podrun created when the wait fails or is interrupted "
                "(default: delete it, it holds quota)");
@@ -228,18 +285,22 @@ CommandRun AddUpOptions(CLI::App& app) {
       "--known-hosts", [request](const std::string& v) { request->pod.known_hosts = v; },
       "Where the new VMs' published host keys are pinned (default: the spec's, else "
       "~/.ssh/known_hosts)");
-  app.footer("Example: podrun up examples/checkpointing/podrun.yaml");
+  app.footer(
+      "Examples: podrun up examples/checkpointing/podrun.yaml\n"
+      "          podrun up --mig slice-1 --zone us-central1-c --machine-type tpu7x-standard-4t \\\n"
+      "            --topology 2x2x4 --image-family F --image-project P --provisioning spot");
   return [request] { return RunUp(*request); };
 }
 
 CommandRun AddDownOptions(CLI::App& app) {
   app.description(
-      "Delete a Cloud TPU node and its queued resource, through your gcloud: the node\n"
-      "of SPEC.yaml's pod: section, or --tpu NAME --zone Z. Asks on a terminal unless\n"
-      "-y; elsewhere -y is required. Exit: 0 deleted (or nothing to delete), 3 gcloud\n"
-      "failed.");
+      "Delete a TPU slice through your gcloud: a Cloud TPU node and its queued resource\n"
+      "(--tpu), or a MIG slice's group, then the instance template and workload policy\n"
+      "podrun made for it (--mig); the slice of SPEC.yaml's pod: section, or --tpu/--mig\n"
+      "NAME --zone Z. The keepers of jobs on it end first. Asks on a terminal unless -y;\n"
+      "elsewhere -y is required. Exit: 0 deleted (or nothing to delete), 3 gcloud failed.");
   auto request = std::make_shared<DownRequest>();
-  app.add_option("spec", request->spec_path, "A job spec whose pod: names tpu and zone");
+  app.add_option("spec", request->spec_path, "A job spec whose pod: names tpu or mig, and zone");
   AddNodeOptions(app, request->pod);
   app.add_flag("-y,--yes", request->yes, "Do not ask");
   app.footer("Example: podrun down --tpu node-1 --zone us-central2-b -y");
@@ -249,11 +310,12 @@ CommandRun AddDownOptions(CLI::App& app) {
 }  // namespace
 
 Command UpCommand() {
-  return {"up", "create a TPU node (spec's pod.create) and wait until it is READY", AddUpOptions};
+  return {"up", "create a TPU node or MIG slice (spec's pod.create) and wait until it is ready",
+          AddUpOptions};
 }
 
 Command DownCommand() {
-  return {"down", "delete a TPU node and its queued resource", AddDownOptions};
+  return {"down", "delete a TPU node (and its queued resource) or a MIG slice", AddDownOptions};
 }
 
 }  // namespace podrun

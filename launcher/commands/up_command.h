@@ -1,6 +1,7 @@
-// `podrun up` and `podrun down`: a TPU node made to exist and be READY, or deleted, through the
-// user's gcloud (docs/reference.md, "Provisioning and recovery"); and the same provisioning as
-// `launch` does it for a spec with pod.create.
+// `podrun up` and `podrun down`: a TPU slice (a Cloud TPU node, a MIG slice) made to exist and be
+// ready, or deleted, through the user's gcloud and its Provisioner (docs/reference.md,
+// "Provisioning and recovery"); and the same provisioning as `launch` does it for a spec with
+// pod.create.
 #pragma once
 
 #include <optional>
@@ -15,30 +16,34 @@
 namespace podrun {
 
 struct UpRequest {
-  std::string spec_path;     // a spec with pod: {tpu, zone, create: ...}; or:
-  PodSettings pod;           // --tpu, --zone, --project (and create from the options below)
-  TpuCreate create;          // --accelerator-type, --version, --spot, --preemptible, --queued
+  std::string spec_path;     // a spec with pod: {tpu or mig, zone, create: ...}; or:
+  PodSettings pod;           // --tpu or --mig, --zone, --project (and create from the options)
+  TpuCreate create;          // --accelerator-type, --version, --spot, ..., --machine-type, ...
   bool yes = false;          // -y: do not ask before creating
   bool keep_queued = false;  // --keep-queued: a queued resource created here outlives a failure
 };
 
 struct DownRequest {
-  std::string spec_path;  // a spec naming pod.tpu and pod.zone; or:
-  PodSettings pod;        // --tpu, --zone, --project
+  std::string spec_path;  // a spec naming pod.tpu or pod.mig, and pod.zone; or:
+  PodSettings pod;        // --tpu or --mig, --zone, --project
   bool yes = false;       // -y: do not ask
 };
 
-// Makes the node READY (TpuProvisioner::Ensure): an existing READY node is used as it is; one of
-// another type or version is an error (2). Says the node's workers. 0, or 3 when gcloud failed.
+// Makes the slice ready (Provisioner::Ensure): an existing ready one is used as it is; a node of
+// another type or version is an error (2). Says the slice's workers and pins the host keys of
+// VMs it made. 0, or 3 when gcloud failed.
 ExitCode RunUp(const UpRequest& request);
-// Deletes the node and its queued resource, after asking on a terminal unless -y (not on a
-// terminal, -y is needed: 2). Nothing to delete: said, 0.
+// Deletes the slice (and its queued resource, or the template and policy podrun made for it),
+// after asking on a terminal unless -y (not on a terminal, -y is needed: 2). Nothing to delete:
+// said, 0.
 ExitCode RunDown(const DownRequest& request);
 
-// For `launch`: with pod.create (and a tpu, zone), makes each node `tpu` names READY (several
-// for a multislice spec), before the pod is resolved; the nodes podrun created, none without
-// pod.create. Throws as TpuProvisioner::Ensure.
-std::vector<TpuQuery> ProvisionSpecNodes(const PodSettings& settings);
+// For `launch`: with pod.create (and a tpu or mig, and a zone), makes each slice it names ready
+// (several for a multislice spec), before the pod is resolved; the slices podrun created, none
+// without pod.create. Throws as Provisioner::Ensure.
+std::vector<PodSourceRef> ProvisionSpecSlices(const PodSettings& settings);
+// Pins the host keys the VMs of the `created` slices of `pod` publish (only theirs).
+void PinCreatedSlices(const Pod& pod, const std::vector<PodSourceRef>& created);
 
 // `podrun up` in the command table (command.h): its options, registered on its app.
 Command UpCommand();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "launcher/pod/host_list.h"
+#include "launcher/pod/pod_source.h"
 #include "launcher/pod/pod_worker.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/spec/spec.h"
@@ -27,10 +28,13 @@ struct Pod {
   // --tpu: the node of each slice, to ask again when a worker is lost (a preemption); kept in
   // the job record (a rerun or a keeper asks gcloud about the same nodes).
   std::vector<TpuQuery> tpu_nodes;
-  // --mig: the managed instance group of each slice, kept in the job record likewise. Recovery
-  // (launcher/recovery/) reads only tpu_nodes so far: a MIG job is not recovered yet.
+  // --mig: the managed instance group of each slice, kept in the job record likewise.
   std::vector<TpuQuery> migs;
 };
+
+// The pod's slices as pod sources, in slice order (its TPU nodes or its MIGs); none for a pod
+// that was not discovered. Recovery drives them without asking which kind they are.
+std::vector<PodSourceRef> PodSourcesOf(const Pod& pod);
 
 // Resolves the pod: reads a host file or discovers a TPU node's or MIG slice's workers through
 // its pod source (pod/pod_source.h; a MIG's workers put in TPU worker order by their VMs'

@@ -66,7 +66,13 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
   }
   const bool operation_code_8 = words.find("\"code\": 8") != words.npos;
   const bool operation_code_5 = words.find("\"code\": 5") != words.npos;
-  if (status == "NOT_FOUND" || operation_code_5) return GcloudFailure::kNotFound;
+  // Compute Engine's form: "Some requests did not succeed:\n - The resource 'projects/...' was
+  // not found" (a quoted name never holds a space, so the words cannot come from one).
+  const bool compute_not_found = words.find("' was not found") != words.npos &&
+                                 words.find("Some requests did not succeed") != words.npos;
+  if (status == "NOT_FOUND" || operation_code_5 || compute_not_found) {
+    return GcloudFailure::kNotFound;
+  }
   if (status == "RESOURCE_EXHAUSTED" || operation_code_8) {
     if (message.empty()) message = words;
     const std::string plain = Unquoted(message);
@@ -80,9 +86,13 @@ std::chrono::seconds GcloudDeadline(const std::vector<std::string>& argv) {
   if (const char* env = std::getenv("PODRUN_GCLOUD_TIMEOUT_SECONDS")) {
     if (const int seconds = std::atoi(env); seconds > 0) return std::chrono::seconds(seconds);
   }
-  const std::string verb = argv.size() > 4 ? argv[4] : "";
-  if (verb == "create") return std::chrono::minutes(5);
-  if (verb == "delete") return std::chrono::minutes(30);
+  // The verb: `compute tpus tpu-vm create`, `compute instance-templates create`, `compute
+  // instance-groups managed delete`, `beta compute ...`: the first create or delete among the
+  // words before the names.
+  for (size_t i = 2; i < std::min<size_t>(argv.size(), 7); ++i) {
+    if (argv[i] == "create") return std::chrono::minutes(5);
+    if (argv[i] == "delete") return std::chrono::minutes(30);
+  }
   return std::chrono::minutes(2);
 }
 

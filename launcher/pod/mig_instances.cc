@@ -97,9 +97,27 @@ std::vector<ManagedInstance> ParseManagedInstances(std::string_view json, const 
     }
     m.status = Text(entry, "instanceStatus", what);
     m.current_action = Text(entry, "currentAction", what);
+    const auto attempt = entry.find("lastAttempt");
+    if (attempt != entry.end() && attempt->is_object()) {
+      const auto errors = attempt->find("errors");
+      if (errors != attempt->end() && errors->is_object()) {
+        const auto list = errors->find("errors");
+        if (list != errors->end() && list->is_array() && !list->empty()) {
+          const std::string code = Text((*list)[0], "code", what);
+          const std::string message = Text((*list)[0], "message", what);
+          m.last_error = message.empty() ? code : code + ": " + message;
+          if (m.last_error.size() > 300) m.last_error.resize(300);
+        }
+      }
+    }
     out.push_back(std::move(m));
   }
   return out;
+}
+
+bool IsMigStockout(const std::string& error) {
+  return error.starts_with("ZONE_RESOURCE_POOL_EXHAUSTED") ||
+         error.starts_with("RESOURCE_EXHAUSTED") || error.starts_with("STOCKOUT");
 }
 
 std::string MigNotReady(const std::string& mig_name,

@@ -28,7 +28,13 @@ struct ManagedInstance {
   std::string name;
   std::string status;          // instanceStatus: RUNNING, STAGING, STOPPING, TERMINATED, ...
   std::string current_action;  // NONE when the group is done with it; CREATING, RECREATING, ...
+  // The group's last failed try to make it (lastAttempt.errors), "CODE: message", e.g.
+  // "ZONE_RESOURCE_POOL_EXHAUSTED: ..." while capacity is short; "" when none.
+  std::string last_error = {};
 };
+
+// True when `error` (a ManagedInstance's last_error) says the zone has no capacity now.
+bool IsMigStockout(const std::string& error);
 
 // Reads list-instances' JSON (a list of managed instances). Throws Error(kUnreachable) "WHAT:
 // gcloud's answer ..." when it is not that, or an instance name is not one (tpu_names.h).

@@ -1,15 +1,20 @@
 // The Compute Engine managed instance group of TPU VMs as a pod source (pod_source.h): two gcloud
 // calls (list-instances, then instances list) give the instances, their states and addresses;
 // the answer is cached as podrun's own JSON, with the TPU worker numbers the VMs gave when the
-// API does not show them. Creating, deleting and reading published host keys of a MIG slice
-// come with provisioning (docs/reference.md, "TPU7x and other Compute Engine slices").
+// API does not show them. A slice is made as Google documents it (mig_gcloud.h: workload policy,
+// instance template, group) and unmade in the reverse order; its VMs' published host keys are
+// their guest attributes `hostkeys/` (docs/reference.md, "TPU7x and other Compute Engine
+// slices").
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "launcher/base/error.h"
+#include "launcher/pod/mig_gcloud.h"
+#include "launcher/pod/mig_host_keys.h"
 #include "launcher/pod/mig_instances.h"
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_gcloud.h"
@@ -142,17 +147,121 @@ class MigSource final : public PodSource {
     std::filesystem::remove(cache_, ec);
   }
 
-  void Create(const TpuCreate&) override { throw NotYet("creating"); }
-  void Delete() override { throw NotYet("deleting"); }
-  TpuHostKeys PublishedHostKeys() override { return {}; }  // none read yet: first contact
+  SourceNow Now() override {
+    SourceNow now;
+    now.ref = {PodSourceKind::kMig, query_};
+    const std::optional<std::string> text =
+        RunGcloudUnlessNotFound(GcloudMigListInstancesCommand(query_), What());
+    ForgetCache();  // a later discovery asks afresh too
+    if (!text) {
+      now.condition = SourceCondition::kGone;
+      now.state = "deleted";
+      now.why = fmt::format("MIG slice {} no longer exists", query_.name);
+      return now;
+    }
+    ClassifyInstances(ParseManagedInstances(*text, What()), &now);
+    return now;
+  }
+
+  void Create(const TpuCreate& create) override {
+    std::vector<std::vector<std::string>> made;  // delete commands of what this call made
+    try {
+      if (MakePart(GcloudMigPolicyCreateCommand(query_, create), "policy")) {
+        made.push_back(GcloudMigPolicyCommand(query_, "delete"));
+      }
+      if (MakePart(GcloudMigTemplateCreateCommand(query_, create), "template")) {
+        made.push_back(GcloudMigTemplateCommand(query_, "delete"));
+      }
+      RunGcloud(GcloudMigGroupCreateCommand(query_, create), What());
+      made.push_back(GcloudMigGroupDeleteCommand(query_));
+      if (MigProvisioningOf(create) == "flex_start") {
+        RunGcloud(GcloudMigResizeRequestCommand(query_, create), What());
+      }
+    } catch (const Error& e) {
+      // Nothing half made stays: the group, then its template and policy, newest first.
+      std::string left;
+      for (auto it = made.rbegin(); it != made.rend(); ++it) {
+        try {
+          RunGcloudUnlessNotFound(*it, What());
+        } catch (const Error& also) {
+          left += fmt::format("\nand what it made could not be deleted: {}", also.what());
+        }
+      }
+      if (left.empty()) throw;
+      throw Error(e.code(), e.what() + left);
+    }
+  }
+
+  bool Delete() override {
+    const bool group = RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) !=
+                       std::nullopt;
+    ForgetCache();
+    bool parts = false;
+    // Only what podrun made (its description says so): a template or policy of the user's stays.
+    for (const auto& part : {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand}) {
+      const std::optional<std::string> described =
+          RunGcloudUnlessNotFound((*part)(query_, "describe"), What());
+      if (!described || !MadeByPodrun(*described)) continue;
+      parts = RunGcloudUnlessNotFound((*part)(query_, "delete"), What()) != std::nullopt || parts;
+    }
+    return group || parts;
+  }
+
+  TpuHostKeys PublishedHostKeys() override {
+    const SourceState state = Describe(/*refresh=*/true, nullptr);
+    if (!state.not_ready.empty()) return {};
+    return ReadHostKeys(query_, What(), state.workers);
+  }
 
  private:
-  Error NotYet(const char* verb) const {
-    return UsageError(
-        fmt::format("{}: {} a MIG slice is not supported by this podrun yet; make "
-                    "it with gcloud (docs/reference.md, \"TPU7x and other Compute "
-                    "Engine slices\")",
-                    What(), verb));
+  // Runs a create of the slice's template or policy: true when it made it; false when it
+  // existed already, made by podrun for this group (a create interrupted before), which is
+  // used as it is. Throws as RunGcloud, also when one of the user's has that name.
+  bool MakePart(const std::vector<std::string>& argv, const char* part) {
+    try {
+      RunGcloud(argv, What());
+      return true;
+    } catch (const GcloudError& e) {
+      if (std::string_view(e.what()).find("already exists") == std::string_view::npos) throw;
+      const auto describe = std::string_view(part) == "policy"
+                                ? GcloudMigPolicyCommand(query_, "describe")
+                                : GcloudMigTemplateCommand(query_, "describe");
+      if (MadeByPodrun(RunGcloud(describe, What()))) return false;
+      throw Error(ExitCode::kUsage,
+                  fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
+                              "group or delete it",
+                              What(), part, MigPartName(query_.name)));
+    }
+  }
+
+  // Sets now's condition, state and why from the group's instances.
+  void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) const {
+    for (const ManagedInstance& m : instances) {
+      if (IsMigStockout(m.last_error)) now->stockout = m.last_error;
+    }
+    for (const ManagedInstance& m : instances) {
+      const bool idle = m.current_action.empty() || m.current_action == "NONE";
+      if (idle && (m.status == "TERMINATED" || m.status == "STOPPED" || m.status == "SUSPENDED")) {
+        // A Spot VM preempted: its group (do-nothing on failure) leaves it so; a slice cannot
+        // run without it, so only remaking the slice brings it back.
+        now->condition = SourceCondition::kPreempted;
+        now->state = m.status;
+        now->why = fmt::format("MIG slice {}: instance {} is {}", query_.name, m.name, m.status);
+        return;
+      }
+    }
+    const std::string not_ready = MigNotReady(query_.name, instances);
+    if (not_ready.empty()) {
+      now->condition = SourceCondition::kReady;
+      now->state = "RUNNING";
+      return;
+    }
+    now->condition = SourceCondition::kBusy;
+    now->why = not_ready;
+    const bool creating = std::all_of(instances.begin(), instances.end(), [](const auto& m) {
+      return m.current_action.starts_with("CREATING");
+    });
+    now->state = instances.empty() ? "no instances yet" : creating ? "CREATING" : "repairing";
   }
 
   void Store(const SourceState& s) const {

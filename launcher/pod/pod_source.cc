@@ -23,4 +23,8 @@ const char* PodSourceKindName(PodSourceKind kind) {
   return kind == PodSourceKind::kMig ? "mig" : "tpu";
 }
 
+const char* PodSourceNoun(PodSourceKind kind) {
+  return kind == PodSourceKind::kMig ? "MIG slice" : "TPU node";
+}
+
 }  // namespace podrun

@@ -52,6 +52,32 @@ struct PodSourceRef {
   TpuQuery query;
 };
 
+// What a source is now, for provisioning and recovery.
+enum class SourceCondition {
+  kReady,      // every VM can run a job
+  kBusy,       // not yet, but it comes back by itself: CREATING, a group repairing its VMs
+  kPreempted,  // only a recreation brings it back: a node PREEMPTED, a Spot VM stopped
+  kGone,       // it does not exist (deleted, never made)
+};
+
+// A source as the API describes it now (asked afresh, never the cache).
+struct SourceNow {
+  PodSourceRef ref;
+  SourceCondition condition = SourceCondition::kGone;
+  // The API's word for it: "READY", "PREEMPTED", "deleted", "CREATING", "repairing (slice-1-x2ab
+  // RECREATING)", "SUSPENDED" (a node's queued resource) ...
+  std::string state;
+  // Why it cannot run a job, naming the VM: "tpu node-1 is PREEMPTED", "mig slice-1: instance
+  // slice-1-x2ab is TERMINATED (a Spot VM preempted)"; "" when ready.
+  std::string why;
+  // Capacity is short (a stockout the API reports while making the VMs): what it says.
+  std::string stockout;
+
+  bool ready() const { return condition == SourceCondition::kReady; }
+  bool preempted() const { return condition == SourceCondition::kPreempted; }
+  bool deleted() const { return condition == SourceCondition::kGone; }
+};
+
 class PodSource {
  public:
   virtual ~PodSource() = default;
@@ -68,12 +94,17 @@ class PodSource {
   virtual void RememberWorkerNumbers(const std::map<std::string, int>& numbers) = 0;
   // Drops the cached answer (the source was deleted or made again: its addresses change).
   virtual void ForgetCache() = 0;
-  // Asks for the source to be made with `create` and returns at once (the caller waits with
-  // Describe). Throws Error(kUnreachable) with gcloud's words; Error(kUsage) when this kind of
-  // source cannot be made yet.
+  // What the source is now, from gcloud (the cache is dropped: a later Describe asks too). A
+  // source that does not exist is kGone, not an error. Throws as Describe.
+  virtual SourceNow Now() = 0;
+  // Asks for the source to be made with `create` and returns once the API took it (the caller
+  // waits with Now). Throws GcloudError with gcloud's words (a stockout: kStockout); whatever
+  // this call made before a later step failed is deleted first.
   virtual void Create(const TpuCreate& create) = 0;
-  // Deletes the source and waits until it is gone. Throws as Create.
-  virtual void Delete() = 0;
+  // Deletes the source (with what podrun made for it: a node's queued resource, a MIG's instance
+  // template and workload policy) and waits until it is gone. False when nothing existed. Throws
+  // as Create.
+  virtual bool Delete() = 0;
   // The SSH host keys its VMs publish (guest attributes `hostkeys/`), by TPU worker number.
   virtual TpuHostKeys PublishedHostKeys() = 0;
 };
@@ -83,7 +114,12 @@ class PodSource {
 std::unique_ptr<PodSource> MakePodSource(const PodSourceRef& ref,
                                          const std::filesystem::path& cache_dir);
 
+// A TPU node as the API described it (`node` of `query`), as a SourceState.
+SourceState SourceStateOfNode(const TpuQuery& query, const TpuNode& node);
+
 // "tpu" or "mig", as the job record and --tpu/--mig name them.
 const char* PodSourceKindName(PodSourceKind kind);
+// "TPU node" or "MIG slice", for sentences.
+const char* PodSourceNoun(PodSourceKind kind);
 
 }  // namespace podrun

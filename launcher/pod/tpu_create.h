@@ -1,5 +1,6 @@
-// TpuCreate: how podrun creates a Cloud TPU node that does not exist, or was preempted (the
-// spec's `pod.create`, or `podrun up`'s options; docs/reference.md, "Provisioning").
+// TpuCreate: how podrun creates a TPU slice that does not exist, or was preempted (the spec's
+// `pod.create`, or `podrun up`'s options; docs/reference.md, "Provisioning"): a Cloud TPU node
+// (accelerator_type, version, ...) or a Compute Engine MIG slice (machine_type, topology, ...).
 #pragma once
 
 #include <chrono>
@@ -19,13 +20,34 @@ struct TpuCreate {
   // tried again; unset: kDefaultCapacityWait.
   std::optional<std::string> capacity_wait = {};
 
+  // A MIG slice (pod.mig): its VMs' machine type (e.g. tpu7x-standard-4t: 4 chips a VM), the
+  // slice's accelerator topology (e.g. 2x2x4: 16 chips, so 4 VMs), their boot image, and how
+  // they are provisioned: "standard" (the default), "spot" (also `spot: true`) or "flex_start";
+  // max_run_duration (e.g. "7d"): the VMs are deleted after it (flex_start needs it).
+  std::string machine_type = {};
+  std::string topology = {};
+  std::string image_family = {};
+  std::string image_project = {};
+  std::string provisioning = {};
+  std::optional<std::string> max_run_duration = {};
+
   bool operator==(const TpuCreate&) const = default;
 };
 
-// The reason `create` cannot be asked for, or "" when it can: a type or version with characters
-// gcloud never takes, spot with preemptible, preemptible or valid_until without queued... Used
-// by the spec reader and `podrun up`.
+// The reason `create` cannot be asked for a Cloud TPU node, or "" when it can: a type or version
+// with characters gcloud never takes, spot with preemptible, preemptible or valid_until without
+// queued, a MIG's key... Used by the spec reader and `podrun up`.
 std::string TpuCreateProblem(const TpuCreate& create);
+// The same for a MIG slice: machine_type and topology (whose chips a whole number of VMs hold),
+// image_family and image_project needed; no node's key (accelerator_type, version, queued, ...).
+std::string MigCreateProblem(const TpuCreate& create);
+
+// A MIG slice's provisioning model: "spot" when provisioning says so or `spot: true`, else
+// provisioning, "standard" when unset.
+std::string MigProvisioningOf(const TpuCreate& create);
+// The number of VMs of a MIG slice: the topology's chips over the chips of one VM (the machine
+// type's "-Nt" suffix); nullopt when either cannot be read or they do not divide.
+std::optional<int> MigVmCount(const TpuCreate& create);
 
 // capacity_wait when create: does not say it.
 inline constexpr std::chrono::seconds kDefaultCapacityWait = std::chrono::hours(1);
@@ -36,7 +58,8 @@ std::optional<std::chrono::seconds> ParseTpuDuration(const std::string& text);
 // How long a stockout of `create` is waited out: its capacity_wait, else kDefaultCapacityWait.
 std::chrono::seconds CapacityWaitOf(const TpuCreate& create);
 
-// "v4-32, tpu-ubuntu2204-base, spot, queued", for messages.
+// "v4-32, tpu-ubuntu2204-base, spot, queued" (a node) or "tpu7x-standard-4t, 2x2x4 (4 VMs),
+// spot" (a MIG slice), for messages.
 std::string DescribeTpuCreate(const TpuCreate& create);
 
 }  // namespace podrun

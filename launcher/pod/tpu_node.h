@@ -38,4 +38,10 @@ struct QueuedResource {
 // Reads the QueuedResource JSON; throws as ParseTpuNode.
 QueuedResource ParseQueuedResource(std::string_view json, const std::string& what);
 
+// True for a node state that only a recreation ends: PREEMPTED or TERMINATED.
+bool IsNodeGone(const std::string& state);
+// True when the node (or its queued resource) can only come back by being created again:
+// PREEMPTED or TERMINATED, or a queued resource SUSPENDED or FAILED.
+bool NeedsRecreation(const std::optional<TpuNode>& node, const std::optional<QueuedResource>& qr);
+
 }  // namespace podrun

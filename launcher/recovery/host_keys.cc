@@ -72,16 +72,11 @@ std::vector<HostKeyAddress> HostKeyAddressesOf(const Pod& pod) {
   return out;
 }
 
-std::vector<HostKeyAddress> NodeHostKeyAddresses(const Pod& pod, const std::string& node_name) {
+std::vector<HostKeyAddress> SliceHostKeyAddresses(const Pod& pod, int slice) {
   const std::vector<HostKeyAddress> all = HostKeyAddressesOf(pod);
-  if (pod.tpu_nodes.empty()) return all;
   std::vector<HostKeyAddress> out;
   for (size_t i = 0; i < pod.workers.size(); ++i) {
-    const int slice = pod.workers[i].slice;
-    if (slice >= 0 && slice < static_cast<int>(pod.tpu_nodes.size()) &&
-        pod.tpu_nodes[slice].name == node_name) {
-      out.push_back(all[i]);
-    }
+    if (pod.workers[i].slice == slice) out.push_back(all[i]);
   }
   return out;
 }
@@ -200,13 +195,11 @@ PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::
   return done;
 }
 
-PinnedHostKeys PinNodeHostKeys(const TpuQuery& node, const std::string& known_hosts,
-                               const std::vector<HostKeyAddress>& workers,
-                               const PublishWait& wait) {
-  const std::string what = DescribeTpuQuery(node);
-  return PinPublishedHostKeys(
-      [&] { return ParseTpuHostKeys(RunGcloud(GcloudGuestAttributesCommand(node), what), what); },
-      what, known_hosts, workers, wait);
+PinnedHostKeys PinSourceHostKeys(PodSource& source, const std::string& known_hosts,
+                                 const std::vector<HostKeyAddress>& workers,
+                                 const PublishWait& wait) {
+  return PinPublishedHostKeys([&] { return source.PublishedHostKeys(); }, source.What(),
+                              known_hosts, workers, wait);
 }
 
 }  // namespace podrun

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "launcher/connect/pod.h"
+#include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_discovery.h"
 #include "launcher/pod/tpu_host_keys.h"
 
@@ -75,15 +76,15 @@ PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::
                                     const std::vector<HostKeyAddress>& workers,
                                     const PublishWait& wait);
 
-// PinPublishedHostKeys with gcloud's get-guest-attributes of `node`.
-PinnedHostKeys PinNodeHostKeys(const TpuQuery& node, const std::string& known_hosts,
-                               const std::vector<HostKeyAddress>& workers,
-                               const PublishWait& wait = DefaultPublishWait());
+// PinPublishedHostKeys with what the VMs of `source` (a TPU node, a MIG slice) publish.
+PinnedHostKeys PinSourceHostKeys(PodSource& source, const std::string& known_hosts,
+                                 const std::vector<HostKeyAddress>& workers,
+                                 const PublishWait& wait = DefaultPublishWait());
 
 // The addresses of `pod`'s workers, in rank order, at their SSH port.
 std::vector<HostKeyAddress> HostKeyAddressesOf(const Pod& pod);
-// The addresses of the workers of `pod` on TPU node `node_name` (its slice), in worker order:
-// what PinNodeHostKeys takes. All of them when the pod names no TPU nodes.
-std::vector<HostKeyAddress> NodeHostKeyAddresses(const Pod& pod, const std::string& node_name);
+// The addresses of the workers of slice `slice` of `pod`, in worker order: what
+// PinSourceHostKeys takes.
+std::vector<HostKeyAddress> SliceHostKeyAddresses(const Pod& pod, int slice);
 
 }  // namespace podrun

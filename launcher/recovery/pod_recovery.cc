@@ -9,8 +9,9 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/recovery/host_keys.h"
-#include "launcher/recovery/node_wait.h"
+#include "launcher/recovery/provisioner.h"
 #include "launcher/recovery/restarts.h"
+#include "launcher/recovery/slice_wait.h"
 #include "launcher/spec/pod_create.h"
 #include "launcher/ssh/ssh_reach.h"
 #include "launcher/store/recovery_records.h"
@@ -23,7 +24,7 @@ RecreationRecord RecreationOf(const TpuQuery& q) {
 }
 
 // True when podrun itself began to recreate `q` for this job (its intent recorded before the
-// delete): a node found missing is then created, not mourned.
+// delete): a slice found missing is then created, not mourned.
 bool PodrunIsRecreating(RecoveryRecords& records, const std::string& job_id, const TpuQuery& q) {
   const RecreationRecord mine = RecreationOf(q);
   for (const RecreationRecord& r : records.Recreations(job_id)) {
@@ -32,9 +33,9 @@ bool PodrunIsRecreating(RecoveryRecords& records, const std::string& job_id, con
   return false;
 }
 
-// A node that must be created again: preempted by the API, or deleted by podrun itself.
-bool ToRecreate(RecoveryRecords& records, const AttemptPlan& plan, const NodeNow& n) {
-  return n.preempted() || (n.deleted() && PodrunIsRecreating(records, plan.job.id, n.query));
+// A slice that must be created again: preempted by the API, or deleted by podrun itself.
+bool ToRecreate(RecoveryRecords& records, const AttemptPlan& plan, const SourceNow& n) {
+  return n.preempted() || (n.deleted() && PodrunIsRecreating(records, plan.job.id, n.ref.query));
 }
 
 // The workers of the attempt that were lost (their agents out of reach).
@@ -46,12 +47,12 @@ std::vector<int> LostWorkers(JobStore& store, const AttemptPlan& plan) {
   return lost;
 }
 
-// A worker was lost while its node reads READY: asks gcloud every poll until a node is not
-// READY (true), or every lost worker accepts a connection again where SSH reaches it (false), or
+// A worker was lost while its slice reads ready: asks gcloud every poll until a slice is not
+// (true), or every lost worker accepts a connection again where SSH reaches it (false), or
 // LostWhileReadyLimit() has passed (false: the worker is handled as lost, the gang restarts
 // without waiting longer). nullopt: given up.
 std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vector<int>& lost,
-                                       NodeStates& nodes, const TpuWait& wait) {
+                                       SourceStates& nodes, const TpuWait& wait) {
   const auto poll = ReadyPollInterval();
   const auto limit = LostWhileReadyLimit();
   const auto until = std::chrono::steady_clock::now() + limit;
@@ -60,7 +61,7 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
   bool said = false;
   for (;;) {
     nodes.Forget();
-    for (const NodeNow& n : nodes.All()) {
+    for (const SourceNow& n : nodes.All()) {
       if (!n.ready()) return true;
     }
     // Probed only where SSH goes straight to the worker (ssh_reach.h): through a jump host a
@@ -72,13 +73,13 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
     }
     if (std::chrono::steady_clock::now() >= until) {
       Say(fmt::format(
-          "w{} still out of reach after {} s while its TPU node reads READY: handled as lost",
+          "w{} still out of reach after {} s while its slice reads ready: handled as lost",
           lost.front(), limit.count()));
       return false;
     }
     if (!said) {
       Say(
-          fmt::format("w{} lost while its TPU node still reads READY: asking gcloud every {} s "
+          fmt::format("w{} lost while its slice still reads ready: asking gcloud every {} s "
                       "until it says what happened (at most {} s)",
                       lost.front(), poll.count(), limit.count()));
       said = true;
@@ -91,12 +92,16 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
   }
 }
 
-// WaitForReadyNodes for `plan`'s pod: the workers whose address changed, or the exit code to end
-// with (gcloud failed: said; given up: 130).
-std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(AttemptPlan& plan,
+// WaitForReadySlices for `plan`'s pod (what it waits for recorded, for status: "recovering (MIG
+// slice slice-1 is repairing, for 41s)"): the workers whose address changed, or the exit code to
+// end with (gcloud failed: said; given up: 130).
+std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(JobStore& store, AttemptPlan& plan,
                                                              const TpuWait& wait) {
+  RecoveryRecords records(store);
   try {
-    auto moved = WaitForReadyNodes(plan.pod, plan.home / "cache", ReadyPollInterval(), wait);
+    auto moved = WaitForReadySlices(
+        plan.pod, plan.home / "cache", ReadyPollInterval(), wait,
+        [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); });
     if (!moved) return ExitCode::kInterrupted;
     return *moved;
   } catch (const Error& e) {
@@ -114,56 +119,58 @@ std::vector<std::string> SliceHosts(const Pod& pod, int slice) {
   return hosts;
 }
 
-// Recreates the gone node of slice `slice` with `create`: the intent recorded before the delete,
-// fulfilled once it is READY; the old host keys of the node's workers forgotten (no other
-// node's). Returns the new node.
-TpuNode RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, size_t slice,
-                      const TpuCreate& create, const TpuWait& wait) {
-  const TpuQuery& q = plan.pod.tpu_nodes[slice];
+// Recreates the gone slice `slice` with `create`: the intent recorded before the delete,
+// fulfilled once it is ready; the old host keys of its workers forgotten (no other slice's).
+// Returns the new slice.
+SourceState RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, const SourceNow& n,
+                          size_t slice, const TpuCreate& create, const TpuWait& wait) {
   const std::vector<std::string> old_hosts = SliceHosts(plan.pod, static_cast<int>(slice));
-  records.BeginRecreation(plan.job.id, RecreationOf(q));
+  records.BeginRecreation(plan.job.id, RecreationOf(n.ref.query));
   // What it waits for (a stockout, the queue, CREATING) is what status and ls show meanwhile.
-  TpuProvisioner provisioner(q, create, TpuPollInterval(std::chrono::seconds(10)), wait,
-                             {.on_wait = [&records, &plan](const std::string& what) {
-                               records.SetRecovering(plan.job.id, "recreating: " + what);
-                             }});
-  TpuNode node = provisioner.Recreate().node;
-  records.EndRecreation(plan.job.id, RecreationOf(q));
+  std::unique_ptr<Provisioner> provisioner =
+      MakeProvisioner(n.ref, create, plan.home / "cache", TpuPollInterval(std::chrono::seconds(10)),
+                      wait, {.on_wait = [&records, &plan](const std::string& what) {
+                        records.SetRecovering(plan.job.id, "recreating: " + what);
+                      }});
+  SourceState state = provisioner->Recreate().state;
+  records.EndRecreation(plan.job.id, RecreationOf(n.ref.query));
   ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
-  return node;
+  return state;
 }
 
-// Pins the host keys the recreated node of slice `slice` publishes, at its workers' new
-// addresses (host_keys.h): only that node's.
-void PinRecreatedSlice(const AttemptPlan& plan, size_t slice) {
-  const TpuQuery& q = plan.pod.tpu_nodes[slice];
-  PinNodeHostKeys(q, plan.pod.ssh.known_hosts, NodeHostKeyAddresses(plan.pod, q.name));
+// Pins the host keys the recreated slice `slice` publishes, at its workers' new addresses
+// (host_keys.h): only that slice's.
+void PinRecreatedSlice(const AttemptPlan& plan, const PodSourceRef& ref, size_t slice) {
+  std::unique_ptr<PodSource> source = MakePodSource(ref, plan.home / "cache");
+  PinSourceHostKeys(*source, plan.pod.ssh.known_hosts,
+                    SliceHostKeyAddresses(plan.pod, static_cast<int>(slice)));
 }
 
-// Recreates (with the spec's create: for that node) or waits for the gone nodes; records each
+// Recreates (with the spec's create: for that slice) or waits for the gone slices; records each
 // as a preemption, and the attempt as ended by one.
-std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptPlan& plan,
-                                                       std::vector<NodeNow> now, NodeStates& nodes,
-                                                       const TpuWait& wait) {
+std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, AttemptPlan& plan,
+                                                        std::vector<SourceNow> now,
+                                                        SourceStates& nodes, const TpuWait& wait) {
   RecoveryRecords records(store);
   store.SetAttemptEnd(plan.job.id, plan.attempt, AttemptEnd::kPreemption);
   std::vector<int64_t> preemptions;
   bool recreate_any = false;
   bool wait_any = false;
-  for (const NodeNow& n : now) {
+  for (const SourceNow& n : now) {
     if (!ToRecreate(records, plan, n)) continue;
-    const bool create = SpecCreateCovers(plan.spec.pod, n.query);
+    const bool create = SpecCreateFor(plan.spec.pod, n.ref).has_value();
     recreate_any = recreate_any || create;
     wait_any = wait_any || !create;
-    Say(fmt::format("TPU node {} is {}{}", n.query.name, n.state(),
+    const char* noun = PodSourceNoun(n.ref.kind);
+    Say(fmt::format("{} {} is {}{}", noun, n.ref.query.name, n.state,
                     create ? ": deleting it and creating it again (pod.create)" : ""));
-    records.SetRecovering(plan.job.id,
-                          fmt::format("{} TPU node {} ({})", create ? "recreating" : "waiting for",
-                                      n.query.name, n.state()));
+    records.SetRecovering(plan.job.id, fmt::format("{} {} {} ({})",
+                                                   create ? "recreating" : "waiting for", noun,
+                                                   n.ref.query.name, n.state));
     preemptions.push_back(records.AddPreemption(plan.job.id, {.id = 0,
                                                               .attempt = plan.attempt,
-                                                              .node = n.query.name,
-                                                              .state = n.state(),
+                                                              .node = n.ref.query.name,
+                                                              .state = n.state,
                                                               .seen_ns = NowUnixNs(),
                                                               .back_ns = std::nullopt,
                                                               .recreated = create}));
@@ -172,31 +179,29 @@ std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptP
   std::vector<size_t> recreated;
   if (recreate_any) {
     try {
-      std::vector<TpuNode> all;
       for (size_t slice = 0; slice < now.size(); ++slice) {
-        const NodeNow& n = now[slice];
-        std::optional<TpuCreate> create = SpecCreateFor(plan.spec.pod, n.query);
-        if (create && ToRecreate(records, plan, n)) {
-          all.push_back(RecreateSlice(records, plan, slice, *create, wait));
-          recreated.push_back(slice);
-        } else {
-          all.push_back(n.node.value_or(TpuNode{}));
+        const SourceNow& n = now[slice];
+        std::optional<TpuCreate> create = SpecCreateFor(plan.spec.pod, n.ref);
+        if (!create || !ToRecreate(records, plan, n)) continue;
+        const SourceState state = RecreateSlice(records, plan, n, slice, *create, wait);
+        recreated.push_back(slice);
+        if (!wait_any) {
+          for (int k : PointSliceAt(plan.pod, slice, state)) moved.push_back(k);
         }
       }
       nodes.Forget();
-      if (!wait_any) moved = PointPodAtNodes(plan.pod, all);
     } catch (const Error& e) {
       Say(e.what());
       return e.code();
     }
   }
   if (wait_any) {
-    auto changed = WaitUntilReadyAgain(plan, wait);
+    auto changed = WaitUntilReadyAgain(store, plan, wait);
     if (const ExitCode* give_up = std::get_if<ExitCode>(&changed)) return *give_up;
     moved = std::get<std::vector<int>>(changed);
   }
   try {
-    for (size_t slice : recreated) PinRecreatedSlice(plan, slice);
+    for (size_t slice : recreated) PinRecreatedSlice(plan, now[slice].ref, slice);
   } catch (const Error& e) {
     Say(e.what());
     return e.code();
@@ -206,14 +211,12 @@ std::variant<AttemptReason, ExitCode> RecoverGoneNodes(JobStore& store, AttemptP
   return AttemptReason::kRecoveryAfterPreemption;
 }
 
-// The nodes that are gone without podrun or the API saying why: deleted by someone else.
-std::vector<std::string> DeletedByOthers(RecoveryRecords& records, const AttemptPlan& plan,
-                                         const std::vector<NodeNow>& now) {
-  std::vector<std::string> out;
-  for (const NodeNow& n : now) {
-    if (n.deleted() && !PodrunIsRecreating(records, plan.job.id, n.query)) {
-      out.push_back(n.query.name);
-    }
+// The slices that are gone without podrun or the API saying why: deleted by someone else.
+std::vector<const SourceNow*> DeletedByOthers(RecoveryRecords& records, const AttemptPlan& plan,
+                                              const std::vector<SourceNow>& now) {
+  std::vector<const SourceNow*> out;
+  for (const SourceNow& n : now) {
+    if (n.deleted() && !PodrunIsRecreating(records, plan.job.id, n.ref.query)) out.push_back(&n);
   }
   return out;
 }
@@ -227,13 +230,13 @@ std::chrono::seconds LostWhileReadyLimit() {
   return std::chrono::minutes(5);
 }
 
-bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, NodeStates& nodes) {
-  if (!plan.pod.cloud_tpu || plan.pod.tpu_nodes.empty()) return false;
+bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes) {
+  if (nodes.size() == 0) return false;
   RecoveryRecords records(store);
   try {
     nodes.Forget();
-    for (const NodeNow& n : nodes.All()) {
-      if (SpecCreateCovers(plan.spec.pod, n.query) && ToRecreate(records, plan, n)) return true;
+    for (const SourceNow& n : nodes.All()) {
+      if (SpecCreateFor(plan.spec.pod, n.ref) && ToRecreate(records, plan, n)) return true;
     }
   } catch (const Error&) {
   }
@@ -241,17 +244,16 @@ bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, NodeStates
 }
 
 std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPlan& plan,
-                                                     int restart, NodeStates& nodes,
+                                                     int restart, SourceStates& nodes,
                                                      const TpuWait& wait) {
   RecoveryRecords records(store);
-  const bool tpu = plan.pod.cloud_tpu && !plan.pod.tpu_nodes.empty();
-  if (tpu) {
+  if (nodes.size() > 0) {
     try {
       // A node the gang's followers just saw gone stays gone (it never comes back by itself):
       // that answer serves. Otherwise gcloud is asked afresh.
-      std::vector<NodeNow> now = nodes.All();
+      std::vector<SourceNow> now = nodes.All();
       auto gone = [&] {
-        return std::any_of(now.begin(), now.end(), [&](const NodeNow& n) {
+        return std::any_of(now.begin(), now.end(), [&](const SourceNow& n) {
           return ToRecreate(records, plan, n) || n.deleted();
         });
       };
@@ -270,14 +272,14 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
         }
       }
       if (const auto deleted = DeletedByOthers(records, plan, now); !deleted.empty()) {
-        Say(
-            fmt::format("TPU node {} no longer exists and podrun did not delete it: someone "
+        Say(fmt::format("{} {} no longer exists and podrun did not delete it: someone "
                         "removed it, so podrun does not bring it back; the run ends here "
                         "(podrun up SPEC creates it again, then podrun rerun {})",
-                        deleted.front(), plan.job.id));
+                        PodSourceNoun(deleted.front()->ref.kind), deleted.front()->ref.query.name,
+                        plan.job.id));
         return ExitCode::kFailed;
       }
-      if (gone()) return RecoverGoneNodes(store, plan, std::move(now), nodes, wait);
+      if (gone()) return RecoverGoneSlices(store, plan, std::move(now), nodes, wait);
     } catch (const Error& e) {
       Say(e.what());
       return e.code();
@@ -289,9 +291,9 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
   Say(fmt::format("restarting the whole gang in {} s (restart {} of {}; Ctrl-C to give up)",
                   backoff.count(), restart, plan.spec.restarts));
   if (!wait(backoff)) return ExitCode::kInterrupted;
-  // A node that is not READY for another reason (e.g. CREATING while a queued resource
-  // recreates it) is waited for, and the gang restarts at its current addresses.
-  auto moved = WaitUntilReadyAgain(plan, wait);
+  // A slice that is not ready for another reason (CREATING while a queued resource recreates
+  // it, a MIG repairing its VMs) is waited for, and the gang restarts at its current addresses.
+  auto moved = WaitUntilReadyAgain(store, plan, wait);
   if (const ExitCode* give_up = std::get_if<ExitCode>(&moved)) return *give_up;
   if (!std::get<std::vector<int>>(moved).empty()) {
     store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));

@@ -17,7 +17,7 @@
 
 #include "launcher/attempt/attempt_plan.h"
 #include "launcher/base/error.h"
-#include "launcher/recovery/node_states.h"
+#include "launcher/recovery/source_states.h"
 #include "launcher/recovery/tpu_provisioner.h"
 #include "launcher/store/job_store.h"
 
@@ -29,7 +29,7 @@ namespace podrun {
 // someone else: 1). `wait` sleeps; false when the user gave up. `nodes` answers for the pod's
 // nodes (one describe per node per poll).
 std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPlan& plan,
-                                                     int restart, NodeStates& nodes,
+                                                     int restart, SourceStates& nodes,
                                                      const TpuWait& wait);
 
 // How long a worker lost while its node reads READY is waited for before it is handled as lost:
@@ -39,6 +39,6 @@ std::chrono::seconds LostWhileReadyLimit();
 // True when the attempt that just ended could not start because a TPU node of the pod that
 // podrun may recreate is gone (a preemption during the preparation), or podrun itself began to
 // recreate one (a keeper killed mid-way), so that the restarts apply to it too.
-bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, NodeStates& nodes);
+bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes);
 
 }  // namespace podrun

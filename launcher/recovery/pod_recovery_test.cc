@@ -1,5 +1,5 @@
 // Tests of recovery with an injected gcloud (tests/fake-gcloud in a temporary state directory;
-// no pod needed): one describe per node however many workers ask (NodeStates), what
+// no pod needed): one describe per node however many workers ask (SourceStates), what
 // PrepareRestart does with a preempted slice, a node someone else deleted, and podrun's own
 // recreation left half done; the restart budget counted from typed attempt reasons.
 #include "launcher/recovery/pod_recovery.h"
@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "launcher/recovery/node_states.h"
+#include "launcher/recovery/source_states.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/spec.h"
 #include "launcher/ssh/ssh_reach.h"
@@ -137,7 +137,7 @@ TEST_F(PodRecoveryTest, FourLostWorkersOfOneNodeCostOneDescribe) {
   Create("node-4", "v4-32");
   Run({"--admin", "preempt", "node-4", "--zone", "zone-a"});
   const int before = Calls("describe", "node-4");
-  NodeStates nodes(TpuPod({"node-4"}, 4), dir_ / "cache", std::chrono::seconds(60), false);
+  SourceStates nodes(TpuPod({"node-4"}, 4), dir_ / "cache", std::chrono::seconds(60));
   std::vector<std::optional<std::string>> said(4);
   std::vector<std::thread> lost;
   for (int i = 0; i < 4; ++i) lost.emplace_back([&, i] { said[i] = nodes.LostWorkerReason(i); });
@@ -162,7 +162,7 @@ TEST_F(PodRecoveryTest, APreemptedSliceIsRecreatedAloneAndTheOtherKeepsItsKeys) 
   std::ofstream(dir_ / "known_hosts") << "10.9.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAAA\n"
                                       << b_key;
   Run({"--admin", "preempt", "node-a", "--zone", "zone-a"});
-  NodeStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3), false);
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   auto next = PrepareRestart(store, plan, 1, nodes, NoWait());
   ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
   EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
@@ -189,7 +189,7 @@ TEST_F(PodRecoveryTest, ANodeDeletedBySomeoneElseEndsTheRunButPodrunsOwnDeleteIs
   JobStore store(dir_ / "home" / "podrun.db");
   AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
   Run({"compute", "tpus", "tpu-vm", "delete", "node-1", "--zone", "zone-a", "--quiet"});
-  NodeStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3), false);
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   auto next = PrepareRestart(store, plan, 1, nodes, NoWait());
   ASSERT_TRUE(std::holds_alternative<ExitCode>(next));
   EXPECT_EQ(ExitCode::kFailed, std::get<ExitCode>(next));
@@ -211,7 +211,7 @@ TEST_F(PodRecoveryTest, TheSpecsCreateIsNotAppliedToAnotherNode) {
   // The spec's create: is for node-mine; the job ran on node-other (--tpu on the command line).
   AttemptPlan plan = Plan(store, TpuPod({"node-other"}, 2), "node-mine");
   Run({"--admin", "preempt", "node-other", "--zone", "zone-a"});
-  NodeStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3), false);
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   EXPECT_FALSE(StartFailedOnAGoneNode(store, plan, nodes));
   // Waited for (it never comes back here): the wait is given up at its first sleep.
   auto next = PrepareRestart(store, plan, 1, nodes, [](std::chrono::seconds) { return false; });
@@ -229,7 +229,7 @@ TEST_F(PodRecoveryTest, AWorkerLostWhileItsNodeReadsReadyIsWaitedForAtMostTheLim
   // Its address takes no connection (TEST-NET-1), the node reads READY for ever.
   plan.pod.workers[0].host.host = "192.0.2.1";
   ::setenv("PODRUN_LOST_READY_LIMIT_SECONDS", "2", 1);
-  NodeStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3), false);
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   int waits = 0;
   const auto began = std::chrono::steady_clock::now();
   auto next = PrepareRestart(store, plan, 1, nodes, [&](std::chrono::seconds) {

@@ -9,7 +9,7 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
-#include "launcher/recovery/node_states.h"
+#include "launcher/recovery/source_states.h"
 #include "launcher/recovery/pod_recovery.h"
 #include "proto/write_all.h"
 
@@ -87,8 +87,7 @@ int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts) {
 }
 
 ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const RestartOptions& options) {
-  const bool queued = plan.spec.pod.create && plan.spec.pod.create->queued;
-  NodeStates nodes(plan.pod, plan.home / "cache", kNodeAskEvery, queued);
+  SourceStates nodes(plan.pod, plan.home / "cache", kNodeAskEvery);
   plan.lost_worker_reason = [&nodes](int index) { return nodes.LostWorkerReason(index); };
   RecoveryRecords records(store);
   ExitCode code = options.ended            ? *options.ended

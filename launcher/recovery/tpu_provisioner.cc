@@ -18,9 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool IsGone(const std::string& state) { return state == "PREEMPTED" || state == "TERMINATED"; }
-bool IsQueueDead(const std::string& state) { return state == "SUSPENDED" || state == "FAILED"; }
-
 // A positive number of seconds from the environment variable `name`, else `fallback`.
 std::chrono::seconds SecondsFromEnv(const char* name, std::chrono::seconds fallback) {
   if (const char* env = std::getenv(name)) {
@@ -45,10 +42,6 @@ std::chrono::seconds Seconds(Clock::duration d) {
 }
 
 }  // namespace
-
-bool NeedsRecreation(const std::optional<TpuNode>& node, const std::optional<QueuedResource>& qr) {
-  return (node && IsGone(node->state)) || (qr && IsQueueDead(qr->state));
-}
 
 std::chrono::seconds TpuPollInterval(std::chrono::seconds fallback) {
   return SecondsFromEnv("PODRUN_TPU_POLL_SECONDS", fallback);
@@ -85,7 +78,7 @@ TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
                             create_.accelerator_type, create_.version));
   }
   if (NeedsRecreation(node, qr)) {
-    const std::string state = node && IsGone(node->state) ? node->state : qr->state;
+    const std::string state = node && IsNodeGone(node->state) ? node->state : qr->state;
     if (!recreate_preempted) {
       throw Error(ExitCode::kUnreachable, fmt::format("{} is {}", DescribeTpuQuery(node_), state));
     }
@@ -269,7 +262,7 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
     if (create_.queued) {
       std::optional<QueuedResource> qr = FindQueuedResource(node_);
       if (!qr) throw Error(ExitCode::kUnreachable, what + ": its queued resource vanished");
-      if (IsQueueDead(qr->state)) {
+      if (NeedsRecreation(std::nullopt, qr)) {
         throw Error(ExitCode::kUnreachable,
                     fmt::format("{}: queued resource {} is {} (it expired or could not be "
                                 "satisfied): nothing was started",
@@ -286,7 +279,7 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
                         Span(Seconds(options_.clock() - began))));
         return *node;
       }
-      if (node && IsGone(node->state)) {
+      if (node && IsNodeGone(node->state)) {
         throw Error(ExitCode::kUnreachable,
                     fmt::format("{} is {} before it was ever READY", what, node->state));
       }

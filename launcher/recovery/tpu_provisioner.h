@@ -29,10 +29,6 @@ struct TpuNodeReady {
   double waited_seconds = 0;  // from the first gcloud call to READY
 };
 
-// True when the node (or its queued resource) can only come back by being created again:
-// PREEMPTED or TERMINATED, or a queued resource SUSPENDED or FAILED.
-bool NeedsRecreation(const std::optional<TpuNode>& node, const std::optional<QueuedResource>& qr);
-
 // The first wait after a create refused for capacity: $PODRUN_TPU_CAPACITY_BACKOFF_SECONDS (tests),
 // else 30 s. Each next wait doubles, up to kMaxCapacityBackoff.
 std::chrono::seconds TpuCapacityBackoff();

@@ -7,17 +7,18 @@
 
 namespace podrun {
 
-bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node) {
-  if (!spec.create || !spec.tpu || !spec.zone || *spec.zone != node.zone) return false;
+bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node, PodSourceKind kind) {
+  const std::optional<std::string>& list = kind == PodSourceKind::kMig ? spec.mig : spec.tpu;
+  if (!spec.create || !list || !spec.zone || *spec.zone != node.zone) return false;
   // A spec that names a project covers only a node known to be in it: a node chosen without a
   // project (`--tpu SAME --zone Z`, gcloud's default project) may be in any.
   if (spec.project && (!node.project || *spec.project != *node.project)) return false;
-  const std::vector<std::string> names = SplitTpuNames(*spec.tpu);
+  const std::vector<std::string> names = SplitTpuNames(*list);
   return std::find(names.begin(), names.end(), node.name) != names.end();
 }
 
-std::optional<TpuCreate> SpecCreateFor(const PodSettings& spec, const TpuQuery& node) {
-  if (!SpecCreateCovers(spec, node)) return std::nullopt;
+std::optional<TpuCreate> SpecCreateFor(const PodSettings& spec, const PodSourceRef& slice) {
+  if (!SpecCreateCovers(spec, slice.query, slice.kind)) return std::nullopt;
   return spec.create;
 }
 

@@ -146,7 +146,7 @@ void ReadProject(const YamlReader& yaml, const Node& k, const Node& v, PodSettin
   pod->project = project;
 }
 
-// `create:` (tpu_create.h): every key of it, then the whole checked.
+// `create:` (tpu_create.h): every key of it; the whole is checked once the kind of pod is known.
 constexpr KeyReader<TpuCreate> kCreateKeys[] = {
     {"accelerator_type", ReadNonEmptyStringField<&TpuCreate::accelerator_type>},
     {"version", ReadNonEmptyStringField<&TpuCreate::version>},
@@ -155,6 +155,12 @@ constexpr KeyReader<TpuCreate> kCreateKeys[] = {
     {"queued", ReadBoolField<&TpuCreate::queued>},
     {"valid_until", ReadNonEmptyStringField<&TpuCreate::valid_until>},
     {"capacity_wait", ReadNonEmptyStringField<&TpuCreate::capacity_wait>},
+    {"machine_type", ReadNonEmptyStringField<&TpuCreate::machine_type>},
+    {"topology", ReadNonEmptyStringField<&TpuCreate::topology>},
+    {"image_family", ReadNonEmptyStringField<&TpuCreate::image_family>},
+    {"image_project", ReadNonEmptyStringField<&TpuCreate::image_project>},
+    {"provisioning", ReadNonEmptyStringField<&TpuCreate::provisioning>},
+    {"max_run_duration", ReadNonEmptyStringField<&TpuCreate::max_run_duration>},
 };
 
 void ReadCreate(const YamlReader& yaml, const Node& key, const Node& value, PodSettings* pod) {
@@ -166,9 +172,6 @@ void ReadCreate(const YamlReader& yaml, const Node& key, const Node& value, PodS
     const KeyReader<TpuCreate>* reader = FindKey(kCreateKeys, name);
     if (reader == nullptr) yaml.UnknownKey(it->first, name, KeyNames(kCreateKeys));
     reader->read(yaml, it->first, it->second, &create);
-  }
-  if (std::string problem = TpuCreateProblem(create); !problem.empty()) {
-    yaml.Fail(YamlReader::At(key, value), "create: " + problem);
   }
   pod->create = create;
 }
@@ -219,14 +222,21 @@ void ReadPodSection(const YamlReader& yaml, const Node& key, const Node& value, 
   }
   if (pod->create) {
     const YAML::Mark at = YamlReader::FindKeyMark(value, "create");
+    const YAML::Mark create_at = value["create"].Mark();  // its value: where the keys are
     if (pod->mig) {
-      yaml.Fail(at,
-                "'create' with 'mig' is not supported by this podrun yet: make the MIG slice "
-                "with gcloud and give its name (docs/reference.md, \"TPU7x and other "
-                "Compute Engine slices\")");
-    }
-    if (!pod->tpu || !pod->zone) {
-      yaml.Fail(at, "'create' needs the node's 'tpu' and 'zone' in this 'pod' section");
+      if (!pod->zone) {
+        yaml.Fail(at, "'create' needs the slice's 'mig' and 'zone' in this 'pod' section");
+      }
+      if (std::string problem = MigCreateProblem(*pod->create); !problem.empty()) {
+        yaml.Fail(create_at, "create: " + problem);
+      }
+    } else {
+      if (!pod->tpu || !pod->zone) {
+        yaml.Fail(at, "'create' needs the node's 'tpu' and 'zone' in this 'pod' section");
+      }
+      if (std::string problem = TpuCreateProblem(*pod->create); !problem.empty()) {
+        yaml.Fail(create_at, "create: " + problem);
+      }
     }
   }
 }

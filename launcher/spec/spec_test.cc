@@ -136,11 +136,33 @@ TEST(Spec, MigPods) {
                                    .find("'pod' has both 'mig' and 'tpu'"));
   EXPECT_NE(std::string::npos,
             ParseError("pod: {mig: 'a/b', zone: z}\nrun: x\n").find("bad mig name 'a/b'"));
-  // Making a MIG slice comes later: refused, not ignored.
+  // A MIG slice is made from its machine type and topology, not a node's keys.
   EXPECT_NE(std::string::npos,
             ParseError("pod:\n  mig: s-1\n  zone: z\n  create: {accelerator_type: v5p-16, "
                        "version: v}\nrun: x\n")
-                .find("'create' with 'mig' is not supported by this podrun yet"));
+                .find("spec.yaml:4:11: create: accelerator_type, version, queued, preemptible "
+                      "and valid_until are for a TPU node"));
+  const JobSpec made = ParseSpecText(
+      "pod:\n  mig: s-1\n  zone: z\n  create: {machine_type: tpu7x-standard-4t, topology: 2x2x4, "
+      "image_family: f, image_project: p, spot: true, capacity_wait: 2h}\nrun: x\n",
+      "s.yaml");
+  ASSERT_TRUE(made.pod.create);
+  EXPECT_EQ(4, MigVmCount(*made.pod.create));
+  EXPECT_EQ("spot", MigProvisioningOf(*made.pod.create));
+  EXPECT_NE(std::string::npos,
+            ParseError("pod:\n  mig: s-1\n  zone: z\n  create: {machine_type: tpu7x-standard-4t, "
+                       "topology: 3x1, image_family: f, image_project: p}\nrun: x\n")
+                .find("topology 3x1 is not a whole number of tpu7x-standard-4t VMs"));
+  EXPECT_NE(std::string::npos,
+            ParseError("pod:\n  mig: s-1\n  zone: z\n  create: {machine_type: ct6e-standard-4t, "
+                       "topology: 4x4, image_family: f, image_project: p, provisioning: "
+                       "flex_start}\nrun: x\n")
+                .find("flex_start needs max_run_duration"));
+  // A node's spec with a MIG's key is told which kind the key is for.
+  EXPECT_NE(std::string::npos,
+            ParseError("pod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: v4-8, version: v, "
+                       "topology: 2x2}\nrun: x\n")
+                .find("are for a MIG slice (pod.mig)"));
 }
 
 TEST(Spec, TpuZoneAndProjectNamesAreCheckedWhereTheyAreWritten) {

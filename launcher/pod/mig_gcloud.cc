@@ -1,0 +1,152 @@
+// The gcloud command lines of a MIG slice's provisioning (see mig_gcloud.h).
+#include "launcher/pod/mig_gcloud.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "launcher/base/error.h"
+#include "launcher/pod/tpu_gcloud.h"
+#include "launcher/pod/tpu_names.h"
+
+namespace podrun {
+namespace {
+
+constexpr size_t kMaxName = 63;
+
+// `gcloud [beta] compute GROUP...`, then the rest, [--project P] and the tail.
+std::vector<std::string> Command(const TpuQuery& mig, std::vector<std::string> words,
+                                 const char* tail, bool beta = false) {
+  CheckTpuQuery(mig);
+  std::vector<std::string> argv = {GcloudProgram()};
+  if (beta) argv.push_back("beta");
+  argv.push_back("compute");
+  argv.insert(argv.end(), words.begin(), words.end());
+  if (mig.project) argv.insert(argv.end(), {"--project", *mig.project});
+  argv.push_back(tail);
+  return argv;
+}
+
+std::string Description(const char* what, const TpuQuery& mig) {
+  return fmt::format("--description={} {} of MIG {}", kMigMadeByPodrun, what, mig.name);
+}
+
+}  // namespace
+
+std::string MigPartName(const std::string& mig) {
+  constexpr std::string_view kSuffix = "-podrun";
+  if (mig.size() + kSuffix.size() <= kMaxName) return mig + std::string(kSuffix);
+  const std::string hash = fmt::format("{:05x}", std::hash<std::string>{}(mig) & 0xfffff);
+  return mig.substr(0, kMaxName - kSuffix.size() - hash.size() - 1) + "-" + hash +
+         std::string(kSuffix);
+}
+
+std::string RegionOfZone(const std::string& zone) {
+  const size_t dash = zone.rfind('-');
+  return dash == std::string::npos ? zone : zone.substr(0, dash);
+}
+
+std::vector<std::string> GcloudMigPolicyCreateCommand(const TpuQuery& mig,
+                                                      const TpuCreate& create) {
+  return Command(mig,
+                 {"resource-policies", "create", "workload-policy", MigPartName(mig.name),
+                  "--type=HIGH_THROUGHPUT", "--accelerator-topology=" + create.topology,
+                  "--region=" + RegionOfZone(mig.zone), Description("workload policy", mig)},
+                 "--format=json");
+}
+
+std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
+                                                        const TpuCreate& create) {
+  const std::string model = MigProvisioningOf(create);
+  std::vector<std::string> words = {"instance-templates",
+                                    "create",
+                                    MigPartName(mig.name),
+                                    "--machine-type=" + create.machine_type,
+                                    "--image-family=" + create.image_family,
+                                    "--image-project=" + create.image_project,
+                                    Description("instance template", mig)};
+  if (model == "spot") {
+    words.insert(words.end(), {"--provisioning-model=SPOT", "--instance-termination-action=STOP"});
+  } else if (model == "flex_start") {
+    words.insert(words.end(), {"--provisioning-model=FLEX_START", "--reservation-affinity=none"});
+  }
+  if (create.max_run_duration) {
+    words.push_back("--max-run-duration=" + *create.max_run_duration);
+    if (model != "spot") words.push_back("--instance-termination-action=DELETE");
+  }
+  return Command(mig, words, "--format=json", /*beta=*/model == "flex_start");
+}
+
+std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig,
+                                                     const TpuCreate& create) {
+  const std::string model = MigProvisioningOf(create);
+  const int size = model == "flex_start" ? 0 : MigVmCount(create).value_or(0);
+  std::vector<std::string> words = {"instance-groups",
+                                    "managed",
+                                    "create",
+                                    mig.name,
+                                    "--zone=" + mig.zone,
+                                    "--template=" + MigPartName(mig.name),
+                                    fmt::format("--size={}", size),
+                                    "--workload-policy=" + MigPartName(mig.name)};
+  if (model == "spot") words.push_back("--default-action-on-vm-failure=do-nothing");
+  return Command(mig, words, "--format=json");
+}
+
+std::vector<std::string> GcloudMigResizeRequestCommand(const TpuQuery& mig,
+                                                       const TpuCreate& create) {
+  std::vector<std::string> words = {"instance-groups",
+                                    "managed",
+                                    "resize-requests",
+                                    "create",
+                                    mig.name,
+                                    "--resize-request=" + MigPartName(mig.name),
+                                    fmt::format("--resize-by={}", MigVmCount(create).value_or(0)),
+                                    "--zone=" + mig.zone};
+  if (create.max_run_duration) {
+    words.push_back("--requested-run-duration=" + *create.max_run_duration);
+  }
+  return Command(mig, words, "--format=json");
+}
+
+std::vector<std::string> GcloudMigGroupDeleteCommand(const TpuQuery& mig) {
+  return Command(mig, {"instance-groups", "managed", "delete", mig.name, "--zone=" + mig.zone},
+                 "--quiet");
+}
+
+std::vector<std::string> GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb) {
+  return Command(mig, {"instance-templates", verb, MigPartName(mig.name)},
+                 verb == "delete" ? "--quiet" : "--format=json");
+}
+
+std::vector<std::string> GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb) {
+  return Command(
+      mig, {"resource-policies", verb, MigPartName(mig.name), "--region=" + RegionOfZone(mig.zone)},
+      verb == "delete" ? "--quiet" : "--format=json");
+}
+
+std::vector<std::string> GcloudMigHostKeysCommand(const TpuQuery& mig,
+                                                  const std::string& instance) {
+  if (std::string problem = TpuNodeNameProblem(instance); !problem.empty()) {
+    throw UsageError(fmt::format("instance name '{}': {}", instance, problem));
+  }
+  return Command(mig,
+                 {"instances", "get-guest-attributes", instance, "--zone=" + mig.zone,
+                  "--query-path=hostkeys/"},
+                 "--format=json");
+}
+
+bool MadeByPodrun(std::string_view describe_json) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(describe_json);
+    if (!j.is_object() || !j.contains("description") || !j["description"].is_string()) {
+      return false;
+    }
+    return j["description"].get<std::string>().starts_with(kMigMadeByPodrun);
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace podrun

@@ -1,0 +1,58 @@
+// The gcloud command lines that make and unmake a MIG slice (docs/reference.md, "TPU7x and other
+// Compute Engine slices"; each request they make is in docs/gcloud-verified.md): a workload policy
+// (HIGH_THROUGHPUT, the slice's topology), an instance template (machine type, image, Spot /
+// Flex-start / standard) and the group, all named after the group. What podrun made carries the
+// description prefix kMigMadeByPodrun, so that `down` deletes only those.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/pod/tpu_create.h"
+#include "launcher/pod/tpu_discovery.h"
+
+namespace podrun {
+
+// The start of the description of every template and policy podrun makes.
+inline constexpr std::string_view kMigMadeByPodrun = "podrun:";
+
+// The names of what podrun makes for group `mig`: "<mig>-podrun" (shortened, with a hash of the
+// whole name, when that would pass 63 characters). The template and the policy share it (they
+// are in different collections).
+std::string MigPartName(const std::string& mig);
+// The region of a zone: "us-central1" for "us-central1-a".
+std::string RegionOfZone(const std::string& zone);
+
+// The command lines check the names first (Error(kUsage), tpu_names.h), and end with
+// [--project P] --format=json (deletes: --quiet instead).
+
+// `gcloud compute resource-policies create workload-policy P --type=HIGH_THROUGHPUT
+// --accelerator-topology=T --region=R --description=...`.
+std::vector<std::string> GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create);
+// `gcloud [beta] compute instance-templates create T --machine-type=M --image-family=F
+// --image-project=IP --description=...` with the provisioning model's flags (beta: flex_start).
+std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
+                                                        const TpuCreate& create);
+// `gcloud compute instance-groups managed create NAME --zone=Z --template=T --size=N
+// --workload-policy=P` (Spot: --default-action-on-vm-failure=do-nothing: podrun remakes the
+// slice as a whole; flex_start: --size=0, the VMs come from a resize request).
+std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create);
+// flex_start: `gcloud compute instance-groups managed resize-requests create NAME
+// --resize-request=NAME-podrun --resize-by=N --requested-run-duration=D --zone=Z`: every VM at
+// once or none.
+std::vector<std::string> GcloudMigResizeRequestCommand(const TpuQuery& mig,
+                                                       const TpuCreate& create);
+// `gcloud compute instance-groups managed delete NAME --zone=Z --quiet` (waits until gone).
+std::vector<std::string> GcloudMigGroupDeleteCommand(const TpuQuery& mig);
+// `gcloud compute instance-templates describe|delete T` and `gcloud compute resource-policies
+// describe|delete P --region=R`: `verb` is "describe" or "delete".
+std::vector<std::string> GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb);
+std::vector<std::string> GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb);
+// `gcloud compute instances get-guest-attributes I --zone=Z --query-path=hostkeys/`.
+std::vector<std::string> GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance);
+
+// True when describe's JSON has a description that starts with kMigMadeByPodrun.
+bool MadeByPodrun(std::string_view describe_json);
+
+}  // namespace podrun

@@ -1,0 +1,38 @@
+// Before a restart: the wait until the pod's slices (TPU nodes, MIG slices) can run a job again,
+// and pointing the pod's workers at their slices' current addresses (a recreated slice has new
+// ones), in TPU worker order.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/connect/pod.h"
+
+namespace podrun {
+
+// Points the workers of slice `slice` of `pod` at `state`'s workers, in TPU worker order (asked
+// of the VMs themselves when the API does not show it: worker_numbers.h); returns the indexes of
+// those whose address changed. Throws Error(kUnreachable) when the slice came back with another
+// number of workers, or its VMs' numbers are not 0..n-1.
+std::vector<int> PointSliceAt(Pod& pod, size_t slice, const SourceState& state);
+
+// How often WaitForReadySlices asks gcloud: 30 s, or $PODRUN_TPU_POLL_SECONDS (for tests).
+std::chrono::seconds ReadyPollInterval();
+
+// Waits until every slice of `pod` (discovered with --tpu or --mig; any other pod returns at
+// once) can run a job, asking gcloud afresh every `poll` (`wait(poll)` sleeps and returns false
+// when the user gave up: Ctrl-C), saying on stderr what it waits for and, through `on_wait`,
+// for status ("MIG slice slice-1 repairing"). Then points the pod's workers at their slices'
+// current addresses and returns the indexes of the workers whose address changed. nullopt: the
+// user gave up. Throws Error(kUnreachable) when gcloud fails or a slice came back with another
+// number of workers.
+std::optional<std::vector<int>> WaitForReadySlices(
+    Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
+    const std::function<bool(std::chrono::seconds)>& wait,
+    const std::function<void(const std::string&)>& on_wait = {});
+
+}  // namespace podrun

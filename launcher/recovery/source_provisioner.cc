@@ -1,0 +1,235 @@
+// Provisioning a slice through its PodSource alone (see source_provisioner.h).
+#include "launcher/recovery/source_provisioner.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "launcher/base/error.h"
+#include "launcher/output/live_progress.h"
+#include "launcher/output/say.h"
+#include "launcher/output/time_format.h"
+
+namespace podrun {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::seconds Seconds(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::seconds>(d);
+}
+
+// "1m", "3m05s", "6h": FormatDuration without a trailing zero unit.
+std::string Span(std::chrono::seconds s) {
+  if (s.count() <= 0) return "0s";
+  std::string text = FormatDuration(std::chrono::nanoseconds(s).count());
+  for (const char* zero : {"00s", "00m", "00h"}) {
+    if (text.size() > 3 && text.ends_with(zero)) text.resize(text.size() - 3);
+  }
+  return text;
+}
+
+class SourceProvisioner final : public Provisioner {
+ public:
+  SourceProvisioner(PodSourceRef ref, std::unique_ptr<PodSource> source, TpuCreate create,
+                    std::chrono::seconds poll, TpuWait wait, TpuProvisionerOptions options)
+      : ref_(std::move(ref)),
+        source_(std::move(source)),
+        create_(std::move(create)),
+        poll_(poll),
+        wait_(std::move(wait)),
+        options_(std::move(options)) {}
+
+  std::string What() const override { return source_->What(); }
+
+  SliceReady Ensure(bool recreate_preempted) override {
+    const auto began = options_.clock();
+    const SourceNow now = source_->Now();
+    SliceReady ready;
+    switch (now.condition) {
+      case SourceCondition::kReady:
+        ready.state = source_->Describe(/*refresh=*/true, nullptr);
+        return ready;
+      case SourceCondition::kPreempted:
+        if (!recreate_preempted) throw Error(ExitCode::kUnreachable, now.why);
+        Say(fmt::format("{}: deleting it and creating it again", now.why));
+        return Recreate();
+      case SourceCondition::kGone:
+        ready.state = CreateAndWait();
+        ready.action = TpuNodeAction::kCreated;
+        break;
+      case SourceCondition::kBusy:
+        // Being made or repaired by someone (or an earlier podrun): waited for, never deleted.
+        ready.state = WaitUntilReady(/*created_here=*/false);
+        break;
+    }
+    ready.waited_seconds = Seconds(options_.clock() - began).count();
+    return ready;
+  }
+
+  SliceReady Recreate() override {
+    const auto began = options_.clock();
+    Delete();
+    SliceReady ready;
+    ready.state = CreateAndWait();
+    ready.action = TpuNodeAction::kRecreated;
+    ready.waited_seconds = Seconds(options_.clock() - began).count();
+    return ready;
+  }
+
+  bool Delete() override {
+    Say(fmt::format("deleting {} (gcloud)", What()));
+    TellWait("deleting " + What());
+    return source_->Delete();
+  }
+
+ private:
+  // Create (tried again after a stockout gcloud reports), then WaitUntilReady; what was made is
+  // deleted when either fails or is given up.
+  SourceState CreateAndWait() {
+    source_->ForgetCache();  // the new VMs' addresses differ
+    Create();
+    try {
+      return WaitUntilReady(/*created_here=*/true);
+    } catch (const Error& e) {
+      Undo(e);
+    }
+  }
+
+  void Create() {
+    Say(fmt::format("creating {}: {} (gcloud)", What(), DescribeTpuCreate(create_)));
+    const std::chrono::seconds limit = CapacityWaitOf(create_);
+    const auto began = options_.clock();
+    std::chrono::seconds backoff = options_.first_capacity_backoff;
+    for (;;) {
+      if (!wait_(std::chrono::seconds(0))) {
+        throw Error(ExitCode::kInterrupted,
+                    fmt::format("interrupted before creating {} (nothing was created)", What()));
+      }
+      try {
+        source_->Create(create_);
+        return;
+      } catch (const GcloudError& e) {
+        // Stopped in flight, the create may have reached the API: whatever it made goes.
+        if (e.failure() == GcloudFailure::kInterrupted ||
+            e.failure() == GcloudFailure::kTimedOut) {
+          Undo(e);
+        }
+        if (e.failure() != GcloudFailure::kStockout) throw;
+        const std::chrono::seconds waited = Seconds(options_.clock() - began);
+        if (waited >= limit) throw GaveUp(waited, limit, e.what());
+        const std::chrono::seconds pause = std::min(backoff, limit - waited);
+        const std::string message =
+            fmt::format("{}: no capacity in {}: trying again in {} (waited {} of {})", What(),
+                        source_zone(), Span(pause), Span(waited), Span(limit));
+        Say(message);
+        TellWait(message);
+        if (!wait_(pause)) {
+          throw Error(ExitCode::kInterrupted,
+                      fmt::format("interrupted while waiting for capacity for {} (nothing was "
+                                  "created)",
+                                  What()));
+        }
+        backoff = std::min(backoff * 2, kMaxCapacityBackoff);
+      }
+    }
+  }
+
+  // Ready: the slice's workers. Throws when it vanished or was preempted meanwhile, when a
+  // stockout outlasted capacity_wait, or when the wait was given up.
+  SourceState WaitUntilReady(bool created_here) {
+    const std::chrono::seconds limit = CapacityWaitOf(create_);
+    bool short_of_capacity = false;
+    Clock::time_point short_since{};  // capacity short since, while short_of_capacity
+    LiveProgress live(STDERR_FILENO);
+    live.BeginPhase(What().substr(0, What().find(" (")), {0});
+    const auto began = options_.clock();
+    std::string said;
+    for (;;) {
+      const SourceNow now = source_->Now();
+      if (now.ready()) {
+        SourceState state = source_->Describe(/*refresh=*/true, nullptr);
+        if (state.not_ready.empty()) return state;
+      } else if (now.deleted()) {
+        throw Error(ExitCode::kUnreachable, fmt::format("{}: it vanished while podrun waited "
+                                                        "for it (someone deleted it)",
+                                                        What()));
+      } else if (now.preempted() && created_here) {
+        throw Error(ExitCode::kUnreachable,
+                    fmt::format("{}: preempted while it was being made: {}", What(), now.why));
+      }
+      std::string state = now.state;
+      if (!now.stockout.empty()) {
+        if (!short_of_capacity) short_since = options_.clock();
+        short_of_capacity = true;
+        const std::chrono::seconds waited = Seconds(options_.clock() - short_since);
+        if (waited >= limit) throw GaveUp(waited, limit, now.stockout);
+        state = fmt::format("no capacity in {} (waited {} of {})", source_zone(), Span(waited),
+                            Span(limit));
+      } else {
+        short_of_capacity = false;
+      }
+      live.SetDetail(fmt::format("{} {}", state, Span(Seconds(options_.clock() - began))));
+      if (state.substr(0, 12) != said.substr(0, 12)) {
+        Say(fmt::format("{}: {}{}", What(), state, now.why.empty() ? "" : " (" + now.why + ")"));
+        said = state;
+      }
+      TellWait(fmt::format("{}: {}", What(), state));
+      if (!wait_(poll_)) {
+        throw Error(ExitCode::kInterrupted,
+                    fmt::format("{}: interrupted while waiting for it", What()));
+      }
+    }
+  }
+
+  [[noreturn]] void Undo(const Error& e) {
+    std::string also;
+    try {
+      Say(fmt::format("{}: deleting what podrun made, so that nothing is left", What()));
+      source_->Delete();
+    } catch (const Error& d) {
+      also = fmt::format("; it could not be deleted ({}): delete it with podrun down --{} {} "
+                         "--zone {}",
+                         d.what(), PodSourceKindName(kind()), name(), source_zone());
+    }
+    throw Error(e.code(), fmt::format("{} ({} deleted{})", e.what(), What(),
+                                      also.empty() ? "" : also));
+  }
+
+  Error GaveUp(std::chrono::seconds waited, std::chrono::seconds limit,
+               const std::string& said) const {
+    return Error(ExitCode::kUnreachable,
+                 fmt::format("{}: no capacity in {}: gave up after waiting {} (capacity_wait: {}; "
+                             "set create: capacity_wait to wait longer). The API said: {}",
+                             What(), source_zone(), Span(waited), Span(limit), said));
+  }
+
+  void TellWait(const std::string& what) const {
+    if (options_.on_wait) options_.on_wait(what);
+  }
+
+  PodSourceKind kind() const { return ref_.kind; }
+  const std::string& name() const { return ref_.query.name; }
+  const std::string& source_zone() const { return ref_.query.zone; }
+
+  const PodSourceRef ref_;
+  std::unique_ptr<PodSource> source_;
+  const TpuCreate create_;
+  const std::chrono::seconds poll_;
+  const TpuWait wait_;
+  const TpuProvisionerOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Provisioner> MakeSourceProvisioner(const PodSourceRef& ref,
+                                                   std::unique_ptr<PodSource> source,
+                                                   TpuCreate create, std::chrono::seconds poll,
+                                                   TpuWait wait, TpuProvisionerOptions options) {
+  return std::make_unique<SourceProvisioner>(ref, std::move(source), std::move(create), poll,
+                                             std::move(wait), std::move(options));
+}
+
+}  // namespace podrun
