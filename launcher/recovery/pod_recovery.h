@@ -1,14 +1,17 @@
 // Between a failed attempt and the next (`restarts:`; docs/reference.md, "Provisioning and
 // recovery"): what happened to the pod, and what to do before the gang runs again.
-//   - A TPU node the API reports PREEMPTED or TERMINATED (its queued resource SUSPENDED or
-//     FAILED): with the spec's pod.create for that node, deleted and created again at once (the
-//     intent recorded before the delete), that node's workers' old host keys forgotten; without,
-//     waited for until READY. Recorded as a preemption; the next attempt is a recovery.
-//   - A node that is simply gone (deleted by someone else, not by podrun): the run ends.
-//   - A worker lost while its node still reads READY: gcloud is asked again every poll until it
+// Every slice is asked through its PodSource (SourceStates): a TPU node and a MIG slice alike.
+//   - A slice the API reports preempted (a TPU node PREEMPTED or TERMINATED, its queued resource
+//     SUSPENDED or FAILED; a MIG's Spot VM TERMINATED): with the spec's pod.create for it,
+//     deleted and created again as a whole at once (the intent recorded before the delete), its
+//     workers' old host keys forgotten and the new ones pinned; without, waited for. Recorded as
+//     a preemption; the next attempt is a recovery.
+//   - A slice that is simply gone (deleted by someone else, not by podrun): the run ends.
+//   - A worker lost while its slice still reads ready: gcloud is asked again every poll until it
 //     says what happened, or the worker answers again where SSH reaches it, or for at most
 //     LostWhileReadyLimit(); then the worker is handled as lost (the gang restarts).
-//   - Otherwise the backoff, then the nodes are checked READY.
+//   - Otherwise (a MIG repairing its VMs, a node CREATING) the backoff, then the slices are
+//     waited for until they can run ("MIG slice-1 repairing, for 41s" in status).
 // While it works, the job is recorded as recovering (what it waits for), for status and ls.
 #pragma once
 

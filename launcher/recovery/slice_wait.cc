@@ -93,7 +93,8 @@ std::optional<std::vector<int>> WaitForReadySlices(
   const auto began = std::chrono::steady_clock::now();
   while (true) {
     std::string not_ready;
-    bool gone = false;  // a slice preempted: it comes back only when created again
+    std::string short_form;  // "MIG slice-1 repairing", for status
+    bool gone = false;       // a slice preempted: it comes back only when created again
     for (size_t i = 0; i < sources.size(); ++i) {
       const SourceNow now = sources[i]->Now();
       if (now.ready()) continue;
@@ -101,6 +102,9 @@ std::optional<std::vector<int>> WaitForReadySlices(
       if (!not_ready.empty()) not_ready += ", ";
       not_ready += fmt::format("{} {} is {}", PodSourceNoun(refs[i].kind), refs[i].query.name,
                                now.state);
+      short_form += fmt::format("{}{} {} {}", short_form.empty() ? "" : ", ",
+                                refs[i].kind == PodSourceKind::kMig ? "MIG" : "TPU",
+                                refs[i].query.name, now.state);
     }
     if (not_ready.empty()) {
       std::vector<int> changed;
@@ -123,7 +127,10 @@ std::optional<std::vector<int>> WaitForReadySlices(
     }
     const auto waited = std::chrono::duration_cast<std::chrono::seconds>(
         std::chrono::steady_clock::now() - began);
-    if (on_wait) on_wait(fmt::format("{}, for {}s", not_ready, waited.count()));
+    if (on_wait) {
+      on_wait(fmt::format("{}, for {}s", short_form.empty() ? not_ready : short_form,
+                          waited.count()));
+    }
     if (not_ready != waiting_for) {
       Say(fmt::format("waiting for the pod to be READY again: {} (gcloud, asked every {} s; "
                       "Ctrl-C to give up){}",

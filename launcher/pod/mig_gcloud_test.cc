@@ -1,0 +1,110 @@
+// Tests of the command lines that make and unmake a MIG slice (mig_gcloud.h), of what a MIG
+// slice's create: must say (tpu_create.h), and of reading a stockout from list-instances.
+#include "launcher/pod/mig_gcloud.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "launcher/base/error.h"
+#include "launcher/pod/mig_instances.h"
+
+namespace podrun {
+namespace {
+
+bool Has(const std::vector<std::string>& argv, const std::string& word) {
+  return std::find(argv.begin(), argv.end(), word) != argv.end();
+}
+
+TpuCreate Spot() {
+  TpuCreate c;
+  c.machine_type = "tpu7x-standard-4t";
+  c.topology = "2x2x4";
+  c.image_family = "fam";
+  c.image_project = "img-proj";
+  c.spot = true;
+  return c;
+}
+
+TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
+  const TpuQuery mig{"slice-1", "us-central1-c", "proj-1"};
+  EXPECT_EQ("", MigCreateProblem(Spot()));
+  EXPECT_EQ(4, MigVmCount(Spot()));
+  const auto policy = GcloudMigPolicyCreateCommand(mig, Spot());
+  EXPECT_TRUE(Has(policy, "workload-policy"));
+  EXPECT_TRUE(Has(policy, "slice-1-podrun"));
+  EXPECT_TRUE(Has(policy, "--type=HIGH_THROUGHPUT"));
+  EXPECT_TRUE(Has(policy, "--accelerator-topology=2x2x4"));
+  EXPECT_TRUE(Has(policy, "--region=us-central1"));
+  EXPECT_TRUE(Has(policy, "--project"));
+  EXPECT_TRUE(Has(policy, "--description=podrun: workload policy of MIG slice-1"));
+  const auto tpl = GcloudMigTemplateCreateCommand(mig, Spot());
+  EXPECT_EQ("compute", tpl[1]);  // GA: no beta for Spot
+  EXPECT_TRUE(Has(tpl, "--machine-type=tpu7x-standard-4t"));
+  EXPECT_TRUE(Has(tpl, "--provisioning-model=SPOT"));
+  EXPECT_TRUE(Has(tpl, "--instance-termination-action=STOP"));
+  const auto group = GcloudMigGroupCreateCommand(mig, Spot());
+  EXPECT_TRUE(Has(group, "--size=4"));
+  EXPECT_TRUE(Has(group, "--template=slice-1-podrun"));
+  EXPECT_TRUE(Has(group, "--workload-policy=slice-1-podrun"));
+  // Compute Engine does not remake a preempted Spot VM of a slice: podrun remakes the slice.
+  EXPECT_TRUE(Has(group, "--default-action-on-vm-failure=do-nothing"));
+  EXPECT_EQ("--format=json", group.back());
+  EXPECT_EQ("--quiet", GcloudMigGroupDeleteCommand(mig).back());
+  EXPECT_TRUE(Has(GcloudMigPolicyCommand(mig, "delete"), "--region=us-central1"));
+  EXPECT_TRUE(Has(GcloudMigHostKeysCommand(mig, "slice-1-x2ab"), "--query-path=hostkeys/"));
+}
+
+TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
+  TpuCreate flex = Spot();
+  flex.spot = false;
+  flex.provisioning = "flex_start";
+  EXPECT_NE(std::string::npos, MigCreateProblem(flex).find("needs max_run_duration"));
+  flex.max_run_duration = "7d";
+  ASSERT_EQ("", MigCreateProblem(flex));
+  const TpuQuery mig{"slice-1", "us-central1-c", std::nullopt};
+  const auto tpl = GcloudMigTemplateCreateCommand(mig, flex);
+  EXPECT_EQ("beta", tpl[1]);
+  EXPECT_TRUE(Has(tpl, "--provisioning-model=FLEX_START"));
+  EXPECT_TRUE(Has(tpl, "--max-run-duration=7d"));
+  EXPECT_TRUE(Has(tpl, "--instance-termination-action=DELETE"));
+  EXPECT_FALSE(Has(tpl, "--project"));
+  EXPECT_TRUE(Has(GcloudMigGroupCreateCommand(mig, flex), "--size=0"));
+  const auto resize = GcloudMigResizeRequestCommand(mig, flex);
+  EXPECT_TRUE(Has(resize, "--resize-by=4"));
+  EXPECT_TRUE(Has(resize, "--requested-run-duration=7d"));
+}
+
+TEST(MigGcloudTest, NamesStayWithinTheApisLimitAndHostileNamesAreRefused) {
+  const std::string long_name(60, 'a');
+  EXPECT_LE(MigPartName(long_name).size(), 63u);
+  EXPECT_NE(MigPartName(long_name), MigPartName(long_name.substr(0, 59) + "b"));
+  EXPECT_THROW(GcloudMigGroupCreateCommand({"--zone=x", "z", std::nullopt}, Spot()), Error);
+  EXPECT_THROW(GcloudMigHostKeysCommand({"s", "z", std::nullopt}, "--evil"), Error);
+  TpuCreate bad = Spot();
+  bad.topology = "2x2x4; rm -rf /";
+  EXPECT_NE("", MigCreateProblem(bad));
+  bad = Spot();
+  bad.machine_type = "tpu7x-standard";  // no chips a VM
+  EXPECT_NE(std::string::npos, MigCreateProblem(bad).find("not a whole number"));
+}
+
+TEST(MigGcloudTest, OnlyWhatPodrunMadeIsItsToDelete) {
+  EXPECT_TRUE(MadeByPodrun(R"({"description": "podrun: instance template of MIG s"})"));
+  EXPECT_FALSE(MadeByPodrun(R"({"description": "the team's template"})"));
+  EXPECT_FALSE(MadeByPodrun(R"({"name": "s-podrun"})"));
+  EXPECT_FALSE(MadeByPodrun("not json"));
+}
+
+TEST(MigGcloudTest, AStockoutWhileTheGroupMakesItsVmsIsRead) {
+  const auto instances = ParseManagedInstances(R"([{"name": "s-ab12", "instanceStatus": "",
+    "currentAction": "CREATING", "lastAttempt": {"errors": {"errors": [
+      {"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": "no capacity in the zone"}]}}}])",
+                                               "mig s");
+  ASSERT_EQ(1u, instances.size());
+  EXPECT_TRUE(IsMigStockout(instances[0].last_error));
+  EXPECT_FALSE(IsMigStockout("QUOTA_EXCEEDED: quota"));
+}
+
+}  // namespace
+}  // namespace podrun
