@@ -7,13 +7,22 @@
 // VMs themselves when the API does not show them, remembered in the cache, and from the API when
 // it does); exec and launch on a MIG, with the environment of a TPU VM pod; two MIGs as one
 // multislice job with MEGASCALE_*; an instance not RUNNING refused naming it and its state.
+// Then MIG slices podrun makes (`up`, `down`, `create:`; the stand-in gives a created group's
+// TPU worker K the pool address of testpod worker K and publishes that worker's host keys): a
+// Spot slice made and unmade with nothing left; a multislice job under a keeper whose one Spot
+// VM is preempted (the VM rebooted with a new host key), the slice remade as a whole, the other
+// left alone, and the job resumed from its checkpoint; a standard slice Compute Engine repairs,
+// waited for and said in status, the gang restarted without remaking anything.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "tests/run_command.h"
 #include "tests/testpod.h"
@@ -32,18 +41,23 @@ const char* const kInstance[kWorkers] = {"slice-1-aaaa", "slice-1-dddd", "slice-
                                          "slice-1-cccc"};
 
 std::string Dir() { return ::testing::TempDir() + "/podrun-mig-test"; }
+// Shared by every worker (each has its own /tmp and home, not /var/tmp): the checkpoints.
+std::string Shared() { return "/var/tmp/podrun-mig-test-" + std::to_string(::getpid()); }
 
 class MigTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    RunCommand("rm -rf " + Dir());
+    RunCommand("rm -rf " + Dir() + " " + Shared());
     std::filesystem::create_directories(Dir() + "/gcloud-config");
+    std::filesystem::create_directories(Shared() + "/ckpt");
     pod_ = std::make_unique<TestPod>(kWorkers, kPodId);
     StartMetadataServers();
     StartApi();
   }
   static void TearDownTestSuite() {
+    KillKeepers();
     if (api_pid_ > 0) RunCommand("kill " + std::to_string(api_pid_));
+    RunCommand("rm -rf " + Shared());
     pod_.reset();  // ends the metadata servers with the pod's processes
   }
 
@@ -114,9 +128,14 @@ class MigTest : public ::testing::Test {
         << R"("instances": [)" << slice_b << "]}, "
         << R"({"name": "slice-bad", "zone": ")" << z << R"(", "instances": [)" << bad << "]}]}";
     std::ofstream(Dir() + "/token") << "fake-token\n";
+    // The pool of created groups: testpod worker K is the K-th address, its keys published.
+    std::ofstream pool(Dir() + "/pool");
+    for (int i = 0; i < kWorkers; ++i) pool << pod_->address(i) << "\n";
+    pool.close();
     const CommandResult started = RunCommand(
         "cd " + Dir() + " && (setsid " + std::string(PODRUN_SOURCE_DIR) +
-        "/scripts/fake-tpu-api --spec api.json --verbose > port 2> api.log & echo $! > pid) && "
+        "/scripts/fake-tpu-api --spec api.json --workers @pool --host-keys-dir " + pod_->dir() +
+        " --create-seconds 2 --delete-seconds 1 --verbose > port 2> api.log & echo $! > pid) && "
         "for t in $(seq 100); do [ -s port ] && break; sleep 0.1; done; cat pid; head -1 port");
     ASSERT_EQ(0, started.exit_code) << started.output;
     const std::string out = started.output;
@@ -127,7 +146,8 @@ class MigTest : public ::testing::Test {
   // podrun with the real gcloud pointed at the stand-in.
   static std::string Podrun(const std::string& home = "home") {
     const std::string api = "http://127.0.0.1:" + std::to_string(port_);
-    return "env PODRUN_HOME=" + Dir() + "/" + home + " CLOUDSDK_CONFIG=" + Dir() +
+    return "env PODRUN_HOME=" + Dir() + "/" + home +
+           " PODRUN_TPU_POLL_SECONDS=1 PODRUN_HOST_KEYS_WAIT_SECONDS=20 CLOUDSDK_CONFIG=" + Dir() +
            "/gcloud-config CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=" + api +
            "/compute/v1/ CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=" + api +
            "/ CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=" + Dir() +
@@ -141,6 +161,65 @@ class MigTest : public ::testing::Test {
   static int Lists() {
     return std::stoi(
         RunCommand("grep -c '\"POST .*listManagedInstances' " + Dir() + "/api.log || true").output);
+  }
+
+  // The stand-in's test-only admin requests (scripts/fake-tpu-api's header).
+  static nlohmann::json Admin(const std::string& method, const std::string& what) {
+    const CommandResult r =
+        RunCommand("curl -sf -X " + method + " 'http://127.0.0.1:" + std::to_string(port_) +
+                       "/fake/admin/" + what + "'",
+                   false);
+    return nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  }
+  // How many requests of an API method the stand-in had, e.g. "instanceGroupManagers.insert".
+  static int Calls(const std::string& method) {
+    const nlohmann::json calls = Admin("GET", "calls");
+    return calls.is_object() && calls.contains(method) ? calls[method].get<int>() : 0;
+  }
+  static nlohmann::json Status(const std::string& home, const std::string& job) {
+    return nlohmann::json::parse(
+        RunCommand(Podrun(home) + " status " + job + " --json", false).output, nullptr,
+        /*allow_exceptions=*/false);
+  }
+  static void KillKeepers() {
+    for (const char* home : {"home-ckpt", "home-repair"}) {
+      const nlohmann::json s = nlohmann::json::parse(
+          RunCommand(Podrun(home) + " ls --json", false).output, nullptr, false);
+      if (!s.is_array()) continue;
+      for (const auto& job : s) {
+        RunCommand("pkill -f '^podrun watch " + job["id"].get<std::string>() + "' || true");
+      }
+    }
+  }
+  // A spec of MIG slices `migs` that podrun makes with `create`, then `rest`.
+  static std::string WriteSpec(const std::string& name, const std::string& migs,
+                               const std::string& create, const std::string& rest) {
+    const std::string path = Dir() + "/" + name + ".yaml";
+    std::ofstream(path) << "name: " << name << "\npod:\n  mig: " << migs << "\n  zone: " << kZone
+                        << "\n  project: " << kProject
+                        << "\n  user: root\n  identity: " << pod_->identity()
+                        << "\n  known_hosts: " << Dir() << "/known_hosts-" << name
+                        << "\n  create: {image_family: fam, image_project: imgs, " << create
+                        << "}\n"
+                        << rest;
+    return path;
+  }
+  // A VM preempted or repaired for real: every process of testpod worker i killed; with
+  // `new_key`, it comes back with a new host key, as a new VM would.
+  static void Reboot(int i, bool new_key) {
+    if (new_key) {
+      const std::string key = pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key";
+      RunCommand("rm -f " + key + " " + key + ".pub && ssh-keygen -q -t ed25519 -N '' -f " + key +
+                 " < /dev/null");
+    }
+    pod_->Reboot(i);
+    if (new_key) {
+      // The other tests of this file connect with the testpod's own known_hosts.
+      RunCommand("ssh-keygen -R " + pod_->address(i) + " -f " + pod_->known_hosts() +
+                 " >/dev/null 2>&1; echo \"" + pod_->address(i) + " $(cut -d' ' -f1,2 " +
+                 pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key.pub)\" >> " +
+                 pod_->known_hosts());
+    }
   }
 
   static std::unique_ptr<TestPod> pod_;
@@ -228,6 +307,170 @@ TEST_F(MigTest, AnInstanceNotRunningIsRefusedNamingItAndItsState) {
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("slice-none")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("was not found")) << r.output;
+}
+
+TEST_F(MigTest, UpMakesASpotSliceAndDownLeavesNothing) {
+  const std::string known = Dir() + "/known_hosts-up";
+  const std::string where =
+      std::string(" --mig made-1 --zone ") + kZone + " --project " + kProject + " -y";
+  CommandResult r = RunCommand(Podrun() + " up" + where + " --known-hosts " + known +
+                               " --machine-type tpu7x-standard-4t --topology 2x2x4 "
+                               "--image-family fam --image-project imgs --provisioning spot");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("is RUNNING: 4 workers (w0 " + pod_->address(0)))
+      << r.output;
+  // What a slice is made of: its group, template and policy (the stand-in's state).
+  auto made = [] {
+    const nlohmann::json state = Admin("GET", "state");
+    std::string out;
+    for (const char* part : {"migs", "templates", "policies"}) {
+      for (const auto& [name, value] : state[part].items()) {
+        if (name.find("made-1") != std::string::npos) out += std::string(part) + ":" + name + " ";
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ("migs:us-central1-a/made-1 templates:made-1-podrun policies:us-central1/made-1-podrun ",
+            made());
+  const int inserts = Calls("instanceGroupManagers.insert");
+  // The VMs' published keys are pinned: exec on the slice connects strictly with them alone.
+  const std::string pinned = ReadTextFile(known);
+  EXPECT_EQ(4, std::count(pinned.begin(), pinned.end(), '\n')) << pinned;
+  EXPECT_NE(std::string::npos, pinned.find("podrun-pin:published-by-the-vm")) << pinned;
+  r = RunCommand(Podrun() + " exec --mig made-1 --zone " + kZone + " --project " + kProject +
+                 " -i " + pod_->identity() + " --known-hosts " + known + " -- hostname");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  for (int k = 0; k < kWorkers; ++k) {
+    EXPECT_NE(std::string::npos,
+              r.output.find("[w" + std::to_string(k) + "] w" + std::to_string(k)))
+        << r.output;
+  }
+  // up again: used as it is, nothing made.
+  r = RunCommand(Podrun() + " up" + where + " --known-hosts " + known +
+                 " --machine-type tpu7x-standard-4t --topology 2x2x4 "
+                 "--image-family fam --image-project imgs --provisioning spot");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("it existed: used as it is")) << r.output;
+  EXPECT_EQ(inserts, Calls("instanceGroupManagers.insert"));
+  r = RunCommand(Podrun() + " down" + where);
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_EQ("", made()) << Admin("GET", "state").dump();
+  r = RunCommand(Podrun() + " down" + where);
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("does not exist: nothing to delete")) << r.output;
+}
+
+TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint) {
+  // Two Spot slices of 2 VMs (8 chips of 4 a VM): ms-a on testpod w0, w1; ms-b on w2, w3.
+  const std::string ckpt = Shared() + "/ckpt";
+  const std::string spec =
+      WriteSpec("ckpt", "ms-a,ms-b", "machine_type: tpu7x-standard-4t, topology: 2x4, spot: true",
+                "restarts: 2\nworkdir: ~/ckpt-example\nsync: " + std::string(PODRUN_SOURCE_DIR) +
+                    "/examples/checkpointing\nmounts:\n  - {type: bind, source: " + ckpt +
+                    ", path: /mnt/ckpt}\nenv: {CHECKPOINT_DIR: /mnt/ckpt, DIST_TIMEOUT: '20'}\n"
+                    "run: exec /usr/bin/python3 -u train.py --steps 40 --checkpoint-every 4 "
+                    "--step-seconds 0.2\n");
+  const int inserts = Calls("instanceGroupManagers.insert");
+  const int deletes = Calls("instanceGroupManagers.delete");
+  CommandResult r =
+      RunCommand("setsid " + Podrun("home-ckpt") + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = "ckpt";
+  const std::string keeper_log = Dir() + "/home-ckpt/jobs/";
+  auto log = [&] { return RunCommand("cat " + keeper_log + "*/keeper.log", false).output; };
+  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(ckpt + "/latest"); },
+                        std::chrono::seconds(120)))
+      << log();
+  const std::string ms_a_keys_before =
+      RunCommand("grep -F '" + pod_->address(0) + " ' " + Dir() + "/known_hosts-ckpt", false)
+          .output;
+  // ms-b's TPU worker 0 (testpod w2) is preempted: a new VM, a new host key.
+  const nlohmann::json preempted =
+      Admin("POST", std::string("preempt?zone=") + kZone + "&mig=ms-b");
+  ASSERT_TRUE(preempted.is_object()) << preempted.dump();
+  Reboot(2, /*new_key=*/true);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const nlohmann::json s = Status("home-ckpt", job);
+        return s.is_object() && s["attempt"]["state"] == "succeeded";
+      },
+      std::chrono::seconds(180)))
+      << log() << Status("home-ckpt", job).dump();
+  const nlohmann::json status = Status("home-ckpt", job);
+  EXPECT_EQ(2, status["attempt"]["number"]) << status.dump();
+  EXPECT_EQ("preemption", status["attempt"]["resumed_from"]) << status.dump();
+  ASSERT_EQ(1u, status["preemptions"].size()) << status.dump();
+  EXPECT_EQ("ms-b", status["preemptions"][0]["node"]) << status.dump();
+  EXPECT_EQ("TERMINATED", status["preemptions"][0]["state"]) << status.dump();
+  EXPECT_TRUE(status["preemptions"][0]["recreated"].get<bool>()) << status.dump();
+  std::printf("MIG slice preempted: lost %.1f s\n",
+              status["preemptions"][0]["lost_seconds"].get<double>());
+  // The slice was remade as a whole, the other left alone: ms-a, ms-b, then ms-b again.
+  EXPECT_EQ(inserts + 3, Calls("instanceGroupManagers.insert"));
+  EXPECT_EQ(deletes + 1, Calls("instanceGroupManagers.delete"));
+  // w2's new key pinned from what the new VM published; ms-a's keys untouched.
+  const std::string new_key =
+      RunCommand("cut -d' ' -f2 " + pod_->dir() + "/w2/ssh_host_ed25519_key.pub", false).output;
+  const std::string known = ReadTextFile(Dir() + "/known_hosts-ckpt");
+  EXPECT_NE(std::string::npos, known.find(new_key.substr(0, new_key.size() - 1))) << known;
+  EXPECT_EQ(ms_a_keys_before,
+            RunCommand("grep -F '" + pod_->address(0) + " ' " + Dir() + "/known_hosts-ckpt", false)
+                .output);
+  // Resumed from its checkpoint.
+  r = RunCommand(Podrun("home-ckpt") + " logs " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("attempt 2 (resumed from: preemption)")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("loaded ckpt-")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("final weights sha256:")) << r.output;
+  // down of a multislice spec deletes every slice it names.
+  r = RunCommand(Podrun("home-ckpt") + " down " + spec + " -y");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("mig ms-a (zone")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("mig ms-b (zone")) << r.output;
+}
+
+TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
+  const std::string flag = "/tmp/podrun-mig-repair-started";
+  const std::string spec =
+      WriteSpec("repair", "rep-1", "machine_type: ct6e-standard-4t, topology: 4x4",
+                "restarts: 1\nrun: |\n  if [ \"$PODRUN_ATTEMPT\" = 1 ]; then touch " + flag +
+                    "; sleep 600; fi\n  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n");
+  const int deletes = Calls("instanceGroupManagers.delete");
+  CommandResult r;
+  std::thread launch([&] { r = RunCommand(Podrun("home-repair") + " launch " + spec); });
+  const bool started = WaitUntil(
+      [&] {
+        for (int i = 0; i < kWorkers; ++i) {
+          if (pod_->Exec(i, "test -e " + flag).exit_code != 0) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(120));
+  if (started) {
+    // Compute Engine repairs the slice (every VM of it, as a whole): w1 really restarts.
+    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=20");
+    Reboot(1, /*new_key=*/false);
+    bool said = false;
+    WaitUntil(
+        [&] {
+          const nlohmann::json s = Status("home-repair", "repair");
+          said = s.is_object() && s.dump().find("MIG rep-1 repairing") != std::string::npos;
+          return said;
+        },
+        std::chrono::seconds(60));
+    EXPECT_TRUE(said) << Status("home-repair", "repair").dump();
+  } else {
+    RunCommand("pkill -INT -f 'launch " + spec + "' || true");  // Ctrl-C: it deletes what it made
+  }
+  launch.join();
+  ASSERT_TRUE(started) << r.output;
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] attempt 2 on w1")) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("waiting for the pod to be READY again: MIG slice rep-1 is repairing"))
+      << r.output;
+  EXPECT_EQ(deletes, Calls("instanceGroupManagers.delete")) << r.output;  // nothing remade
+  r = RunCommand(Podrun("home-repair") + " down " + spec + " -y");
+  EXPECT_EQ(0, r.exit_code) << r.output;
 }
 
 }  // namespace

@@ -26,25 +26,33 @@ namespace {
 
 constexpr auto kCreatePoll = std::chrono::seconds(10);
 
-// The slice named by a spec's pod: section, or by --tpu/--mig/--zone/--project (those win).
-PodSourceRef SliceOf(const std::string& spec_path, const PodSettings& cli, PodSettings* merged) {
+// The slices named by a spec's pod: section (several for a multislice spec), or the one
+// --tpu/--mig/--zone/--project name (those win).
+std::vector<PodSourceRef> SlicesOf(const std::string& spec_path, const PodSettings& cli,
+                                   PodSettings* merged) {
   PodSettings settings = cli;
   if (!spec_path.empty()) settings = MergePodSettings(cli, ParseSpecFile(spec_path).pod);
   const PodSourceKind kind = settings.mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;
-  const std::optional<std::string>& name = settings.mig ? settings.mig : settings.tpu;
-  if (!name || !settings.zone) {
+  const std::optional<std::string>& list = settings.mig ? settings.mig : settings.tpu;
+  if (!list || !settings.zone) {
     throw UsageError(
         "name the slice: a spec with pod: {tpu or mig, zone}, or --tpu NAME (a TPU node) or "
         "--mig NAME (a MIG slice) with --zone ZONE");
   }
-  if (name->find(',') != std::string::npos) {
-    throw UsageError(fmt::format("one slice at a time: --{} {} names several",
-                                 PodSourceKindName(kind), *name));
+  if (spec_path.empty() && list->find(',') != std::string::npos) {
+    throw UsageError(
+        fmt::format("one slice at a time: --{} {} names several (a spec names "
+                    "all the slices of a multislice job)",
+                    PodSourceKindName(kind), *list));
   }
-  const TpuQuery query{*name, *settings.zone, settings.project};
-  CheckTpuQuery(query);
+  std::vector<PodSourceRef> out;
+  for (const std::string& name : SplitTpuNames(*list)) {
+    const TpuQuery query{name, *settings.zone, settings.project};
+    CheckTpuQuery(query);
+    out.push_back({kind, query});
+  }
   if (merged != nullptr) *merged = settings;
-  return {kind, query};
+  return out;
 }
 
 // The cache of gcloud's answers.
@@ -110,8 +118,8 @@ void PinCreatedSlices(const Pod& pod, const std::vector<PodSourceRef>& created) 
 
 ExitCode RunUp(const UpRequest& request) {
   PodSettings settings;
-  const PodSourceRef ref = SliceOf(request.spec_path, request.pod, &settings);
-  const bool mig = ref.kind == PodSourceKind::kMig;
+  const std::vector<PodSourceRef> slices = SlicesOf(request.spec_path, request.pod, &settings);
+  const bool mig = slices.front().kind == PodSourceKind::kMig;
   TpuCreate create = request.create;
   if (!request.spec_path.empty() && create == TpuCreate{}) {
     if (!settings.create) {
@@ -123,38 +131,38 @@ ExitCode RunUp(const UpRequest& request) {
   }
   if (std::string problem = mig ? MigCreateProblem(create) : TpuCreateProblem(create);
       !problem.empty()) {
-    throw UsageError("cannot create " + ref.query.name + ": " + problem);
-  }
-  std::unique_ptr<PodSource> source = MakePodSource(ref, CacheDir());
-  if (!request.yes && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO) &&
-      source->Now().deleted() &&
-      !Confirm(fmt::format("create {}: {}?", source->What(), DescribeTpuCreate(create)))) {
-    Say("nothing created");
-    return ExitCode::kOk;
+    throw UsageError("cannot create " + slices.front().query.name + ": " + problem);
   }
   ProvisionInterrupts interrupts;
-  const SliceReady ready =
-      MakeProvisioner(ref, create, CacheDir(), TpuPollInterval(kCreatePoll), interrupts.wait(),
-                      {.keep_queued = request.keep_queued})
-          ->Ensure();
-  std::string workers;
-  for (size_t i = 0; i < ready.state.workers.size(); ++i) {
-    const SourceWorker& e = ready.state.workers[i];
-    workers += fmt::format("{}w{} {}", i ? ", " : "",
-                           e.tpu_worker_number ? std::to_string(*e.tpu_worker_number) : "?",
-                           e.external_ip.value_or(e.internal_ip));
+  std::vector<PodSourceRef> created;
+  for (const PodSourceRef& ref : slices) {
+    std::unique_ptr<PodSource> source = MakePodSource(ref, CacheDir());
+    if (!request.yes && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO) &&
+        source->Now().deleted() &&
+        !Confirm(fmt::format("create {}: {}?", source->What(), DescribeTpuCreate(create)))) {
+      Say(fmt::format("{}: nothing created", source->What()));
+      continue;
+    }
+    const SliceReady ready =
+        MakeProvisioner(ref, create, CacheDir(), TpuPollInterval(kCreatePoll), interrupts.wait(),
+                        {.keep_queued = request.keep_queued})
+            ->Ensure();
+    std::string workers;
+    for (size_t i = 0; i < ready.state.workers.size(); ++i) {
+      const SourceWorker& e = ready.state.workers[i];
+      workers += fmt::format("{}w{} {}", i ? ", " : "",
+                             e.tpu_worker_number ? std::to_string(*e.tpu_worker_number) : "?",
+                             e.external_ip.value_or(e.internal_ip));
+    }
+    Say(fmt::format("{} is {}{}: {} workers ({})", source->What(), mig ? "RUNNING" : "READY",
+                    ready.action == TpuNodeAction::kExisted ? " (it existed: used as it is)" : "",
+                    ready.state.workers.size(), workers));
+    if (ready.action != TpuNodeAction::kExisted) created.push_back(ref);
   }
-  Say(fmt::format("{} is {}{}: {} workers ({})", source->What(), mig ? "RUNNING" : "READY",
-                  ready.action == TpuNodeAction::kExisted ? " (it existed: used as it is)" : "",
-                  ready.state.workers.size(), workers));
-  if (ready.action != TpuNodeAction::kExisted) {
+  if (!created.empty()) {
     // New VMs, new host keys: pinned from what they publish, as a launch pins them, so that
     // the first connection (a later launch, exec, ssh) is checked against the API's keys.
-    (mig ? settings.mig : settings.tpu) = ref.query.name;
-    (mig ? settings.tpu : settings.mig).reset();
-    settings.zone = ref.query.zone;
-    settings.project = ref.query.project;
-    PinCreatedSlices(ResolvePod(settings), {ref});
+    PinCreatedSlices(ResolvePod(settings), created);
   }
   return ExitCode::kOk;
 }
@@ -176,8 +184,8 @@ void EndKeepersOfSlice(const PodSourceRef& slice) {
       if (s.kind != slice.kind || q.name != node.name || q.zone != node.zone) continue;
       if (node.project && q.project && *node.project != *q.project) continue;
       EndKeeper(store, home, job.id,
-                fmt::format("ended by podrun down: {} {} was deleted",
-                            PodSourceNoun(slice.kind), node.name));
+                fmt::format("ended by podrun down: {} {} was deleted", PodSourceNoun(slice.kind),
+                            node.name));
     }
   }
 }
@@ -200,13 +208,16 @@ void ClearRecreationIntents(const TpuQuery& node) {
 }  // namespace
 
 ExitCode RunDown(const DownRequest& request) {
-  const PodSourceRef slice = SliceOf(request.spec_path, request.pod, nullptr);
-  std::unique_ptr<Provisioner> provisioner =
-      MakeProvisioner(slice, TpuCreate{}, CacheDir(), TpuPollInterval(kCreatePoll),
-                      SleepUnlessInterrupted);
-  const std::string what = provisioner->What();
-  const char* with = slice.kind == PodSourceKind::kMig
-                         ? "its instance template and workload policy that podrun made"
+  const std::vector<PodSourceRef> slices = SlicesOf(request.spec_path, request.pod, nullptr);
+  std::vector<std::unique_ptr<Provisioner>> provisioners;
+  std::string what;
+  for (const PodSourceRef& slice : slices) {
+    provisioners.push_back(MakeProvisioner(slice, TpuCreate{}, CacheDir(),
+                                           TpuPollInterval(kCreatePoll), SleepUnlessInterrupted));
+    what += (what.empty() ? "" : ", ") + provisioners.back()->What();
+  }
+  const char* with = slices.front().kind == PodSourceKind::kMig
+                         ? "the instance template and workload policy podrun made"
                          : "its queued resource, if any";
   if (!request.yes) {
     if (!::isatty(STDIN_FILENO)) {
@@ -218,12 +229,15 @@ ExitCode RunDown(const DownRequest& request) {
       return ExitCode::kOk;
     }
   }
-  EndKeepersOfSlice(slice);            // first: a keeper would create again what is torn down
-  ClearRecreationIntents(slice.query);  // and so would the next podrun watch of a job that meant to
-  if (!provisioner->Delete()) {
-    Say(fmt::format("{} does not exist: nothing to delete", what));
-  } else {
-    Say(fmt::format("{} deleted", what));
+  for (size_t i = 0; i < slices.size(); ++i) {
+    EndKeepersOfSlice(slices[i]);  // first: a keeper would create again what is torn down
+    ClearRecreationIntents(slices[i].query);  // and so would the next podrun watch
+    const std::string one = provisioners[i]->What();
+    if (!provisioners[i]->Delete()) {
+      Say(fmt::format("{} does not exist: nothing to delete", one));
+    } else {
+      Say(fmt::format("{} deleted", one));
+    }
   }
   return ExitCode::kOk;
 }
@@ -255,7 +269,8 @@ CommandRun AddUpOptions(CLI::App& app) {
       "deletes what it created.\n"
       "Exit: 0 ready, 2 bad usage or a different node, 3 gcloud failed (its words shown).");
   auto request = std::make_shared<UpRequest>();
-  app.add_option("spec", request->spec_path, "A job spec whose pod: has tpu or mig, zone and create:");
+  app.add_option("spec", request->spec_path,
+                 "A job spec whose pod: has tpu or mig, zone and create:");
   AddNodeOptions(app, request->pod);
   app.add_option("--accelerator-type", request->create.accelerator_type, "e.g. v4-32");
   app.add_option("--version", request->create.version, "TPU software version");

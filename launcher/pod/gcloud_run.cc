@@ -66,10 +66,12 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
   }
   const bool operation_code_8 = words.find("\"code\": 8") != words.npos;
   const bool operation_code_5 = words.find("\"code\": 5") != words.npos;
-  // Compute Engine's form: "Some requests did not succeed:\n - The resource 'projects/...' was
-  // not found" (a quoted name never holds a space, so the words cannot come from one).
-  const bool compute_not_found = words.find("' was not found") != words.npos &&
-                                 words.find("Some requests did not succeed") != words.npos;
+  // Compute Engine's forms: "Some requests did not succeed:" or "Could not fetch resource:" then
+  // " - The resource 'projects/...' was not found" (a quoted name never holds a space, so the
+  // words cannot come from one); "HTTPError 404: ..." (managed describe, get-guest-attributes).
+  const bool compute_not_found = (words.find(" - The resource '") != words.npos &&
+                                  words.find("' was not found") != words.npos) ||
+                                 words.find("HTTPError 404") != words.npos;
   if (status == "NOT_FOUND" || operation_code_5 || compute_not_found) {
     return GcloudFailure::kNotFound;
   }

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_gcloud.h"
@@ -37,7 +38,7 @@ std::string Description(const char* what, const TpuQuery& mig) {
 std::string MigPartName(const std::string& mig) {
   constexpr std::string_view kSuffix = "-podrun";
   if (mig.size() + kSuffix.size() <= kMaxName) return mig + std::string(kSuffix);
-  const std::string hash = fmt::format("{:05x}", std::hash<std::string>{}(mig) & 0xfffff);
+  const std::string hash = fmt::format("{:05x}", std::hash<std::string>{}(mig)&0xfffff);
   return mig.substr(0, kMaxName - kSuffix.size() - hash.size() - 1) + "-" + hash +
          std::string(kSuffix);
 }
@@ -67,7 +68,8 @@ std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
                                     "--image-project=" + create.image_project,
                                     Description("instance template", mig)};
   if (model == "spot") {
-    words.insert(words.end(), {"--provisioning-model=SPOT", "--instance-termination-action=STOP"});
+    words.insert(words.end(), {"--provisioning-model=SPOT", "--instance-termination-action=STOP",
+                               "--maintenance-policy=TERMINATE"});
   } else if (model == "flex_start") {
     words.insert(words.end(), {"--provisioning-model=FLEX_START", "--reservation-affinity=none"});
   }
@@ -78,8 +80,8 @@ std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
   return Command(mig, words, "--format=json", /*beta=*/model == "flex_start");
 }
 
-std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig,
-                                                     const TpuCreate& create) {
+std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
+                                                     const std::string& policy_url) {
   const std::string model = MigProvisioningOf(create);
   const int size = model == "flex_start" ? 0 : MigVmCount(create).value_or(0);
   std::vector<std::string> words = {"instance-groups",
@@ -89,7 +91,7 @@ std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig,
                                     "--zone=" + mig.zone,
                                     "--template=" + MigPartName(mig.name),
                                     fmt::format("--size={}", size),
-                                    "--workload-policy=" + MigPartName(mig.name)};
+                                    "--workload-policy=" + policy_url};
   if (model == "spot") words.push_back("--default-action-on-vm-failure=do-nothing");
   return Command(mig, words, "--format=json");
 }
@@ -137,9 +139,34 @@ std::vector<std::string> GcloudMigHostKeysCommand(const TpuQuery& mig,
                  "--format=json");
 }
 
+namespace {
+
+// The object of a create's or describe's JSON: itself, or the one element of a list.
+nlohmann::json OneObject(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json);
+  if (j.is_array() && j.size() == 1) j = j[0];
+  return j;
+}
+
+}  // namespace
+
+std::string PolicyUrlOf(std::string_view json) {
+  static const std::regex kUrl(
+      "https://[a-z0-9.-]+/compute/(v1|beta)/projects/[a-z0-9:.-]+/regions/[a-z0-9-]+/"
+      "resourcePolicies/[a-z0-9-]+");
+  try {
+    const nlohmann::json j = OneObject(json);
+    if (!j.is_object() || !j.contains("selfLink") || !j["selfLink"].is_string()) return "";
+    const std::string url = j["selfLink"].get<std::string>();
+    return std::regex_match(url, kUrl) ? url : "";
+  } catch (const nlohmann::json::exception&) {
+    return "";
+  }
+}
+
 bool MadeByPodrun(std::string_view describe_json) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(describe_json);
+    const nlohmann::json j = OneObject(describe_json);
     if (!j.is_object() || !j.contains("description") || !j["description"].is_string()) {
       return false;
     }

@@ -35,9 +35,11 @@ std::vector<std::string> GcloudMigPolicyCreateCommand(const TpuQuery& mig, const
 std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
                                                         const TpuCreate& create);
 // `gcloud compute instance-groups managed create NAME --zone=Z --template=T --size=N
-// --workload-policy=P` (Spot: --default-action-on-vm-failure=do-nothing: podrun remakes the
-// slice as a whole; flex_start: --size=0, the VMs come from a resize request).
-std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create);
+// --workload-policy=URL` (Compute Engine takes the policy only by its URL, `policy_url`: its
+// selfLink; Spot: --default-action-on-vm-failure=do-nothing: podrun remakes the slice as a
+// whole; flex_start: --size=0, the VMs come from a resize request).
+std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
+                                                     const std::string& policy_url);
 // flex_start: `gcloud compute instance-groups managed resize-requests create NAME
 // --resize-request=NAME-podrun --resize-by=N --requested-run-duration=D --zone=Z`: every VM at
 // once or none.
@@ -54,5 +56,9 @@ std::vector<std::string> GcloudMigHostKeysCommand(const TpuQuery& mig, const std
 
 // True when describe's JSON has a description that starts with kMigMadeByPodrun.
 bool MadeByPodrun(std::string_view describe_json);
+// The selfLink of what a create or describe printed (an object, or a list of one, as gcloud
+// prints a create's result); "" when there is none or it is not a Compute Engine URL of a
+// resource policy.
+std::string PolicyUrlOf(std::string_view json);
 
 }  // namespace podrun

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "launcher/base/error.h"
+#include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_instances.h"
 
 namespace podrun {
@@ -43,10 +44,18 @@ TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
   EXPECT_TRUE(Has(tpl, "--machine-type=tpu7x-standard-4t"));
   EXPECT_TRUE(Has(tpl, "--provisioning-model=SPOT"));
   EXPECT_TRUE(Has(tpl, "--instance-termination-action=STOP"));
-  const auto group = GcloudMigGroupCreateCommand(mig, Spot());
+  const std::string url =
+      "https://www.googleapis.com/compute/v1/projects/proj-1/regions/us-central1/"
+      "resourcePolicies/slice-1-podrun";
+  EXPECT_EQ(url, PolicyUrlOf("[{\"selfLink\": \"" + url + "\"}]"));
+  EXPECT_EQ(
+      "",
+      PolicyUrlOf(
+          R"({"selfLink": "https://x/compute/v1/projects/p/regions/r/resourcePolicies/a --evil"})"));
+  const auto group = GcloudMigGroupCreateCommand(mig, Spot(), url);
   EXPECT_TRUE(Has(group, "--size=4"));
   EXPECT_TRUE(Has(group, "--template=slice-1-podrun"));
-  EXPECT_TRUE(Has(group, "--workload-policy=slice-1-podrun"));
+  EXPECT_TRUE(Has(group, "--workload-policy=" + url));
   // Compute Engine does not remake a preempted Spot VM of a slice: podrun remakes the slice.
   EXPECT_TRUE(Has(group, "--default-action-on-vm-failure=do-nothing"));
   EXPECT_EQ("--format=json", group.back());
@@ -69,7 +78,7 @@ TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
   EXPECT_TRUE(Has(tpl, "--max-run-duration=7d"));
   EXPECT_TRUE(Has(tpl, "--instance-termination-action=DELETE"));
   EXPECT_FALSE(Has(tpl, "--project"));
-  EXPECT_TRUE(Has(GcloudMigGroupCreateCommand(mig, flex), "--size=0"));
+  EXPECT_TRUE(Has(GcloudMigGroupCreateCommand(mig, flex, "u"), "--size=0"));
   const auto resize = GcloudMigResizeRequestCommand(mig, flex);
   EXPECT_TRUE(Has(resize, "--resize-by=4"));
   EXPECT_TRUE(Has(resize, "--requested-run-duration=7d"));
@@ -79,7 +88,7 @@ TEST(MigGcloudTest, NamesStayWithinTheApisLimitAndHostileNamesAreRefused) {
   const std::string long_name(60, 'a');
   EXPECT_LE(MigPartName(long_name).size(), 63u);
   EXPECT_NE(MigPartName(long_name), MigPartName(long_name.substr(0, 59) + "b"));
-  EXPECT_THROW(GcloudMigGroupCreateCommand({"--zone=x", "z", std::nullopt}, Spot()), Error);
+  EXPECT_THROW(GcloudMigGroupCreateCommand({"--zone=x", "z", std::nullopt}, Spot(), "u"), Error);
   EXPECT_THROW(GcloudMigHostKeysCommand({"s", "z", std::nullopt}, "--evil"), Error);
   TpuCreate bad = Spot();
   bad.topology = "2x2x4; rm -rf /";
@@ -87,6 +96,25 @@ TEST(MigGcloudTest, NamesStayWithinTheApisLimitAndHostileNamesAreRefused) {
   bad = Spot();
   bad.machine_type = "tpu7x-standard";  // no chips a VM
   EXPECT_NE(std::string::npos, MigCreateProblem(bad).find("not a whole number"));
+}
+
+TEST(MigGcloudTest, ComputeEnginesNotFoundIsToldInEachOfItsForms) {
+  EXPECT_EQ(GcloudFailure::kNotFound,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.instance-templates.describe) Could not "
+                                "fetch resource:\n - The resource 'projects/p/global/"
+                                "instanceTemplates/s-podrun' was not found\n"));
+  EXPECT_EQ(GcloudFailure::kNotFound,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.instance-groups.managed.list-instances) "
+                                "Some requests did not succeed:\n - The resource 'projects/p/"
+                                "zones/z/instanceGroupManagers/s' was not found\n"));
+  EXPECT_EQ(GcloudFailure::kNotFound,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.instances.get-guest-attributes) "
+                                "HTTPError 404: The resource 'projects/p/zones/z/instances/i' was "
+                                "not found"));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.instance-templates.delete) Could not "
+                                "fetch resource:\n - The instance_template resource 'x' is "
+                                "already being used by 'y'"));
 }
 
 TEST(MigGcloudTest, OnlyWhatPodrunMadeIsItsToDelete) {

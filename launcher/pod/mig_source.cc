@@ -166,13 +166,19 @@ class MigSource final : public PodSource {
   void Create(const TpuCreate& create) override {
     std::vector<std::vector<std::string>> made;  // delete commands of what this call made
     try {
-      if (MakePart(GcloudMigPolicyCreateCommand(query_, create), "policy")) {
-        made.push_back(GcloudMigPolicyCommand(query_, "delete"));
+      bool fresh = false;
+      const std::string policy =
+          MakePart(GcloudMigPolicyCreateCommand(query_, create), "policy", &fresh);
+      if (fresh) made.push_back(GcloudMigPolicyCommand(query_, "delete"));
+      MakePart(GcloudMigTemplateCreateCommand(query_, create), "template", &fresh);
+      if (fresh) made.push_back(GcloudMigTemplateCommand(query_, "delete"));
+      const std::string policy_url = PolicyUrlOf(policy);
+      if (policy_url.empty()) {
+        throw Error(ExitCode::kUnreachable,
+                    fmt::format("{}: gcloud's answer for workload policy {} has no selfLink",
+                                What(), MigPartName(query_.name)));
       }
-      if (MakePart(GcloudMigTemplateCreateCommand(query_, create), "template")) {
-        made.push_back(GcloudMigTemplateCommand(query_, "delete"));
-      }
-      RunGcloud(GcloudMigGroupCreateCommand(query_, create), What());
+      RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
       made.push_back(GcloudMigGroupDeleteCommand(query_));
       if (MigProvisioningOf(create) == "flex_start") {
         RunGcloud(GcloudMigResizeRequestCommand(query_, create), What());
@@ -193,8 +199,8 @@ class MigSource final : public PodSource {
   }
 
   bool Delete() override {
-    const bool group = RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) !=
-                       std::nullopt;
+    const bool group =
+        RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
     bool parts = false;
     // Only what podrun made (its description says so): a template or policy of the user's stays.
@@ -214,19 +220,23 @@ class MigSource final : public PodSource {
   }
 
  private:
-  // Runs a create of the slice's template or policy: true when it made it; false when it
-  // existed already, made by podrun for this group (a create interrupted before), which is
-  // used as it is. Throws as RunGcloud, also when one of the user's has that name.
-  bool MakePart(const std::vector<std::string>& argv, const char* part) {
+  // Runs a create of the slice's template or policy and returns what gcloud printed of it;
+  // `made` says whether this call made it: not when it existed already, made by podrun for this
+  // group (a create interrupted before), which is used as it is. Throws as RunGcloud, also when
+  // one of the user's has that name.
+  std::string MakePart(const std::vector<std::string>& argv, const char* part, bool* made) {
     try {
-      RunGcloud(argv, What());
-      return true;
+      std::string printed = RunGcloud(argv, What());
+      *made = true;
+      return printed;
     } catch (const GcloudError& e) {
       if (std::string_view(e.what()).find("already exists") == std::string_view::npos) throw;
       const auto describe = std::string_view(part) == "policy"
                                 ? GcloudMigPolicyCommand(query_, "describe")
                                 : GcloudMigTemplateCommand(query_, "describe");
-      if (MadeByPodrun(RunGcloud(describe, What()))) return false;
+      std::string described = RunGcloud(describe, What());
+      *made = false;
+      if (MadeByPodrun(described)) return described;
       throw Error(ExitCode::kUsage,
                   fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
                               "group or delete it",

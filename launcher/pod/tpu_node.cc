@@ -99,9 +99,7 @@ QueuedResource ParseQueuedResource(std::string_view json, const std::string& wha
   return out;
 }
 
-bool IsNodeGone(const std::string& state) {
-  return state == "PREEMPTED" || state == "TERMINATED";
-}
+bool IsNodeGone(const std::string& state) { return state == "PREEMPTED" || state == "TERMINATED"; }
 
 bool NeedsRecreation(const std::optional<TpuNode>& node, const std::optional<QueuedResource>& qr) {
   return (node && IsNodeGone(node->state)) ||

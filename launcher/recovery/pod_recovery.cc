@@ -164,9 +164,9 @@ std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, Attempt
     const char* noun = PodSourceNoun(n.ref.kind);
     Say(fmt::format("{} {} is {}{}", noun, n.ref.query.name, n.state,
                     create ? ": deleting it and creating it again (pod.create)" : ""));
-    records.SetRecovering(plan.job.id, fmt::format("{} {} {} ({})",
-                                                   create ? "recreating" : "waiting for", noun,
-                                                   n.ref.query.name, n.state));
+    records.SetRecovering(plan.job.id,
+                          fmt::format("{} {} {} ({})", create ? "recreating" : "waiting for", noun,
+                                      n.ref.query.name, n.state));
     preemptions.push_back(records.AddPreemption(plan.job.id, {.id = 0,
                                                               .attempt = plan.attempt,
                                                               .node = n.ref.query.name,
@@ -272,7 +272,8 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
         }
       }
       if (const auto deleted = DeletedByOthers(records, plan, now); !deleted.empty()) {
-        Say(fmt::format("{} {} no longer exists and podrun did not delete it: someone "
+        Say(
+            fmt::format("{} {} no longer exists and podrun did not delete it: someone "
                         "removed it, so podrun does not bring it back; the run ends here "
                         "(podrun up SPEC creates it again, then podrun rerun {})",
                         PodSourceNoun(deleted.front()->ref.kind), deleted.front()->ref.query.name,

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "launcher/recovery/source_states.h"
 #include "launcher/recovery/restarts.h"
+#include "launcher/recovery/source_states.h"
 #include "launcher/spec/spec.h"
 #include "launcher/ssh/ssh_reach.h"
 #include "launcher/store/recovery_records.h"

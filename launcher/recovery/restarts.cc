@@ -9,8 +9,8 @@
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
-#include "launcher/recovery/source_states.h"
 #include "launcher/recovery/pod_recovery.h"
+#include "launcher/recovery/source_states.h"
 #include "proto/write_all.h"
 
 namespace podrun {

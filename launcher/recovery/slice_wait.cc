@@ -100,8 +100,8 @@ std::optional<std::vector<int>> WaitForReadySlices(
       if (now.ready()) continue;
       gone = gone || now.preempted();
       if (!not_ready.empty()) not_ready += ", ";
-      not_ready += fmt::format("{} {} is {}", PodSourceNoun(refs[i].kind), refs[i].query.name,
-                               now.state);
+      not_ready +=
+          fmt::format("{} {} is {}", PodSourceNoun(refs[i].kind), refs[i].query.name, now.state);
       short_form += fmt::format("{}{} {} {}", short_form.empty() ? "" : ", ",
                                 refs[i].kind == PodSourceKind::kMig ? "MIG" : "TPU",
                                 refs[i].query.name, now.state);
@@ -125,14 +125,15 @@ std::optional<std::vector<int>> WaitForReadySlices(
         return changed;
       }
     }
-    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::steady_clock::now() - began);
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - began);
     if (on_wait) {
-      on_wait(fmt::format("{}, for {}s", short_form.empty() ? not_ready : short_form,
-                          waited.count()));
+      on_wait(
+          fmt::format("{}, for {}s", short_form.empty() ? not_ready : short_form, waited.count()));
     }
     if (not_ready != waiting_for) {
-      Say(fmt::format("waiting for the pod to be READY again: {} (gcloud, asked every {} s; "
+      Say(
+          fmt::format("waiting for the pod to be READY again: {} (gcloud, asked every {} s; "
                       "Ctrl-C to give up){}",
                       not_ready, poll.count(),
                       sources.size() == 1 && gone

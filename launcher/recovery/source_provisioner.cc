@@ -113,8 +113,7 @@ class SourceProvisioner final : public Provisioner {
         return;
       } catch (const GcloudError& e) {
         // Stopped in flight, the create may have reached the API: whatever it made goes.
-        if (e.failure() == GcloudFailure::kInterrupted ||
-            e.failure() == GcloudFailure::kTimedOut) {
+        if (e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut) {
           Undo(e);
         }
         if (e.failure() != GcloudFailure::kStockout) throw;
@@ -190,12 +189,13 @@ class SourceProvisioner final : public Provisioner {
       Say(fmt::format("{}: deleting what podrun made, so that nothing is left", What()));
       source_->Delete();
     } catch (const Error& d) {
-      also = fmt::format("; it could not be deleted ({}): delete it with podrun down --{} {} "
-                         "--zone {}",
-                         d.what(), PodSourceKindName(kind()), name(), source_zone());
+      also = fmt::format(
+          "; it could not be deleted ({}): delete it with podrun down --{} {} "
+          "--zone {}",
+          d.what(), PodSourceKindName(kind()), name(), source_zone());
     }
-    throw Error(e.code(), fmt::format("{} ({} deleted{})", e.what(), What(),
-                                      also.empty() ? "" : also));
+    throw Error(e.code(),
+                fmt::format("{} ({} deleted{})", e.what(), What(), also.empty() ? "" : also));
   }
 
   Error GaveUp(std::chrono::seconds waited, std::chrono::seconds limit,
