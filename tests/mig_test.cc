@@ -14,9 +14,11 @@
 // left alone, and the job resumed from its checkpoint; a standard slice Compute Engine repairs,
 // waited for and said in status, the gang restarted without remaking anything.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -176,6 +178,18 @@ class MigTest : public ::testing::Test {
     const nlohmann::json calls = Admin("GET", "calls");
     return calls.is_object() && calls.contains(method) ? calls[method].get<int>() : 0;
   }
+  // What the stand-in holds of slice `mig`: its group, template and policy.
+  static std::string Made(const std::string& mig) {
+    const nlohmann::json state = Admin("GET", "state");
+    std::string out;
+    for (const char* part : {"migs", "templates", "policies"}) {
+      if (!state.contains(part)) continue;
+      for (const auto& [name, value] : state[part].items()) {
+        if (name.find(mig) != std::string::npos) out += std::string(part) + ":" + name + " ";
+      }
+    }
+    return out;
+  }
   static nlohmann::json Status(const std::string& home, const std::string& job) {
     return nlohmann::json::parse(
         RunCommand(Podrun(home) + " status " + job + " --json", false).output, nullptr,
@@ -319,17 +333,7 @@ TEST_F(MigTest, UpMakesASpotSliceAndDownLeavesNothing) {
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("is RUNNING: 4 workers (w0 " + pod_->address(0)))
       << r.output;
-  // What a slice is made of: its group, template and policy (the stand-in's state).
-  auto made = [] {
-    const nlohmann::json state = Admin("GET", "state");
-    std::string out;
-    for (const char* part : {"migs", "templates", "policies"}) {
-      for (const auto& [name, value] : state[part].items()) {
-        if (name.find("made-1") != std::string::npos) out += std::string(part) + ":" + name + " ";
-      }
-    }
-    return out;
-  };
+  auto made = [] { return Made("made-1"); };
   EXPECT_EQ("migs:us-central1-a/made-1 templates:made-1-podrun policies:us-central1/made-1-podrun ",
             made());
   const int inserts = Calls("instanceGroupManagers.insert");
@@ -358,6 +362,34 @@ TEST_F(MigTest, UpMakesASpotSliceAndDownLeavesNothing) {
   r = RunCommand(Podrun() + " down" + where);
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("does not exist: nothing to delete")) << r.output;
+}
+
+TEST_F(MigTest, AStockoutIsWaitedOutUntilCapacityWaitAndCtrlCLeavesNothing) {
+  // 8 VMs from a pool of 4: Compute Engine keeps trying, the instances carry
+  // ZONE_RESOURCE_POOL_EXHAUSTED.
+  const std::string big = std::string(" --zone ") + kZone + " --project " + kProject +
+                          " --machine-type tpu7x-standard-4t --topology 4x8 --image-family fam "
+                          "--image-project imgs --provisioning spot -y --known-hosts " +
+                          Dir() + "/known_hosts-big";
+  CommandResult r = RunCommand(Podrun() + " up --mig big-1 --capacity-wait 5s" + big);
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("no capacity in us-central1-a: gave up after waiting"))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("ZONE_RESOURCE_POOL_EXHAUSTED")) << r.output;
+  EXPECT_EQ("", Made("big-1")) << r.output;
+  // Ctrl-C (SIGINT to the foreground group) while it waits: what was made goes, exit 130.
+  const std::string output = Dir() + "/up-big-2.out";
+  const pid_t up = StartInOwnGroup(Podrun() + " up --mig big-2" + big, output);
+  ASSERT_GT(up, 0);
+  ASSERT_TRUE(WaitUntil([] { return Made("big-2").find("migs:") != std::string::npos; },
+                        std::chrono::seconds(60)))
+      << ReadTextFile(output);
+  ASSERT_EQ(0, ::kill(-up, SIGINT));
+  int status = 0;
+  ASSERT_EQ(up, ::waitpid(up, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status)) << ReadTextFile(output);
+  EXPECT_EQ(130, WEXITSTATUS(status)) << ReadTextFile(output);
+  EXPECT_EQ("", Made("big-2")) << ReadTextFile(output);
 }
 
 TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint) {

@@ -23,6 +23,11 @@ CommandResult RunCommand(const std::string& command, bool merge_stderr = true);
 // the command's own (for kill() and waitpid()).
 pid_t StartCommand(const std::string& command);
 
+// Starts `command` (sh -c, exec'd) in a process group of its own, as a terminal's foreground job
+// is, stdin /dev/null, stdout and stderr to the file `output`: kill(-pid, SIGINT) is then the
+// terminal's Ctrl-C.
+pid_t StartInOwnGroup(const std::string& command, const std::string& output);
+
 // The whole content of the file at `path` ("" if it cannot be read).
 std::string ReadTextFile(const std::string& path);
 

@@ -549,24 +549,6 @@ TEST_F(SpotTest, TheSpecsCreateIsNeverAppliedToANodeChosenOnTheCommandLine) {
   EXPECT_EQ(0, Calls(calls, "create", "node-mine", before)) << calls;
 }
 
-// Starts `command` (through /bin/sh, which execs it) in a process group of its own, as a shell
-// starts a foreground job, its stdout and stderr to `output`; returns its pid (= its group).
-pid_t StartInOwnGroup(const std::string& command, const std::string& output) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    const int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int in = ::open("/dev/null", O_RDONLY);
-    ::dup2(in, STDIN_FILENO);
-    ::dup2(out, STDOUT_FILENO);
-    ::dup2(out, STDERR_FILENO);
-    ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // as the child does: whichever runs first
-  return pid;
-}
-
 // The queued resources the stand-in holds in zone-a, as JSON text.
 std::string QueuedResources() {
   return RunCommand("env FAKE_GCLOUD_STATE=" + State() + " " + PODRUN_SOURCE_DIR +

@@ -8,11 +8,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "launcher/base/error.h"
+#include "launcher/base/parallel_for.h"
 #include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/mig_host_keys.h"
 #include "launcher/pod/mig_instances.h"
@@ -164,37 +166,45 @@ class MigSource final : public PodSource {
   }
 
   void Create(const TpuCreate& create) override {
-    std::vector<std::vector<std::string>> made;  // delete commands of what this call made
     try {
-      bool fresh = false;
-      const std::string policy =
-          MakePart(GcloudMigPolicyCreateCommand(query_, create), "policy", &fresh);
-      if (fresh) made.push_back(GcloudMigPolicyCommand(query_, "delete"));
-      MakePart(GcloudMigTemplateCreateCommand(query_, create), "template", &fresh);
-      if (fresh) made.push_back(GcloudMigTemplateCommand(query_, "delete"));
-      const std::string policy_url = PolicyUrlOf(policy);
+      // The policy and the template do not depend on each other: made at once (each gcloud is
+      // about a second of start-up).
+      const std::vector<std::vector<std::string>> creates = {
+          GcloudMigPolicyCreateCommand(query_, create),
+          GcloudMigTemplateCreateCommand(query_, create)};
+      std::string printed[2];
+      std::exception_ptr failed[2];
+      ParallelFor(2, [&](size_t i) {
+        try {
+          printed[i] = MakePart(creates[i], i == 0 ? "policy" : "template");
+        } catch (...) {
+          failed[i] = std::current_exception();
+        }
+      });
+      for (const std::exception_ptr& e : failed) {
+        if (e) std::rethrow_exception(e);
+      }
+      const std::string policy_url = PolicyUrlOf(printed[0]);
       if (policy_url.empty()) {
         throw Error(ExitCode::kUnreachable,
                     fmt::format("{}: gcloud's answer for workload policy {} has no selfLink",
                                 What(), MigPartName(query_.name)));
       }
       RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
-      made.push_back(GcloudMigGroupDeleteCommand(query_));
       if (MigProvisioningOf(create) == "flex_start") {
         RunGcloud(GcloudMigResizeRequestCommand(query_, create), What());
       }
     } catch (const Error& e) {
-      // Nothing half made stays: the group, then its template and policy, newest first.
-      std::string left;
-      for (auto it = made.rbegin(); it != made.rend(); ++it) {
-        try {
-          RunGcloudUnlessNotFound(*it, What());
-        } catch (const Error& also) {
-          left += fmt::format("\nand what it made could not be deleted: {}", also.what());
-        }
+      // Nothing half made stays: a create stopped in flight may have reached the API, so
+      // whatever exists of the slice goes (the group, then what podrun made for it; never a
+      // template or policy of the user's).
+      try {
+        Delete();
+      } catch (const Error& also) {
+        throw Error(e.code(), fmt::format("{}\nand what it made could not be deleted: {}", e.what(),
+                                          also.what()));
       }
-      if (left.empty()) throw;
-      throw Error(e.code(), e.what() + left);
+      throw;
     }
   }
 
@@ -202,40 +212,48 @@ class MigSource final : public PodSource {
     const bool group =
         RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
-    bool parts = false;
-    // Only what podrun made (its description says so): a template or policy of the user's stays.
-    for (const auto& part : {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand}) {
-      const std::optional<std::string> described =
-          RunGcloudUnlessNotFound((*part)(query_, "describe"), What());
-      if (!described || !MadeByPodrun(*described)) continue;
-      parts = RunGcloudUnlessNotFound((*part)(query_, "delete"), What()) != std::nullopt || parts;
+    // Then the template and the policy, at once, only when podrun made them (their description
+    // says so): a template or policy of the user's stays.
+    using Command = std::vector<std::string> (*)(const TpuQuery&, const std::string&);
+    const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
+    bool deleted[2] = {false, false};
+    std::exception_ptr failed[2];
+    ParallelFor(2, [&](size_t i) {
+      try {
+        const std::optional<std::string> described =
+            RunGcloudUnlessNotFound(parts[i](query_, "describe"), What());
+        if (!described || !MadeByPodrun(*described)) return;
+        deleted[i] = RunGcloudUnlessNotFound(parts[i](query_, "delete"), What()) != std::nullopt;
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+    for (const std::exception_ptr& e : failed) {
+      if (e) std::rethrow_exception(e);
     }
-    return group || parts;
+    return group || deleted[0] || deleted[1];
   }
 
   TpuHostKeys PublishedHostKeys() override {
-    const SourceState state = Describe(/*refresh=*/true, nullptr);
+    // The answer a wait for the slice just cached serves (else gcloud is asked).
+    const SourceState state = Describe(/*refresh=*/false, nullptr);
     if (!state.not_ready.empty()) return {};
     return ReadHostKeys(query_, What(), state.workers);
   }
 
  private:
-  // Runs a create of the slice's template or policy and returns what gcloud printed of it;
-  // `made` says whether this call made it: not when it existed already, made by podrun for this
-  // group (a create interrupted before), which is used as it is. Throws as RunGcloud, also when
-  // one of the user's has that name.
-  std::string MakePart(const std::vector<std::string>& argv, const char* part, bool* made) {
+  // Runs a create of the slice's template or policy and returns what gcloud printed of it. One
+  // that existed already, made by podrun for this group (a create interrupted before), is used
+  // as it is. Throws as RunGcloud, also when one of the user's has that name.
+  std::string MakePart(const std::vector<std::string>& argv, const char* part) {
     try {
-      std::string printed = RunGcloud(argv, What());
-      *made = true;
-      return printed;
+      return RunGcloud(argv, What());
     } catch (const GcloudError& e) {
       if (std::string_view(e.what()).find("already exists") == std::string_view::npos) throw;
       const auto describe = std::string_view(part) == "policy"
                                 ? GcloudMigPolicyCommand(query_, "describe")
                                 : GcloudMigTemplateCommand(query_, "describe");
       std::string described = RunGcloud(describe, What());
-      *made = false;
       if (MadeByPodrun(described)) return described;
       throw Error(ExitCode::kUsage,
                   fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
