@@ -47,4 +47,13 @@ std::string FormatDuration(int64_t ns) {
   return fmt::format("{}d{:02d}h", s / 86400, (s % 86400) / 3600);
 }
 
+std::string FormatSpan(std::chrono::seconds s) {
+  if (s.count() <= 0) return "0s";
+  std::string text = FormatDuration(std::chrono::nanoseconds(s).count());
+  for (const char* zero : {"00s", "00m", "00h"}) {
+    if (text.size() > 3 && text.ends_with(zero)) text.resize(text.size() - 3);
+  }
+  return text;
+}
+
 }  // namespace podrun

@@ -1,6 +1,7 @@
 // Times and durations as podrun's status and ls print them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -12,5 +13,7 @@ std::string FormatLocalTime(int64_t unix_ns);
 std::string FormatRfc3339(int64_t unix_ns);
 // A duration for people: "850ms", "42s", "3m05s", "2h07m", "3d04h". Negative counts as 0.
 std::string FormatDuration(int64_t ns);
+// A wait for people, without a trailing zero unit: "0s", "1m", "3m05s", "6h", "2h07m".
+std::string FormatSpan(std::chrono::seconds s);
 
 }  // namespace podrun

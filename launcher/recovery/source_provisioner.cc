@@ -21,16 +21,6 @@ std::chrono::seconds Seconds(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d);
 }
 
-// "1m", "3m05s", "6h": FormatDuration without a trailing zero unit.
-std::string Span(std::chrono::seconds s) {
-  if (s.count() <= 0) return "0s";
-  std::string text = FormatDuration(std::chrono::nanoseconds(s).count());
-  for (const char* zero : {"00s", "00m", "00h"}) {
-    if (text.size() > 3 && text.ends_with(zero)) text.resize(text.size() - 3);
-  }
-  return text;
-}
-
 class SourceProvisioner final : public Provisioner {
  public:
   SourceProvisioner(PodSourceRef ref, std::unique_ptr<PodSource> source, TpuCreate create,
@@ -122,7 +112,7 @@ class SourceProvisioner final : public Provisioner {
         const std::chrono::seconds pause = std::min(backoff, limit - waited);
         const std::string message =
             fmt::format("{}: no capacity in {}: trying again in {} (waited {} of {})", What(),
-                        source_zone(), Span(pause), Span(waited), Span(limit));
+                        source_zone(), FormatSpan(pause), FormatSpan(waited), FormatSpan(limit));
         Say(message);
         TellWait(message);
         if (!wait_(pause)) {
@@ -165,12 +155,12 @@ class SourceProvisioner final : public Provisioner {
         short_of_capacity = true;
         const std::chrono::seconds waited = Seconds(options_.clock() - short_since);
         if (waited >= limit) throw GaveUp(waited, limit, now.stockout);
-        state = fmt::format("no capacity in {} (waited {} of {})", source_zone(), Span(waited),
-                            Span(limit));
+        state = fmt::format("no capacity in {} (waited {} of {})", source_zone(),
+                            FormatSpan(waited), FormatSpan(limit));
       } else {
         short_of_capacity = false;
       }
-      live.SetDetail(fmt::format("{} {}", state, Span(Seconds(options_.clock() - began))));
+      live.SetDetail(fmt::format("{} {}", state, FormatSpan(Seconds(options_.clock() - began))));
       if (state.substr(0, 12) != said.substr(0, 12)) {
         Say(fmt::format("{}: {}{}", What(), state, now.why.empty() ? "" : " (" + now.why + ")"));
         said = state;
@@ -203,7 +193,7 @@ class SourceProvisioner final : public Provisioner {
     return Error(ExitCode::kUnreachable,
                  fmt::format("{}: no capacity in {}: gave up after waiting {} (capacity_wait: {}; "
                              "set create: capacity_wait to wait longer). The API said: {}",
-                             What(), source_zone(), Span(waited), Span(limit), said));
+                             What(), source_zone(), FormatSpan(waited), FormatSpan(limit), said));
   }
 
   void TellWait(const std::string& what) const {

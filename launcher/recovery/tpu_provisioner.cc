@@ -27,16 +27,6 @@ std::chrono::seconds SecondsFromEnv(const char* name, std::chrono::seconds fallb
   return fallback;
 }
 
-// "1m", "3m05s", "6h", "2h07m": FormatDuration without a trailing zero unit.
-std::string Span(std::chrono::seconds s) {
-  if (s.count() <= 0) return "0s";
-  std::string text = FormatDuration(std::chrono::nanoseconds(s).count());
-  for (const char* zero : {"00s", "00m", "00h"}) {
-    if (text.size() > 3 && text.ends_with(zero)) text.resize(text.size() - 3);
-  }
-  return text;
-}
-
 std::chrono::seconds Seconds(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d);
 }
@@ -159,7 +149,7 @@ TpuNode TpuProvisioner::CreateAndWait() {
     }
     if (node) return *node;
     const std::string stuck = fmt::format("{}: still CREATING after {} (the creating deadline)",
-                                          what, Span(options_.creating_deadline));
+                                          what, FormatSpan(options_.creating_deadline));
     if (retry == kStuckCreateRetries) {
       Delete();
       throw Error(ExitCode::kUnreachable,
@@ -221,20 +211,20 @@ void TpuProvisioner::Create() {
                     fmt::format("{}: no capacity in {} (RESOURCE_EXHAUSTED): gave up after "
                                 "waiting {} (capacity_wait: {}; set create: capacity_wait to "
                                 "wait longer). gcloud said:\n{}",
-                                what, node_.zone, Span(waited), Span(limit), e.what()));
+                                what, node_.zone, FormatSpan(waited), FormatSpan(limit), e.what()));
       }
       const std::chrono::seconds pause = std::min(backoff, limit - waited);
       const std::string message = fmt::format(
           "tpu {}: no capacity in {} (RESOURCE_EXHAUSTED): trying again in {} "
           "(waited {} of {})",
-          node_.name, node_.zone, Span(pause), Span(waited), Span(limit));
+          node_.name, node_.zone, FormatSpan(pause), FormatSpan(waited), FormatSpan(limit));
       Say(message);
       if (!live) {
         live.emplace(STDERR_FILENO);
         live->BeginPhase("tpu " + node_.name, {0});
       }
       live->SetDetail(fmt::format("no capacity in {}: again in {} (waited {} of {})", node_.zone,
-                                  Span(pause), Span(waited), Span(limit)));
+                                  FormatSpan(pause), FormatSpan(waited), FormatSpan(limit)));
       TellWait(message);
       if (!wait_(pause)) {
         throw Error(ExitCode::kInterrupted,
@@ -276,7 +266,7 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
       if (node && node->state == "READY") {
         live.End();
         Say(fmt::format("{} READY ({} workers, after {})", what, node->endpoints.size(),
-                        Span(Seconds(options_.clock() - began))));
+                        FormatSpan(Seconds(options_.clock() - began))));
         return *node;
       }
       if (node && IsNodeGone(node->state)) {
@@ -294,7 +284,7 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
       live.End();
       return std::nullopt;
     }
-    live.SetDetail(fmt::format("{} {}", state, Span(Seconds(options_.clock() - began))));
+    live.SetDetail(fmt::format("{} {}", state, FormatSpan(Seconds(options_.clock() - began))));
     if (state != said) {
       Say(fmt::format("{}: {} (asking gcloud every {} s)", what, state, poll_.count()));
       TellWait(fmt::format("tpu {}: {}", node_.name, state));
