@@ -501,6 +501,10 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
             r.output.find("waiting for the pod to be READY again: MIG slice rep-1 is repairing"))
       << r.output;
   EXPECT_EQ(deletes, Calls("instanceGroupManagers.delete")) << r.output;  // nothing remade
+  // A rerun reaches the same VMs from the job record.
+  r = RunCommand(Podrun("home-repair") + " rerun repair");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w3] attempt 3 on w3")) << r.output;
   r = RunCommand(Podrun("home-repair") + " down " + spec + " -y");
   EXPECT_EQ(0, r.exit_code) << r.output;
 }

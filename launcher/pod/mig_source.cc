@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -107,8 +109,9 @@ class MigSource final : public PodSource {
       }
     }
     const std::string what = What();
-    const std::vector<ManagedInstance> instances =
-        ParseManagedInstances(RunGcloud(GcloudMigListInstancesCommand(query_), what), what);
+    std::optional<std::string> listed = RecentList();
+    if (!listed) listed = RunGcloud(GcloudMigListInstancesCommand(query_), what);
+    const std::vector<ManagedInstance> instances = ParseManagedInstances(*listed, what);
     SourceState out;
     out.not_ready = MigNotReady(query_.name, instances);
     out.state = out.not_ready.empty() ? "RUNNING" : "NOT_READY";
@@ -155,6 +158,11 @@ class MigSource final : public PodSource {
     const std::optional<std::string> text =
         RunGcloudUnlessNotFound(GcloudMigListInstancesCommand(query_), What());
     ForgetCache();  // a later discovery asks afresh too
+    {
+      std::lock_guard lock(list_mutex_);
+      last_list_ = text;
+      last_list_at_ = std::chrono::steady_clock::now();
+    }
     if (!text) {
       now.condition = SourceCondition::kGone;
       now.state = "deleted";
@@ -199,7 +207,7 @@ class MigSource final : public PodSource {
       // whatever exists of the slice goes (the group, then what podrun made for it; never a
       // template or policy of the user's).
       try {
-        Delete();
+        Delete(DeleteScope::kEverything);
       } catch (const Error& also) {
         throw Error(e.code(), fmt::format("{}\nand what it made could not be deleted: {}", e.what(),
                                           also.what()));
@@ -208,10 +216,11 @@ class MigSource final : public PodSource {
     }
   }
 
-  bool Delete() override {
+  bool Delete(DeleteScope scope) override {
     const bool group =
         RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
+    if (scope == DeleteScope::kVms) return group;
     // Then the template and the policy, at once, only when podrun made them (their description
     // says so): a template or policy of the user's stays.
     using Command = std::vector<std::string> (*)(const TpuQuery&, const std::string&);
@@ -242,24 +251,28 @@ class MigSource final : public PodSource {
   }
 
  private:
-  // Runs a create of the slice's template or policy and returns what gcloud printed of it. One
-  // that existed already, made by podrun for this group (a create interrupted before), is used
-  // as it is. Throws as RunGcloud, also when one of the user's has that name.
-  std::string MakePart(const std::vector<std::string>& argv, const char* part) {
-    try {
-      return RunGcloud(argv, What());
-    } catch (const GcloudError& e) {
-      if (std::string_view(e.what()).find("already exists") == std::string_view::npos) throw;
-      const auto describe = std::string_view(part) == "policy"
-                                ? GcloudMigPolicyCommand(query_, "describe")
-                                : GcloudMigTemplateCommand(query_, "describe");
-      std::string described = RunGcloud(describe, What());
-      if (MadeByPodrun(described)) return described;
-      throw Error(ExitCode::kUsage,
-                  fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
-                              "group or delete it",
-                              What(), part, MigPartName(query_.name)));
+  // The slice's template or policy: one made by podrun for this group before (a recreation, a
+  // create interrupted before) is used as it is, else it is created. Returns what gcloud printed
+  // of it. Throws as RunGcloud, also when one of the user's has that name.
+  std::string MakePart(const std::vector<std::string>& create, const char* part) {
+    const bool policy = std::string_view(part) == "policy";
+    const std::vector<std::string> describe = policy ? GcloudMigPolicyCommand(query_, "describe")
+                                                     : GcloudMigTemplateCommand(query_, "describe");
+    std::optional<std::string> described = RunGcloudUnlessNotFound(describe, What());
+    if (!described) {
+      try {
+        return RunGcloud(create, What());
+      } catch (const GcloudError& e) {
+        // Made meanwhile (a second podrun): described again below.
+        if (std::string_view(e.what()).find("already exists") == std::string_view::npos) throw;
+        described = RunGcloud(describe, What());
+      }
     }
+    if (MadeByPodrun(*described)) return *described;
+    throw Error(ExitCode::kUsage,
+                fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
+                            "group or delete it",
+                            What(), part, MigPartName(query_.name)));
   }
 
   // Sets now's condition, state and why from the group's instances.
@@ -302,6 +315,23 @@ class MigSource final : public PodSource {
     }
     std::filesystem::rename(tmp, cache_, ec);
   }
+
+  // The group's instances as Now() just listed them (within kListReuse), so that the Describe
+  // that follows a ready answer asks only for the addresses: one gcloud start-up less.
+  std::optional<std::string> RecentList() {
+    std::lock_guard lock(list_mutex_);
+    if (!last_list_ || std::chrono::steady_clock::now() - last_list_at_ > kListReuse) {
+      return std::nullopt;
+    }
+    std::optional<std::string> list = std::move(last_list_);
+    last_list_.reset();  // used once
+    return list;
+  }
+  static constexpr auto kListReuse = std::chrono::seconds(2);
+
+  std::mutex list_mutex_;
+  std::optional<std::string> last_list_;  // guarded by list_mutex_
+  std::chrono::steady_clock::time_point last_list_at_;
 
   const TpuQuery query_;
   const std::filesystem::path cache_dir_;

@@ -101,10 +101,16 @@ class PodSource {
   // waits with Now). Throws GcloudError with gcloud's words (a stockout: kStockout); whatever
   // this call made before a later step failed is deleted first.
   virtual void Create(const TpuCreate& create) = 0;
-  // Deletes the source (with what podrun made for it: a node's queued resource, a MIG's instance
-  // template and workload policy) and waits until it is gone. False when nothing existed. Throws
-  // as Create.
-  virtual bool Delete() = 0;
+  // What Delete removes.
+  enum class DeleteScope {
+    kEverything,  // the source and what podrun made for it (a MIG's template and policy): down
+    kVms,         // only what holds the VMs (a MIG's group; its template and policy stay for the
+                  // Create that follows): a recreation
+  };
+  // Deletes the source (a node with its queued resource; a MIG's group, and with kEverything the
+  // instance template and workload policy podrun made for it) and waits until it is gone. False
+  // when nothing existed. Throws as Create.
+  virtual bool Delete(DeleteScope scope = DeleteScope::kEverything) = 0;
   // The SSH host keys its VMs publish (guest attributes `hostkeys/`), by TPU worker number.
   virtual TpuHostKeys PublishedHostKeys() = 0;
 };

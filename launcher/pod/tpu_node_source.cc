@@ -69,7 +69,7 @@ class TpuNodeSource final : public PodSource {
               What());
   }
 
-  bool Delete() override {
+  bool Delete(DeleteScope) override {
     if (FindQueuedResource(query_)) {
       RunGcloud(GcloudDeleteQueuedCommand(query_), What());
       return true;

@@ -61,7 +61,10 @@ class SourceProvisioner final : public Provisioner {
 
   SliceReady Recreate() override {
     const auto began = options_.clock();
-    Delete();
+    // Only the VMs go: the slice's other parts (a MIG's template and policy) serve the new ones.
+    Say(fmt::format("deleting the VMs of {} (gcloud)", What()));
+    TellWait("deleting the VMs of " + What());
+    source_->Delete(PodSource::DeleteScope::kVms);
     SliceReady ready;
     ready.state = CreateAndWait();
     ready.action = TpuNodeAction::kRecreated;
