@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/attempt/setup_phase.h"
@@ -50,8 +52,18 @@ ExitCode RunRerun(const RerunRequest& request) {
         job.id, keeper.pid, keeper.host, job.id));
   }
   // Taken after ViewKeeper: a driver that opens its lock file again loses its lock.
-  std::optional<DriverLock> driving =
-      DriverLock::TryAcquire(home, job.id, request.detach ? "detached rerun" : "attached rerun");
+  const char* role = request.detach ? "detached rerun" : "attached rerun";
+  std::optional<DriverLock> driving = DriverLock::TryAcquire(home, job.id, role);
+  // A keeper that has recorded its end (status says "ended") holds the lock for the moment it
+  // takes to exit: waited for, briefly, rather than refused.
+  for (int i = 0; !driving && i < 50; ++i) {
+    const std::optional<Driver> driver = CurrentDriver(home, job.id);
+    if (!driver || driver->role != "keeper") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::optional<DriverLock> again = DriverLock::TryAcquire(home, job.id, role)) {
+      driving.emplace(std::move(*again));
+    }
+  }
   if (!driving) {
     const std::optional<Driver> driver = CurrentDriver(home, job.id);
     throw UsageError(fmt::format(
