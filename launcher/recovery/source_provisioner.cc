@@ -138,7 +138,7 @@ class SourceProvisioner final : public Provisioner {
     LiveProgress live(STDERR_FILENO);
     live.BeginPhase(What().substr(0, What().find(" (")), {0});
     const auto began = options_.clock();
-    std::string said;
+    std::string said;  // the condition last said on stderr (a stockout's wait is not repeated)
     for (;;) {
       const SourceNow now = source_->Now();
       if (now.ready()) {
@@ -164,9 +164,10 @@ class SourceProvisioner final : public Provisioner {
         short_of_capacity = false;
       }
       live.SetDetail(fmt::format("{} {}", state, FormatSpan(Seconds(options_.clock() - began))));
-      if (state.substr(0, 12) != said.substr(0, 12)) {
+      const std::string sayable = now.stockout.empty() ? now.state : "no capacity";
+      if (sayable != said) {
         Say(fmt::format("{}: {}{}", What(), state, now.why.empty() ? "" : " (" + now.why + ")"));
-        said = state;
+        said = sayable;
       }
       TellWait(fmt::format("{}: {}", What(), state));
       if (!wait_(poll_)) {
@@ -177,18 +178,17 @@ class SourceProvisioner final : public Provisioner {
   }
 
   [[noreturn]] void Undo(const Error& e) {
-    std::string also;
+    std::string after;
     try {
       Say(fmt::format("{}: deleting what podrun made, so that nothing is left", What()));
       source_->Delete();
+      after = fmt::format("{} deleted", What());
     } catch (const Error& d) {
-      also = fmt::format(
-          "; it could not be deleted ({}): delete it with podrun down --{} {} "
-          "--zone {}",
-          d.what(), PodSourceKindName(kind()), name(), source_zone());
+      after =
+          fmt::format("{} could not be deleted ({}): delete it with podrun down --{} {} --zone {}",
+                      What(), d.what(), PodSourceKindName(kind()), name(), source_zone());
     }
-    throw Error(e.code(),
-                fmt::format("{} ({} deleted{})", e.what(), What(), also.empty() ? "" : also));
+    throw Error(e.code(), fmt::format("{} ({})", e.what(), after));
   }
 
   Error GaveUp(std::chrono::seconds waited, std::chrono::seconds limit,
