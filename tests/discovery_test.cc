@@ -275,37 +275,10 @@ TEST_F(DiscoveryTest, ARestartWaitsForThePreemptedNodeAndRunsAtItsNewAddresses) 
 TEST(TpuIdentityTest, AHostOrderThatContradictsTheTpuRuntimeIsRefused) {
   constexpr int kIdentityPodId = 20;
   TestPod pod(3, kIdentityPodId);
-  // Written into each worker's own /tmp (the workers do not see this host's).
-  const std::string script =
-      "import http.server, sys\n"
-      "n = sys.argv[1]\n"
-      "class H(http.server.BaseHTTPRequestHandler):\n"
-      "    def do_GET(self):\n"
-      "        if (self.path == '/computeMetadata/v1/instance/attributes/agent-worker-number'\n"
-      "                and self.headers.get('Metadata-Flavor') == 'Google'):\n"
-      "            body = n.encode()\n"
-      "            self.send_response(200)\n"
-      "            self.send_header('Content-Length', str(len(body)))\n"
-      "            self.end_headers()\n"
-      "            self.wfile.write(body)\n"
-      "        else:\n"
-      "            self.send_response(404)\n"
-      "            self.end_headers()\n"
-      "    def log_message(self, *args):\n"
-      "        pass\n"
-      "http.server.HTTPServer(('169.254.169.254', 80), H).serve_forever()\n";
-  const std::string server = "/tmp/podrun-test-metadata.py";
   // The VMs' TPU worker numbers: w0 is 0, w1 is 2, w2 is 1.
   const int numbers[3] = {0, 2, 1};
   for (int i = 0; i < 3; ++i) {
-    CommandResult up = pod.Exec(
-        i, "cat > " + server + " <<'PYEOF'\n" + script + "PYEOF\n" +
-               "ip addr add 169.254.169.254/32 dev lo && (setsid /usr/bin/python3 " + server + " " +
-               std::to_string(numbers[i]) +
-               " >/dev/null 2>&1 &) && "
-               "for t in $(seq 50); do curl -sf -o /dev/null http://169.254.169.254/ ; "
-               "[ $? = 22 ] && break; sleep 0.1; done; curl -sf -H 'Metadata-Flavor: Google' "
-               "http://169.254.169.254/computeMetadata/v1/instance/attributes/agent-worker-number");
+    CommandResult up = pod.StartMetadataServer(i, numbers[i]);
     ASSERT_EQ(0, up.exit_code) << up.output;
     ASSERT_EQ(std::to_string(numbers[i]), up.output);
   }

@@ -108,4 +108,35 @@ CommandResult TestPod::RunScript(const std::string& verb, const std::string& arg
                     args);
 }
 
+CommandResult TestPod::StartMetadataServer(int i, int number) const {
+  // Written into the worker's own /tmp (the workers do not see this host's).
+  const std::string script =
+      "import http.server, sys\n"
+      "n = sys.argv[1]\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "    def do_GET(self):\n"
+      "        if (self.path == '/computeMetadata/v1/instance/attributes/agent-worker-number'\n"
+      "                and self.headers.get('Metadata-Flavor') == 'Google'):\n"
+      "            body = n.encode()\n"
+      "            self.send_response(200)\n"
+      "            self.send_header('Content-Length', str(len(body)))\n"
+      "            self.end_headers()\n"
+      "            self.wfile.write(body)\n"
+      "        else:\n"
+      "            self.send_response(404)\n"
+      "            self.end_headers()\n"
+      "    def log_message(self, *args):\n"
+      "        pass\n"
+      "http.server.HTTPServer(('169.254.169.254', 80), H).serve_forever()\n";
+  const std::string server = "/tmp/podrun-test-metadata.py";
+  return Exec(i, "cat > " + server + " <<'PYEOF'\n" + script + "PYEOF\n" +
+                     "ip addr add 169.254.169.254/32 dev lo && (setsid /usr/bin/python3 " + server +
+                     " " + std::to_string(number) +
+                     " >/dev/null 2>&1 &) && "
+                     "for t in $(seq 50); do curl -sf -o /dev/null http://169.254.169.254/ ; "
+                     "[ $? = 22 ] && break; sleep 0.1; done; curl -sf -H 'Metadata-Flavor: Google' "
+                     "http://169.254.169.254/computeMetadata/v1/instance/attributes/"
+                     "agent-worker-number");
+}
+
 }  // namespace podrun::testing

@@ -58,6 +58,10 @@ class TestPod {
   // Kills every sshd process of worker i (its SSH connections break; nothing else is touched)
   // and starts its sshd again.
   void RestartSshd(int i);
+  // Starts in worker i's namespaces a Compute Engine metadata server (a real HTTP server at
+  // 169.254.169.254:80) that answers `instance/attributes/agent-worker-number` with `number`, as
+  // a TPU VM's does; it ends with the worker's processes. Returns what it answered once up.
+  CommandResult StartMetadataServer(int i, int number) const;
   // Runs `shell_command` (with bash -c) in worker i's network, UTS and mount namespaces, as
   // root, as the worker sees things. Returns its exit code and output (stderr merged).
   CommandResult Exec(int i, const std::string& shell_command) const;
