@@ -75,6 +75,10 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
   if (status == "NOT_FOUND" || operation_code_5 || compute_not_found) {
     return GcloudFailure::kNotFound;
   }
+  // Compute Engine's 409: " - The resource 'projects/...' already exists".
+  const bool compute_exists =
+      words.find(" - The resource '") != words.npos && words.find("' already exists") != words.npos;
+  if (status == "ALREADY_EXISTS" || compute_exists) return GcloudFailure::kExists;
   if (status == "RESOURCE_EXHAUSTED" || operation_code_8) {
     if (message.empty()) message = words;
     const std::string plain = Unquoted(message);

@@ -20,6 +20,7 @@ enum class GcloudFailure {
   kFailed,       // any other failure: gcloud's words say which
   kCouldNotRun,  // gcloud could not be started
   kNotFound,     // NOT_FOUND: the node or queued resource does not exist
+  kExists,       // ALREADY_EXISTS: what a create asked for exists already
   kStockout,     // RESOURCE_EXHAUSTED for capacity: the zone has none now (it can come back)
   kQuota,        // RESOURCE_EXHAUSTED for a quota: waiting does not raise it
   kInterrupted,  // Ctrl-C (or a stop) while it ran: it was stopped
@@ -38,8 +39,8 @@ class GcloudError : public Error {
   GcloudFailure failure_;
 };
 
-// How a failed command's stderr says it failed (kFailed, kNotFound, kStockout or kQuota). Reads
-// the status of gcloud's `ERROR: (gcloud.GROUP.COMMAND) STATUS: message` lines (or a failed
+// How a failed command's stderr says it failed (kFailed, kNotFound, kExists, kStockout or kQuota).
+// Reads the status of gcloud's `ERROR: (gcloud.GROUP.COMMAND) STATUS: message` lines (or a failed
 // operation's JSON); a RESOURCE_EXHAUSTED is a quota when its message, outside quoted names,
 // has the word "quota", else a stockout ("There is no more capacity in the zone ...").
 GcloudFailure ClassifyGcloudWords(std::string_view stderr_text);

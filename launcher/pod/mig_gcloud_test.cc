@@ -111,6 +111,10 @@ TEST(MigGcloudTest, ComputeEnginesNotFoundIsToldInEachOfItsForms) {
             ClassifyGcloudWords("ERROR: (gcloud.compute.instances.get-guest-attributes) "
                                 "HTTPError 404: The resource 'projects/p/zones/z/instances/i' was "
                                 "not found"));
+  EXPECT_EQ(GcloudFailure::kExists,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.resource-policies.create) Could not "
+                                "fetch resource:\n - The resource 'projects/p/regions/r/"
+                                "resourcePolicies/s-podrun' already exists\n"));
   EXPECT_EQ(GcloudFailure::kFailed,
             ClassifyGcloudWords("ERROR: (gcloud.compute.instance-templates.delete) Could not "
                                 "fetch resource:\n - The instance_template resource 'x' is "

@@ -264,7 +264,7 @@ class MigSource final : public PodSource {
         return RunGcloud(create, What());
       } catch (const GcloudError& e) {
         // Made meanwhile (a second podrun): described again below.
-        if (std::string_view(e.what()).find("already exists") == std::string_view::npos) throw;
+        if (e.failure() != GcloudFailure::kExists) throw;
         described = RunGcloud(describe, What());
       }
     }
