@@ -62,7 +62,9 @@ JobLogStreamEnd StreamJobLog(const std::filesystem::path& home, const JobDir& di
     std::vector<LogRecord> batch;
     for (LogRecord& r : records) {
       if (r.seq < next) continue;  // sent already (from the supervisor's memory)
-      if (r.seq > next) {          // a gap on disk: the supervisor may still hold what it replaced
+      // A gap on disk, or a marker that stands for records up to its own seq: the supervisor may
+      // still hold what it replaced.
+      if (r.seq > next || (r.seq == next && IsGapMarker(r))) {
         if (!batch.empty() && !sink.Records(std::move(batch))) return false;
         batch.clear();
         // What it holds before this record, a few MiB per request, until it holds no more.

@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "proto/log_record.h"
 
 namespace podrun::agent {
 
@@ -15,5 +18,14 @@ struct LogGapInfo {
   uint64_t chunks = 0;    // records not written
   std::string cause;      // e.g. "No space left on device"
 };
+
+// A gap marker: the record the supervisor's LogWriter writes in place of records the disk
+// refused, carrying the seq of the last one it stands for (so a live reader asks the supervisor
+// for the records up to it first). A job's own stderr could imitate one: then asking costs one
+// request that finds nothing.
+inline constexpr std::string_view kGapMarkerPrefix = "podrun-agent: log gap: ";
+inline bool IsGapMarker(const LogRecord& r) {
+  return r.stream == LogStream::kStderr && r.data.starts_with(kGapMarkerPrefix);
+}
 
 }  // namespace podrun::agent

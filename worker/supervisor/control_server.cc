@@ -74,7 +74,7 @@ void ControlServer::Linger() {
   const auto deadline = Clock::now() + kLingerForReaders;
   // Also until the clients being served have their replies (or are overdue).
   EndClients();
-  while ((!writer_.Held(fetched_through_ + 1, 1).empty() || !clients_.empty()) &&
+  while ((!writer_.Held(had_through_ + 1, 1).empty() || !clients_.empty()) &&
          Clock::now() < deadline) {
     pollfd fds[kMaxFds];
     int tags[kMaxFds];
@@ -138,12 +138,12 @@ void ControlServer::OnClient(size_t index) {
 std::string ControlServer::Answer(const std::string& line) {
   if (auto from = RequestNumber(line, kLogRequest)) {
     // Asking from `from` on, the reader says it has every record before it.
-    if (*from > 1) writer_.Delivered(*from - 1);
-    std::string reply;
-    for (const LogRecord& r : writer_.Held(*from, kMaxLogReplyBytes)) {
-      reply += EncodeLogRecord(r);
-      fetched_through_ = std::max(fetched_through_, r.seq);
+    if (*from > 1) {
+      writer_.Delivered(*from - 1);
+      had_through_ = std::max(had_through_, *from - 1);
     }
+    std::string reply;
+    for (const LogRecord& r : writer_.Held(*from, kMaxLogReplyBytes)) reply += EncodeLogRecord(r);
     last_log_request_ = Clock::now();
     return reply;
   }

@@ -40,9 +40,10 @@ class ControlServer {
   void EndClients();
   // The earliest deadline of a connection being served; Clock::time_point::max() when none.
   Clock::time_point Deadline() const;
-  // After the job's end: serves the connections until every record held only in memory has
-  // been fetched and every connection has its reply, or for kLingerForReaders at most. Throws
-  // std::runtime_error if poll fails.
+  // After the job's end: serves the connections until a reader has said it has every record
+  // held only in memory (a LOG request from past them: a reply sent is not a reply taken in, and
+  // a reader may drop what it fetched and ask again) and every connection has its reply, or for
+  // kLingerForReaders at most. Throws std::runtime_error if poll fails.
   void Linger();
 
   bool stop_requested() const { return stop_requested_; }
@@ -71,7 +72,7 @@ class ControlServer {
   bool stop_requested_ = false, discarded_ = false;
   std::chrono::seconds stop_grace_{0};
   Clock::time_point last_log_request_{};
-  uint64_t fetched_through_ = 0;  // the highest seq a LOG request has been sent
+  uint64_t had_through_ = 0;  // a LOG request said the reader has every record up to this seq
 };
 
 }  // namespace podrun::agent

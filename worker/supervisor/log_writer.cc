@@ -31,7 +31,7 @@ void AppendOnlyLog::Append(const LogRecord& record) {
 }
 
 std::string GapMarkerText(uint64_t chunks, uint64_t bytes, const std::string& cause) {
-  return "podrun-agent: log gap: " + std::to_string(chunks) + " chunk(s), " +
+  return std::string(kGapMarkerPrefix) + std::to_string(chunks) + " chunk(s), " +
          std::to_string(bytes) + " bytes of output not written to disk (" + cause +
          "); they were sent to the launcher attached at the time\n";
 }
