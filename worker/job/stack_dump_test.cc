@@ -265,9 +265,13 @@ TEST_F(StackDumpTest, AStackIsDroppedWhenItsPidIsAnotherProcessOnceTheToolIsDone
   EXPECT_EQ(procs[0].stack_tool, "");
   EXPECT_NE(procs[0].stack_error.find("the stack was dropped"), std::string::npos)
       << procs[0].stack_error;
-  // Ended before its tool was done: dropped too.
+  // Ended before its tool was done (the tool waits until the kill has taken effect: a loaded
+  // machine may run the tool's exit before the killed process's end): dropped too.
   procs = {Live("trainer")};
-  FakeTool("gdb", "kill -9 " + std::to_string(procs[0].pid) + "; echo '#0 gone'");
+  const std::string pid = std::to_string(procs[0].pid);
+  FakeTool("gdb", "kill -9 " + pid + "; while s=$(cut -d' ' -f3 /proc/" + pid +
+                      "/stat 2>/dev/null) && [ \"$s\" != Z ] && [ \"$s\" != X ]; do sleep 0.01; "
+                      "done; echo '#0 gone'");
   DumpStacks(&procs, Fakes(), &note);
   EXPECT_EQ(procs[0].stack, "");
   EXPECT_NE(procs[0].stack_error.find("the stack was dropped"), std::string::npos)
