@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -98,6 +99,18 @@ inline int WaitExit(pid_t pid, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(20ms);
   }
   return -1;
+}
+
+// Expects `got` == `expected`, saying where they part: EXPECT_EQ of texts of thousands of lines
+// would spend minutes (and gigabytes) on gtest's line diff when they differ.
+inline void ExpectSameText(const std::string& got, const std::string& expected) {
+  const size_t differ =
+      std::mismatch(got.begin(), got.end(), expected.begin(), expected.end()).first - got.begin();
+  EXPECT_TRUE(differ == got.size() && got.size() == expected.size())
+      << "got " << got.size() << " bytes, expected " << expected.size()
+      << "; they differ from byte " << differ << ": got \""
+      << got.substr(differ >= 100 ? differ - 100 : 0, 300) << "\", expected \""
+      << expected.substr(differ >= 100 ? differ - 100 : 0, 300) << "\"";
 }
 
 class AgentTest : public ::testing::Test {

@@ -60,7 +60,7 @@ TEST_F(AgentTest, StreamsEveryLineExactlyOnceAndResumes) {
   }
   std::string expected;
   for (int i = 1; i <= kLines; ++i) expected += "line " + std::to_string(i) + "\n";
-  EXPECT_EQ(out, expected);
+  ExpectSameText(out, expected);
   EXPECT_EQ(err, "to-stderr\n");
   EXPECT_LT(all.messages, static_cast<int>(all.records.size()));  // batched
 

@@ -61,17 +61,6 @@ class SupervisorTest : public AgentTest {
     return out;
   }
 
-  // EXPECT_EQ of texts this long would spend minutes on gtest's line diff: says where they part.
-  static void ExpectSameText(const std::string& got, const std::string& expected) {
-    const size_t differ =
-        std::mismatch(got.begin(), got.end(), expected.begin(), expected.end()).first - got.begin();
-    EXPECT_TRUE(differ == got.size() && got.size() == expected.size())
-        << "got " << got.size() << " bytes, expected " << expected.size()
-        << "; they differ from byte " << differ << ": got \""
-        << got.substr(differ >= 100 ? differ - 100 : 0, 300) << "\", expected \""
-        << expected.substr(differ >= 100 ? differ - 100 : 0, 300) << "\"";
-  }
-
   static std::string Lines(int n) {
     std::string text;
     for (int i = 1; i <= n; ++i) text += "line " + std::to_string(i) + "\n";
