@@ -10,8 +10,9 @@
 // Then MIG slices podrun makes (`up`, `down`, `create:`; the stand-in gives a created group's
 // TPU worker K the pool address of testpod worker K and publishes that worker's host keys): a
 // Spot slice made and unmade with nothing left; a multislice job under a keeper whose one Spot
-// VM is preempted (the VM rebooted with a new host key), the slice remade as a whole, the other
-// left alone, and the job resumed from its checkpoint; a standard slice Compute Engine repairs,
+// VM is preempted (the VM rebooted with a new host key), the keeper SIGKILLed while it deletes
+// the slice and the next keeper remaking it as a whole, the other left alone, and the job
+// resumed from its checkpoint; a standard slice Compute Engine repairs,
 // waited for and said in status, the gang restarted without remaking anything.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -389,11 +390,24 @@ TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint
   const std::string ms_a_keys_before =
       RunCommand("grep -F '" + pod_->address(0) + " ' " + Dir() + "/known_hosts-ckpt", false)
           .output;
-  // ms-b's TPU worker 0 (testpod w2) is preempted: a new VM, a new host key.
+  // ms-b's TPU worker 0 (testpod w2) is preempted: a new VM, a new host key. Deletes take 3 s
+  // now: long enough to SIGKILL the keeper in the middle of the one that remakes the slice.
+  const int keeper = Status("home-ckpt", job)["keeper"]["pid"].get<int>();
+  ASSERT_TRUE(Admin("POST", "config?delete_seconds=3").is_object());
   const nlohmann::json preempted =
       Admin("POST", std::string("preempt?zone=") + kZone + "&mig=ms-b");
   ASSERT_TRUE(preempted.is_object()) << preempted.dump();
   Reboot(2, /*new_key=*/true);
+  ASSERT_TRUE(WaitUntil([&] { return Calls("instanceGroupManagers.delete") > deletes; },
+                        std::chrono::seconds(60)))
+      << log();
+  ASSERT_EQ(0, ::kill(keeper, SIGKILL));
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // the group is gone: nobody remakes it
+  EXPECT_EQ(inserts + 2, Calls("instanceGroupManagers.insert"));
+  Admin("POST", "config?delete_seconds=1");
+  // The next keeper finds podrun's own recreation half done, and finishes it.
+  r = RunCommand(Podrun("home-ckpt") + " watch " + job);
+  ASSERT_EQ(0, r.exit_code) << r.output;
   ASSERT_TRUE(WaitUntil(
       [&] {
         const nlohmann::json s = Status("home-ckpt", job);
@@ -408,11 +422,13 @@ TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint
   EXPECT_EQ("ms-b", status["preemptions"][0]["node"]) << status.dump();
   EXPECT_EQ("TERMINATED", status["preemptions"][0]["state"]) << status.dump();
   EXPECT_TRUE(status["preemptions"][0]["recreated"].get<bool>()) << status.dump();
+  EXPECT_FALSE(status["preemptions"][0]["back"].is_null()) << status.dump();  // one, ended
   std::printf("MIG slice preempted: lost %.1f s\n",
               status["preemptions"][0]["lost_seconds"].get<double>());
-  // The slice was remade as a whole, the other left alone: ms-a, ms-b, then ms-b again.
+  // The slice was remade as a whole, the other left alone: ms-a, ms-b, then ms-b again; its
+  // delete asked by the first keeper, and by the next (which found it gone).
   EXPECT_EQ(inserts + 3, Calls("instanceGroupManagers.insert"));
-  EXPECT_EQ(deletes + 1, Calls("instanceGroupManagers.delete"));
+  EXPECT_EQ(deletes + 2, Calls("instanceGroupManagers.delete"));
   // w2's new key pinned from what the new VM published; ms-a's keys untouched.
   const std::string new_key =
       RunCommand("cut -d' ' -f2 " + pod_->dir() + "/w2/ssh_host_ed25519_key.pub", false).output;

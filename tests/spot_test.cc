@@ -499,6 +499,9 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
   nlohmann::json status = Status(job);
   EXPECT_EQ("recovery-after-preemption", status["attempt"]["reason"]) << status.dump();
   EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
+  // One preemption, over, however many keepers its recovery took.
+  ASSERT_EQ(1u, status["preemptions"].size()) << status.dump();
+  EXPECT_FALSE(status["preemptions"][0]["back"].is_null()) << status.dump();
   const std::string calls = ReadTextFile(State() + "/calls.log");
   EXPECT_EQ(1, Calls(calls, "create", "node-mid", before));
   EXPECT_EQ(1, CountLines(calls, R"(["compute", "tpus", "tpu-vm", "create", "node-mid", )"

@@ -33,6 +33,17 @@ bool PodrunIsRecreating(RecoveryRecords& records, const std::string& job_id, con
   return false;
 }
 
+// The preemption of `node` seen after `attempt` that is not over yet: the one whose recreation a
+// keeper began and did not finish (it was stopped midway); its successor goes on with it.
+std::optional<int64_t> OpenPreemption(RecoveryRecords& records, const std::string& job_id,
+                                      int attempt, const std::string& node) {
+  const std::vector<PreemptionRecord> all = records.Preemptions(job_id);
+  for (auto p = all.rbegin(); p != all.rend(); ++p) {
+    if (p->node == node && p->attempt == attempt && !p->back_ns) return p->id;
+  }
+  return std::nullopt;
+}
+
 // A slice that must be created again: preempted by the API, or deleted by podrun itself.
 bool ToRecreate(RecoveryRecords& records, const AttemptPlan& plan, const SourceNow& n) {
   return n.preempted() || (n.deleted() && PodrunIsRecreating(records, plan.job.id, n.ref.query));
@@ -162,11 +173,20 @@ std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, Attempt
     recreate_any = recreate_any || create;
     wait_any = wait_any || !create;
     const char* noun = PodSourceNoun(n.ref.kind);
-    Say(fmt::format("{} {} is {}{}", noun, n.ref.query.name, n.state,
-                    create ? ": deleting it and creating it again (pod.create)" : ""));
     records.SetRecovering(plan.job.id,
                           fmt::format("{} {} {} ({})", create ? "recreating" : "waiting for", noun,
                                       n.ref.query.name, n.state));
+    const std::optional<int64_t> open =
+        n.deleted() ? OpenPreemption(records, plan.job.id, plan.attempt, n.ref.query.name)
+                    : std::nullopt;
+    if (open) {  // one preemption, one time lost, however many keepers it took
+      Say(fmt::format("{} {} is {}: finishing the recreation podrun began", noun, n.ref.query.name,
+                      n.state));
+      preemptions.push_back(*open);
+      continue;
+    }
+    Say(fmt::format("{} {} is {}{}", noun, n.ref.query.name, n.state,
+                    create ? ": deleting it and creating it again (pod.create)" : ""));
     preemptions.push_back(records.AddPreemption(plan.job.id, {.id = 0,
                                                               .attempt = plan.attempt,
                                                               .node = n.ref.query.name,
