@@ -429,6 +429,9 @@ TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint
   // delete asked by the first keeper, and by the next (which found it gone).
   EXPECT_EQ(inserts + 3, Calls("instanceGroupManagers.insert"));
   EXPECT_EQ(deletes + 2, Calls("instanceGroupManagers.delete"));
+  EXPECT_NE(std::string::npos, log().find("ms-b (zone us-central1-a, project my-proj) had no VMs "
+                                          "left to delete"))
+      << log();
   // w2's new key pinned from what the new VM published; ms-a's keys untouched.
   const std::string new_key =
       RunCommand("cut -d' ' -f2 " + pod_->dir() + "/w2/ssh_host_ed25519_key.pub", false).output;

@@ -64,7 +64,9 @@ class SourceProvisioner final : public Provisioner {
     // Only the VMs go: the slice's other parts (a MIG's template and policy) serve the new ones.
     Say(fmt::format("deleting the VMs of {} (gcloud)", What()));
     TellWait("deleting the VMs of " + What());
-    source_->Delete(PodSource::DeleteScope::kVms);
+    if (!source_->Delete(PodSource::DeleteScope::kVms)) {  // an earlier keeper's delete did it
+      Say(fmt::format("{} had no VMs left to delete", What()));
+    }
     SliceReady ready;
     ready.state = CreateAndWait();
     ready.action = TpuNodeAction::kRecreated;
