@@ -1069,3 +1069,129 @@ TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
 
 }  // namespace
 }  // namespace podrun::testing
+
+namespace podrun::testing {
+namespace {
+
+// The attempt's number and state as `status --json` says it, once it reads `state`.
+bool AttemptReads(const nlohmann::json& s, int number, const std::string& state) {
+  return s["attempt"]["number"] == number && s["attempt"]["state"] == state;
+}
+
+// A week on Spot capacity in a minute: three preemptions with `restarts: 1` are healed without
+// using the restart (the second while the TPU API answers 503 for a minute, waited out with
+// nothing created twice), then one failure of the program is restarted with it.
+TEST_F(SpotTest, ThreePreemptionsUseNoRestartAndTheApisBadMinuteIsWaitedOut) {
+  const std::string spec = WriteSpec(
+      "week", "node-week", "accelerator_type: v4-16, version: base, spot: true",
+      "restarts: 1\nrun: |\n  echo \"attempt $PODRUN_ATTEMPT from ${PODRUN_RESUMED_FROM:-start}\"\n"
+      "  if [ \"$PODRUN_ATTEMPT\" -le 3 ]; then sleep 300; fi\n"
+      "  if [ \"$PODRUN_ATTEMPT\" = 4 ]; then echo failing; exit 3; fi\n"
+      "  echo finished\n");
+  CommandResult r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  const std::string job = JobId(r.output);
+  const std::string keeper_log = Home() + "/jobs/" + job + "/keeper.log";
+  for (int preemption = 1; preemption <= 3; ++preemption) {
+    ASSERT_TRUE(WaitUntil([&] { return AttemptReads(Status(job), preemption, "running"); },
+                          std::chrono::seconds(60)))
+        << Status(job).dump() << ReadTextFile(keeper_log);
+    const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+    Preempt("node-week");
+    if (preemption == 2) {
+      // The API's bad minute, from the preemption on: every gcloud the keeper runs fails.
+      Gcloud("--admin outage 60");
+      ASSERT_TRUE(WaitUntil(
+          [&] {
+            nlohmann::json s = Status(job);
+            return s["recovering"].is_object() &&
+                   s["recovering"]["what"].get<std::string>().find(
+                       "the TPU API has not answered for") != std::string::npos;
+          },
+          std::chrono::seconds(60)))
+          << Status(job).dump() << ReadTextFile(keeper_log);
+      // The keeper's heartbeat stays current through the outage.
+      EXPECT_EQ("running", Status(job)["keeper"]["state"]) << Status(job).dump();
+    }
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return AttemptReads(Status(job), preemption + 1, "running") ||
+                 Status(job)["attempt"]["number"] > preemption + 1;
+        },
+        std::chrono::seconds(150)))
+        << Status(job).dump() << ReadTextFile(keeper_log);
+    // Deleted once and created once: nothing made twice, whatever the API did meanwhile.
+    const std::string calls = ReadTextFile(State() + "/calls.log");
+    EXPECT_EQ(1, Calls(calls, "create", "node-week", before)) << calls.substr(0, 4000);
+  }
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        nlohmann::json s = Status(job);
+        return s["attempt"]["state"] == "succeeded" && s["keeper"]["state"] == "ended";
+      },
+      std::chrono::seconds(90)))
+      << Status(job).dump() << ReadTextFile(keeper_log);
+  nlohmann::json status = Status(job);
+  EXPECT_EQ(5, status["attempt"]["number"]) << status.dump();
+  EXPECT_EQ("restart-after-failure", status["attempt"]["reason"]) << status.dump();
+  EXPECT_EQ(1, status["budget"]["restarts_used"]) << status.dump();
+  EXPECT_EQ(3, status["budget"]["preemptions_used"]) << status.dump();
+  EXPECT_EQ("unlimited", status["budget"]["preemptions"]) << status.dump();
+  EXPECT_EQ(3u, status["preemptions"].size()) << status.dump();
+  // The programs' own lines: each attempt resumed from what ended the one before.
+  r = RunCommand(Podrun() + " logs " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("attempt 4 from preemption")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("attempt 5 from failure")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("finished")) << r.output;
+  EXPECT_NE(std::string::npos, RunCommand(Podrun() + " status " + job, false)
+                                   .output.find("restarts 1/1 \u00b7 preemptions 3"));
+  RunCommand(Podrun() + " down --tpu node-week --zone zone-a -y");
+}
+
+// A keeper SIGKILLed while the old node is DELETING, then while the new one is CREATING: each time
+// the next keeper (podrun watch, at once) finishes that recreation: one create, one preemption
+// record, the intent closed, the new keys pinned.
+TEST_F(SpotTest, AKeeperKilledWhileTheOldNodeDeletesOrTheNewOneCreatesIsFinishedByTheNext) {
+  nlohmann::json config = nlohmann::json::parse(ReadTextFile(State() + "/config.json"));
+  config["delete_seconds"] = 6;
+  config["create_seconds"] = 6;
+  std::ofstream(State() + "/config.json") << config.dump();
+  const std::string spec =
+      WriteSpec("phases", "node-ph", "accelerator_type: v4-16, version: base, spot: true",
+                "run: |\n  echo attempt $PODRUN_ATTEMPT\n  sleep 300\n");
+  CommandResult r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;  // restarts: 0: pod.create alone starts a keeper
+  const std::string job = JobId(r.output);
+  const std::string keeper_log = Home() + "/jobs/" + job + "/keeper.log";
+  for (const std::string verb : {"delete", "create"}) {
+    const int attempt = Status(job)["attempt"]["number"].get<int>();
+    const int keeper = KeeperPid([&] { return Status(job); });
+    ASSERT_GT(keeper, 0) << Status(job).dump();
+    const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+    Preempt("node-ph");
+    ASSERT_TRUE(WaitUntil(
+        [&] { return Calls(ReadTextFile(State() + "/calls.log"), verb, "node-ph", before) > 0; },
+        std::chrono::seconds(60)))
+        << ReadTextFile(keeper_log);
+    ASSERT_EQ(0, ::kill(keeper, SIGKILL));  // mid-delete, or with the new node CREATING
+    r = RunCommand(Podrun() + " watch " + job);
+    ASSERT_EQ(0, r.exit_code) << r.output;
+    ASSERT_TRUE(WaitUntil([&] { return AttemptReads(Status(job), attempt + 1, "running"); },
+                          std::chrono::seconds(90)))
+        << verb << " " << Status(job).dump() << ReadTextFile(keeper_log);
+    const std::string calls = ReadTextFile(State() + "/calls.log");
+    EXPECT_EQ(1, Calls(calls, "create", "node-ph", before)) << verb;
+    nlohmann::json status = Status(job);
+    EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
+    EXPECT_EQ(static_cast<size_t>(attempt), status["preemptions"].size()) << status.dump();
+    EXPECT_FALSE(status["preemptions"].back()["back"].is_null()) << status.dump();
+  }
+  // The new node's keys were pinned (the job runs on it with known_hosts strictly checked).
+  r = RunCommand(Podrun() + " logs " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("attempt 3")) << r.output;
+  RunCommand(Podrun() + " stop " + job + " --grace 1");
+  RunCommand(Podrun() + " down --tpu node-ph --zone zone-a -y");
+}
+
+}  // namespace
+}  // namespace podrun::testing

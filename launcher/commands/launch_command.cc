@@ -95,7 +95,7 @@ ExitCode RunLaunch(const LaunchRequest& request) {
         home, job.id, request.detach ? "detached launch" : "attached launch");
     code = RunAttemptsWithRestarts(store, plan);
   }
-  if (!request.detach || spec.restarts == 0 || !KeeperTakesOver(code)) return code;
+  if (!request.detach || !SpecNeedsKeeper(spec) || !KeeperTakesOver(code)) return code;
   // Nobody watches a detached job: its keeper does (recovery/keeper.h), a start that failed
   // included (it restarts it as an attached launch would).
   const int keeper = SpawnKeeper(home, job.id, spec.secret_env);
@@ -103,8 +103,14 @@ ExitCode RunLaunch(const LaunchRequest& request) {
       "keeper of job {}: pid {} on this machine; it {} up to {} times{} "
       "(podrun status {} shows it; its log: {})",
       job.id, keeper, code == ExitCode::kOk ? "restarts the job" : "retries the start that failed",
-      spec.restarts, settings.create ? " and recreates a preempted node" : "", job.id,
-      (JobDir(home, job.id) / "keeper.log").string()));
+      spec.restarts,
+      settings.create
+          ? (spec.preemptions
+                 ? fmt::format(" and recreates a preempted node up to {} times", *spec.preemptions)
+                 : std::string(" and recreates a preempted node (preemptions: "
+                               "unlimited)"))
+          : std::string(),
+      job.id, (JobDir(home, job.id) / "keeper.log").string()));
   return code;
 }
 

@@ -42,6 +42,7 @@ void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION"}};
   if (steps) rows[0].push_back("STEP");
+  rows[0].push_back("RESTARTS");
   rows[0].push_back("PREEMPTED");
   for (const JobSummary& job : jobs) {
     std::optional<int64_t> duration = DurationNs(job);
@@ -49,6 +50,7 @@ void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
                     FormatLocalTime(job.started_ns.value_or(job.created_ns)),
                     duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-"});
     if (steps) rows.back().push_back(job.step ? std::to_string(*job.step) : "-");
+    rows.back().push_back(RestartsCell(store, job.id));
     rows.back().push_back(PreemptionsCell(store, job.id));
   }
   std::vector<size_t> widths(rows[0].size(), 0);
@@ -89,6 +91,7 @@ void PrintJson(JobStore& store, const std::vector<JobSummary>& jobs) {
         {"duration_seconds",
          duration ? nlohmann::json(static_cast<double>(*duration) / 1e9) : nlohmann::json()},
         {"preemptions", preemptions.size()},
+        {"budget", ViewBudget(store, store.GetJob(job.id)).json},
         {"time_lost_seconds", lost},
         {"step", job.step ? nlohmann::json(*job.step) : nlohmann::json()},
     });

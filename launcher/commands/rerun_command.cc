@@ -97,7 +97,7 @@ ExitCode RunRerun(const RerunRequest& request) {
   plan.resumed_from = store.GetAttempt(job.id, attempt).resumed_from;
   const ExitCode code = RunAttemptsWithRestarts(store, plan);
   driving.reset();  // the keeper takes it next
-  if (!request.detach || spec.restarts == 0 || !KeeperTakesOver(code)) return code;
+  if (!request.detach || !SpecNeedsKeeper(spec) || !KeeperTakesOver(code)) return code;
   // As for launch -d: nobody else watches it; a start that failed is retried by the keeper.
   const int keeper = SpawnKeeper(home, job.id, job.secret_names);
   Say(fmt::format("keeper of job {}: pid {} on this machine (its log: {})", job.id, keeper,

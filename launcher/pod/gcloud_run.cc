@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -48,11 +49,26 @@ bool HasWord(const std::string& text, std::string_view word) {
   return false;
 }
 
-}  // namespace
+// The HTTP status of gcloud's "HttpError accessing <URL>: response: <{... 'status': '503'}>"
+// (500 and 503, after gcloud's own retries), or of Compute's "HTTPError 503: ..."; 0 when none.
+int HttpStatusOf(std::string_view words) {
+  for (std::string_view mark : {"'status': '", "'status': ", "HTTPError "}) {
+    const size_t at = words.find(mark);
+    if (at == words.npos) continue;
+    int status = 0;
+    for (size_t i = at + mark.size();
+         i < words.size() && std::isdigit(static_cast<unsigned char>(words[i])) && status < 1000;
+         ++i) {
+      status = status * 10 + (words[i] - '0');
+    }
+    if (status >= 100 && status < 600) return status;
+  }
+  return 0;
+}
 
-GcloudFailure ClassifyGcloudWords(std::string_view words) {
-  // The status: "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: ..." or a failed
-  // operation's {"code": 8, "message": "..."} (8: RESOURCE_EXHAUSTED, 5: NOT_FOUND).
+// gcloud's status word: "UNAVAILABLE" of "ERROR: (gcloud.compute.tpus.tpu-vm.describe)
+// UNAVAILABLE: message", and the message after it; both empty when there is no such line.
+std::pair<std::string_view, std::string_view> StatusOf(std::string_view words) {
   std::string_view message;
   std::string_view status;
   // Warnings may come first: the ERROR line is the last one's.
@@ -64,8 +80,66 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
     status = rest.substr(0, colon);
     message = colon == rest.npos ? std::string_view() : rest.substr(colon + 2);
   }
-  const bool operation_code_8 = words.find("\"code\": 8") != words.npos;
-  const bool operation_code_5 = words.find("\"code\": 5") != words.npos;
+  // Not a status word (e.g. "HttpError accessing <URL>"): an upper-case word with underscores.
+  const bool word = !status.empty() && std::all_of(status.begin(), status.end(), [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) || c == '_';
+  });
+  if (!word) status = {};
+  return {status, message};
+}
+
+// True for the words of a network that failed or a token that could not be refreshed: outside
+// quoted names, so that a node named "connection-refused" is not one.
+bool SaysNetworkOrTokenFailure(std::string_view words) {
+  const std::string plain = Unquoted(words);
+  for (std::string_view phrase :
+       {"connection refused", "connection reset", "connection aborted", "connectionerror",
+        "failed to establish a new connection", "max retries exceeded", "temporary failure in name",
+        "there was a problem refreshing your current auth tokens", "timed out",
+        "network connectivity issues", "remote end closed connection"}) {
+    if (plain.find(phrase) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// True when a failed operation's JSON says `"code": N` (N alone: 5 is not 503).
+bool HasOperationCode(std::string_view words, int n) {
+  const std::string mark = fmt::format("\"code\": {}", n);
+  for (size_t at = words.find(mark); at != words.npos; at = words.find(mark, at + 1)) {
+    const size_t end = at + mark.size();
+    if (end == words.size() || !std::isdigit(static_cast<unsigned char>(words[end]))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsTransientGcloudFailure(GcloudFailure failure) {
+  return failure == GcloudFailure::kTransient || failure == GcloudFailure::kTimedOut;
+}
+
+std::string GcloudFailureReason(std::string_view words) {
+  const auto [status, message] = StatusOf(words);
+  if (const int http = HttpStatusOf(words)) {
+    return status.empty() ? fmt::format("HTTP {}", http) : fmt::format("{} {}", http, status);
+  }
+  if (!status.empty()) return std::string(status);
+  if (SaysNetworkOrTokenFailure(words)) {
+    const std::string plain = Unquoted(words);
+    if (plain.find("refreshing your current auth tokens") != std::string::npos) {
+      return "a failed token refresh";
+    }
+    return "a network failure";
+  }
+  return "";
+}
+
+GcloudFailure ClassifyGcloudWords(std::string_view words) {
+  // The status: "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: ..." or a failed
+  // operation's {"code": 8, "message": "..."} (8: RESOURCE_EXHAUSTED, 5: NOT_FOUND).
+  auto [status, message] = StatusOf(words);
+  const bool operation_code_8 = HasOperationCode(words, 8);
+  const bool operation_code_5 = HasOperationCode(words, 5);
   // Compute Engine's forms: "Some requests did not succeed:" or "Could not fetch resource:" then
   // " - The resource 'projects/...' was not found" (a quoted name never holds a space, so the
   // words cannot come from one); "HTTPError 404: ..." (managed describe, get-guest-attributes).
@@ -83,7 +157,14 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
     if (message.empty()) message = words;
     const std::string plain = Unquoted(message);
     if (plain.find("no more capacity") != std::string::npos) return GcloudFailure::kStockout;
+    // A rate limit ("Quota exceeded for quota metric 'Read requests' ... per minute") passes.
+    if (plain.find("per minute") != std::string::npos) return GcloudFailure::kTransient;
     return HasWord(plain, "quota") ? GcloudFailure::kQuota : GcloudFailure::kStockout;
+  }
+  if (status == "UNAVAILABLE" || status == "INTERNAL" || status == "UNKNOWN" ||
+      status == "DEADLINE_EXCEEDED" || HttpStatusOf(words) >= 500 ||
+      SaysNetworkOrTokenFailure(words)) {
+    return GcloudFailure::kTransient;
   }
   return GcloudFailure::kFailed;
 }
@@ -120,13 +201,14 @@ GcloudError FailureOf(const std::vector<std::string>& argv, const ProgramResult&
                     "waiting for the network, or for an answer to a prompt? run the command "
                     "by hand to see){}",
                     what, argv[0], verb, deadline.count(), message.empty() ? "" : ":\n" + message),
-        GcloudFailure::kTimedOut);
+        GcloudFailure::kTimedOut, fmt::format("no answer within {} s", deadline.count()));
   }
   return GcloudError(ExitCode::kUnreachable,
                      fmt::format("{}: `{} ... {}` failed{}{}", what, argv[0], verb,
                                  r.exit_code > 0 ? fmt::format(" (exit {})", r.exit_code) : "",
                                  message.empty() ? "" : ":\n" + message),
-                     r.exit_code < 0 ? GcloudFailure::kCouldNotRun : ClassifyGcloudWords(r.err));
+                     r.exit_code < 0 ? GcloudFailure::kCouldNotRun : ClassifyGcloudWords(r.err),
+                     GcloudFailureReason(r.err));
 }
 
 }  // namespace

@@ -25,7 +25,12 @@ enum class GcloudFailure {
   kQuota,        // RESOURCE_EXHAUSTED for a quota: waiting does not raise it
   kInterrupted,  // Ctrl-C (or a stop) while it ran: it was stopped
   kTimedOut,     // it outlived its deadline: it was stopped
+  kTransient,    // the API's bad minute: HTTP 5xx, UNAVAILABLE, INTERNAL, DEADLINE_EXCEEDED, a
+                 // rate limit, a connection refused or reset, a failed token refresh
 };
+
+// True for the failures that waiting may end (kTransient, kTimedOut): tried again, backing off.
+bool IsTransientGcloudFailure(GcloudFailure failure);
 
 // A failed gcloud command: exit 3 (130 when interrupted), what() "WHAT: `gcloud ... VERB`
 // failed (exit N):\n<gcloud's stderr>", and how it failed.
@@ -33,17 +38,28 @@ class GcloudError : public Error {
  public:
   GcloudError(ExitCode code, const std::string& message, GcloudFailure failure)
       : Error(code, message), failure_(failure) {}
+  GcloudError(ExitCode code, const std::string& message, GcloudFailure failure, std::string reason)
+      : Error(code, message), failure_(failure), reason_(std::move(reason)) {}
   GcloudFailure failure() const { return failure_; }
+  // A few words on the failure for a status line ("HTTP 503", "UNAVAILABLE", "no answer within
+  // 120 s"); "" when gcloud said nothing readable.
+  const std::string& reason() const { return reason_; }
 
  private:
   GcloudFailure failure_;
+  std::string reason_;
 };
 
 // How a failed command's stderr says it failed (kFailed, kNotFound, kExists, kStockout or kQuota).
 // Reads the status of gcloud's `ERROR: (gcloud.GROUP.COMMAND) STATUS: message` lines (or a failed
 // operation's JSON); a RESOURCE_EXHAUSTED is a quota when its message, outside quoted names,
 // has the word "quota", else a stockout ("There is no more capacity in the zone ...").
+// A 5xx answer (gcloud's "HttpError accessing ... 'status': 503"), a status UNAVAILABLE, INTERNAL,
+// UNKNOWN or DEADLINE_EXCEEDED, a RESOURCE_EXHAUSTED "per minute" (a rate limit), a connection
+// refused or reset and a failed token refresh are kTransient.
 GcloudFailure ClassifyGcloudWords(std::string_view stderr_text);
+// The few words GcloudError::reason() gives for gcloud's stderr `stderr_text`.
+std::string GcloudFailureReason(std::string_view stderr_text);
 
 // The deadline of a gcloud command line (argv[0] gcloud, then `compute tpus GROUP VERB ...`):
 // a create (always --async) 5 min, a delete (which waits until the resource is gone) 30 min, any

@@ -302,7 +302,13 @@ class MigSource final : public PodSource {
     const bool creating = std::all_of(instances.begin(), instances.end(), [](const auto& m) {
       return m.current_action.starts_with("CREATING");
     });
-    now->state = instances.empty() ? "no instances yet" : creating ? "CREATING" : "repairing";
+    now->deleting = !instances.empty() &&
+                    std::all_of(instances.begin(), instances.end(),
+                                [](const auto& m) { return m.current_action == "DELETING"; });
+    now->state = instances.empty() ? "no instances yet"
+                 : now->deleting   ? "DELETING"
+                 : creating        ? "CREATING"
+                                   : "repairing";
   }
 
   void Store(const SourceState& s) const {

@@ -72,6 +72,9 @@ struct SourceNow {
   std::string why;
   // Capacity is short (a stockout the API reports while making the VMs): what it says.
   std::string stockout;
+  // kBusy because it is being deleted (a TPU node DELETING, a group whose every VM is being
+  // deleted): it reads kGone once that ends, and never comes back by itself.
+  bool deleting = false;
 
   bool ready() const { return condition == SourceCondition::kReady; }
   bool preempted() const { return condition == SourceCondition::kPreempted; }

@@ -146,6 +146,52 @@ TEST_F(TpuGcloudTest, AStockoutIsToldFromAQuotaByGcloudsStatusNotByNames) {
                                 "Resource 'projects/NOT_FOUND/locations/Z/nodes/N'"));
 }
 
+TEST_F(TpuGcloudTest, TheApisBadMinutesAreTransientAndRefusalsAreNot) {
+  // gcloud 528's words for a 503 after its own retries (docs/gcloud-verified.md).
+  const std::string http503 =
+      "ERROR: (gcloud.compute.tpus.tpu-vm.describe) HttpError accessing "
+      "<https://tpu.googleapis.com/v2/projects/p/locations/z/nodes/n?alt=json>: response: "
+      "<{'content-type': 'application/json', 'status': 503}>, content <{\n  \"error\": {\n"
+      "    \"code\": 503,\n    \"message\": \"The service is currently unavailable.\",\n"
+      "    \"status\": \"UNAVAILABLE\"\n  }\n}\n}>\nThis may be due to network connectivity "
+      "issues. Please check your network settings, and the status of the service you are "
+      "trying to reach.";
+  EXPECT_EQ(GcloudFailure::kTransient, ClassifyGcloudWords(http503));
+  EXPECT_EQ("HTTP 503", GcloudFailureReason(http503));
+  EXPECT_EQ(GcloudFailure::kTransient,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.describe) UNAVAILABLE: "
+                                "The service is currently unavailable."));
+  EXPECT_EQ("UNAVAILABLE", GcloudFailureReason("ERROR: (gcloud.compute.tpus.tpu-vm.describe) "
+                                               "UNAVAILABLE: The service is unavailable."));
+  EXPECT_EQ(GcloudFailure::kTransient,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.create) DEADLINE_EXCEEDED: "
+                                "Deadline exceeded."));
+  EXPECT_EQ(GcloudFailure::kTransient,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.instance-groups.managed.list-instances) "
+                                "There was a problem refreshing your current auth tokens: "
+                                "('Connection aborted.', RemoteDisconnected('Remote end closed "
+                                "connection without response'))"));
+  EXPECT_EQ(GcloudFailure::kTransient,
+            ClassifyGcloudWords("ERROR: gcloud crashed (ConnectionError): HTTPSConnectionPool("
+                                "host='tpu.googleapis.com', port=443): Max retries exceeded"));
+  // A rate limit passes; a quota on chips does not.
+  EXPECT_EQ(GcloudFailure::kTransient,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.describe) RESOURCE_EXHAUSTED: "
+                                "Quota exceeded for quota metric 'Read requests' and limit "
+                                "'Read requests per minute' of service 'tpu.googleapis.com'. "
+                                "Requests per minute exceeded."));
+  // Refusals stay what they are, and names never make a failure transient.
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.describe) PERMISSION_DENIED: "
+                                "Permission 'tpu.nodes.get' denied on 'projects/unavailable-lab/"
+                                "locations/z/nodes/connection refused'"));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords("ERROR: (gcloud.compute.tpus.tpu-vm.create) INVALID_ARGUMENT: "
+                                "Invalid accelerator type v4-7."));
+  EXPECT_TRUE(IsTransientGcloudFailure(GcloudFailure::kTimedOut));
+  EXPECT_FALSE(IsTransientGcloudFailure(GcloudFailure::kQuota));
+}
+
 // A stand-in gcloud: a shell script at a path of this test's.
 std::string FakeGcloud(const std::string& name, const std::string& body) {
   const std::string path = ::testing::TempDir() + "/" + name;

@@ -56,6 +56,7 @@ class TpuNodeSource final : public PodSource {
     } else {
       now.condition = SourceCondition::kBusy;
       now.state = node ? (node->state.empty() ? "in no state" : node->state) : qr->state;
+      now.deleting = now.state == "DELETING";
       now.why = fmt::format("TPU node {} is {}, not READY", query_.name, now.state);
       return now;
     }

@@ -169,7 +169,7 @@ ExitCode Keeper::Keep(JobStore& store, JobRecord job, const std::vector<AttemptR
                                      job.env_overrides, {});
   plan.resumed_from = latest.resumed_from;
   RestartOptions options{.follow_running = true,
-                         .restarts_used = AutomaticRestartsSince(attempts),
+                         .used = RecoveriesSince(attempts),
                          .wait = signals_->wait(),
                          .keeper_signals = signals_.get()};
   // An attempt that already ended without success (a detached start that failed, a preemption

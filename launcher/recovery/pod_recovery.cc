@@ -8,6 +8,7 @@
 
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/say.h"
+#include "launcher/recovery/api_outage.h"
 #include "launcher/recovery/host_keys.h"
 #include "launcher/recovery/provisioner.h"
 #include "launcher/recovery/restarts.h"
@@ -44,9 +45,20 @@ std::optional<int64_t> OpenPreemption(RecoveryRecords& records, const std::strin
   return std::nullopt;
 }
 
-// A slice that must be created again: preempted by the API, or deleted by podrun itself.
+// A slice that must be created again: preempted by the API, or one whose recreation podrun began
+// (whatever it reads now: the old one deleting, gone, the new one creating or ready: a keeper
+// killed at any phase of it), which is finished.
 bool ToRecreate(RecoveryRecords& records, const AttemptPlan& plan, const SourceNow& n) {
-  return n.preempted() || (n.deleted() && PodrunIsRecreating(records, plan.job.id, n.ref.query));
+  return n.preempted() || PodrunIsRecreating(records, plan.job.id, n.ref.query);
+}
+
+// Rethrows `e` when it is the API's bad minute (a transient gcloud failure): PrepareRestart waits
+// it out and asks again. Call inside a catch block.
+void RethrowIfTransient(const Error& e) {
+  if (const auto* g = dynamic_cast<const GcloudError*>(&e);
+      g && IsTransientGcloudFailure(g->failure())) {
+    throw;
+  }
 }
 
 // The workers of the attempt that were lost (their agents out of reach).
@@ -112,10 +124,15 @@ std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(JobStore& store, At
   try {
     auto moved = WaitForReadySlices(
         plan.pod, plan.home / "cache", ReadyPollInterval(), wait,
-        [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); });
+        [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); },
+        [&plan](const SourceNow& n) { return SpecCreateFor(plan.spec.pod, n.ref).has_value(); },
+        SliceWaitLimit(plan));
     if (!moved) return ExitCode::kInterrupted;
     return *moved;
+  } catch (const SliceToRecreate&) {
+    throw;
   } catch (const Error& e) {
+    RethrowIfTransient(e);
     Say(e.what());
     return e.code();
   }
@@ -133,17 +150,39 @@ std::vector<std::string> SliceHosts(const Pod& pod, int slice) {
 // Recreates the gone slice `slice` with `create`: the intent recorded before the delete,
 // fulfilled once it is ready; the old host keys of its workers forgotten (no other slice's).
 // Returns the new slice.
+// A recreation an earlier keeper began (its intent open) is finished from whatever the slice reads
+// now: the old one still deleting is waited for, a gone one created, a new one creating waited
+// for, a ready one taken; never a second create beside the first. A VM preempted while the slice
+// is made is one more preemption (recorded in `extra`), and the slice is made again.
 SourceState RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, const SourceNow& n,
-                          size_t slice, const TpuCreate& create, const TpuWait& wait) {
+                          size_t slice, const TpuCreate& create, const TpuWait& wait,
+                          std::vector<int64_t>* extra) {
   const std::vector<std::string> old_hosts = SliceHosts(plan.pod, static_cast<int>(slice));
-  records.BeginRecreation(plan.job.id, RecreationOf(n.ref.query));
+  const bool resuming = PodrunIsRecreating(records, plan.job.id, n.ref.query);
+  if (!resuming) records.BeginRecreation(plan.job.id, RecreationOf(n.ref.query));
   // What it waits for (a stockout, the queue, CREATING) is what status and ls show meanwhile.
-  std::unique_ptr<Provisioner> provisioner =
-      MakeProvisioner(n.ref, create, plan.home / "cache", TpuPollInterval(std::chrono::seconds(10)),
-                      wait, {.on_wait = [&records, &plan](const std::string& what) {
-                        records.SetRecovering(plan.job.id, "recreating: " + what);
-                      }});
-  SourceState state = provisioner->Recreate().state;
+  std::unique_ptr<Provisioner> provisioner = MakeProvisioner(
+      n.ref, create, plan.home / "cache", TpuPollInterval(std::chrono::seconds(10)), wait,
+      {.on_wait =
+           [&records, &plan](const std::string& what) {
+             records.SetRecovering(plan.job.id, "recreating: " + what);
+           },
+       .on_preempted =
+           [&records, &plan, &n, extra](const std::string& state) {
+             extra->push_back(records.AddPreemption(plan.job.id, {.id = 0,
+                                                                  .attempt = plan.attempt,
+                                                                  .node = n.ref.query.name,
+                                                                  .state = state,
+                                                                  .seen_ns = NowUnixNs(),
+                                                                  .back_ns = std::nullopt,
+                                                                  .recreated = true}));
+           }});
+  if (resuming) {
+    Say(fmt::format("{} {} is {}: finishing the recreation podrun began", PodSourceNoun(n.ref.kind),
+                    n.ref.query.name, n.state));
+  }
+  SourceState state = resuming ? provisioner->Ensure(/*recreate_preempted=*/true).state
+                               : provisioner->Recreate().state;
   records.EndRecreation(plan.job.id, RecreationOf(n.ref.query));
   ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
   return state;
@@ -159,11 +198,25 @@ void PinRecreatedSlice(const AttemptPlan& plan, const PodSourceRef& ref, size_t 
 
 // Recreates (with the spec's create: for that slice) or waits for the gone slices; records each
 // as a preemption, and the attempt as ended by one.
-std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, AttemptPlan& plan,
-                                                        std::vector<SourceNow> now,
-                                                        SourceStates& nodes, const TpuWait& wait) {
+RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<SourceNow> now,
+                              SourceStates& nodes, const RecoveriesUsed& used,
+                              const TpuWait& wait) {
   RecoveryRecords records(store);
   store.SetAttemptEnd(plan.job.id, plan.attempt, AttemptEnd::kPreemption);
+  const bool finishing = !records.Recreations(plan.job.id).empty();
+  if (!finishing && plan.spec.preemptions && used.preemptions >= *plan.spec.preemptions) {
+    for (const SourceNow& n : now) {
+      if (!ToRecreate(records, plan, n)) continue;
+      Say(
+          fmt::format("{} {} is {}: the job has been recovered after {} preemption{} "
+                      "(preemptions: {}): no more; the run ends here (raise preemptions: and "
+                      "podrun rerun {})",
+                      PodSourceNoun(n.ref.kind), n.ref.query.name, n.state, used.preemptions,
+                      used.preemptions == 1 ? "" : "s", *plan.spec.preemptions, plan.job.id));
+      break;
+    }
+    return NoRestart{};
+  }
   std::vector<int64_t> preemptions;
   bool recreate_any = false;
   bool wait_any = false;
@@ -177,11 +230,10 @@ std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, Attempt
                           fmt::format("{} {} {} ({})", create ? "recreating" : "waiting for", noun,
                                       n.ref.query.name, n.state));
     const std::optional<int64_t> open =
-        n.deleted() ? OpenPreemption(records, plan.job.id, plan.attempt, n.ref.query.name)
-                    : std::nullopt;
+        PodrunIsRecreating(records, plan.job.id, n.ref.query)
+            ? OpenPreemption(records, plan.job.id, plan.attempt, n.ref.query.name)
+            : std::nullopt;
     if (open) {  // one preemption, one time lost, however many keepers it took
-      Say(fmt::format("{} {} is {}: finishing the recreation podrun began", noun, n.ref.query.name,
-                      n.state));
       preemptions.push_back(*open);
       continue;
     }
@@ -203,7 +255,8 @@ std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, Attempt
         const SourceNow& n = now[slice];
         std::optional<TpuCreate> create = SpecCreateFor(plan.spec.pod, n.ref);
         if (!create || !ToRecreate(records, plan, n)) continue;
-        const SourceState state = RecreateSlice(records, plan, n, slice, *create, wait);
+        const SourceState state =
+            RecreateSlice(records, plan, n, slice, *create, wait, &preemptions);
         recreated.push_back(slice);
         if (!wait_any) {
           for (int k : PointSliceAt(plan.pod, slice, state)) moved.push_back(k);
@@ -211,6 +264,7 @@ std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, Attempt
       }
       nodes.Forget();
     } catch (const Error& e) {
+      RethrowIfTransient(e);
       Say(e.what());
       return e.code();
     }
@@ -223,6 +277,7 @@ std::variant<AttemptReason, ExitCode> RecoverGoneSlices(JobStore& store, Attempt
   try {
     for (size_t slice : recreated) PinRecreatedSlice(plan, now[slice].ref, slice);
   } catch (const Error& e) {
+    RethrowIfTransient(e);
     Say(e.what());
     return e.code();
   }
@@ -250,22 +305,32 @@ std::chrono::seconds LostWhileReadyLimit() {
   return std::chrono::minutes(5);
 }
 
-bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes) {
+bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
+                            const TpuWait& wait) {
   if (nodes.size() == 0) return false;
   RecoveryRecords records(store);
+  ApiOutage outage(
+      ApiNameOf(PodSourcesOf(plan.pod).front().kind), OutageLimit(plan), wait,
+      [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); });
   try {
-    nodes.Forget();
-    for (const SourceNow& n : nodes.All()) {
-      if (SpecCreateFor(plan.spec.pod, n.ref) && ToRecreate(records, plan, n)) return true;
-    }
-  } catch (const Error&) {
+    return outage.Run([&] {
+      nodes.Forget();
+      for (const SourceNow& n : nodes.All()) {
+        if (SpecCreateFor(plan.spec.pod, n.ref) && ToRecreate(records, plan, n)) return true;
+      }
+      return false;
+    });
+  } catch (const Error& e) {
+    // Not knowing is said, and the start reads as it failed (a permanent refusal, given up).
+    Say(fmt::format("could not ask whether the pod's slices are still there: {}", e.what()));
   }
   return false;
 }
 
-std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPlan& plan,
-                                                     int restart, SourceStates& nodes,
-                                                     const TpuWait& wait) {
+namespace {
+
+RestartStep PrepareRestartOnce(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
+                               SourceStates& nodes, const TpuWait& wait) {
   RecoveryRecords records(store);
   if (nodes.size() > 0) {
     try {
@@ -300,12 +365,15 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
                         plan.job.id));
         return ExitCode::kFailed;
       }
-      if (gone()) return RecoverGoneSlices(store, plan, std::move(now), nodes, wait);
+      if (gone()) return RecoverGoneSlices(store, plan, std::move(now), nodes, used, wait);
     } catch (const Error& e) {
+      RethrowIfTransient(e);
       Say(e.what());
       return e.code();
     }
   }
+  if (used.restarts >= plan.spec.restarts) return NoRestart{};  // a failure: restarts: used up
+  const int restart = used.restarts + 1;
   const auto backoff = RestartBackoff(restart);
   records.SetRecovering(plan.job.id, fmt::format("restarting the gang in {} s (restart {} of {})",
                                                  backoff.count(), restart, plan.spec.restarts));
@@ -320,6 +388,49 @@ std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPla
     store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));
   }
   return RestartReasonAfter(store.GetAttempt(plan.job.id, plan.attempt).ended_by);
+}
+
+}  // namespace
+
+std::chrono::seconds OutageLimit(const AttemptPlan& plan) {
+  for (const PodSourceRef& ref : PodSourcesOf(plan.pod)) {
+    if (std::optional<TpuCreate> create = SpecCreateFor(plan.spec.pod, ref)) {
+      return CapacityWaitOf(*create);
+    }
+  }
+  return kDefaultCapacityWait;
+}
+
+std::chrono::seconds SliceWaitLimit(const AttemptPlan& plan) { return OutageLimit(plan); }
+
+RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
+                           SourceStates& nodes, const TpuWait& wait) {
+  RecoveryRecords records(store);
+  const std::vector<PodSourceRef> refs = PodSourcesOf(plan.pod);
+  ApiOutage outage(ApiNameOf(refs.empty() ? PodSourceKind::kTpuNode : refs.front().kind),
+                   OutageLimit(plan), wait, [&records, &plan](const std::string& what) {
+                     records.SetRecovering(plan.job.id, what);
+                   });
+  // A slice the wait found preempted or gone (SliceToRecreate) is asked about again, and
+  // recreated; bounded, so that a source that keeps flipping cannot loop for ever.
+  for (int asked = 0;; ++asked) {
+    try {
+      bool again = asked > 0;  // the followers' answers serve the first try only
+      return outage.Run([&] {
+        if (again) nodes.Forget();
+        again = true;
+        return PrepareRestartOnce(store, plan, used, nodes, wait);
+      });
+    } catch (const SliceToRecreate& e) {
+      if (asked >= 10) {
+        Say(e.what());
+        return ExitCode::kUnreachable;
+      }
+    } catch (const Error& e) {  // given up, or a permanent refusal: as gcloud said it
+      Say(e.what());
+      return e.code();
+    }
+  }
 }
 
 }  // namespace podrun

@@ -26,14 +26,34 @@
 
 namespace podrun {
 
-// Readies `plan`'s pod for restart number `restart` after the failed attempt plan.attempt (its
-// addresses updated, and the job record's hosts). Returns why the next attempt runs, or the exit
-// code to end with (given up: 130; gcloud or a recreation failed: 3; the node was deleted by
-// someone else: 1). `wait` sleeps; false when the user gave up. `nodes` answers for the pod's
-// nodes (one describe per node per poll).
-std::variant<AttemptReason, ExitCode> PrepareRestart(JobStore& store, AttemptPlan& plan,
-                                                     int restart, SourceStates& nodes,
-                                                     const TpuWait& wait);
+// What a run of attempts has used of the spec's budgets since the last launch or rerun.
+struct RecoveriesUsed {
+  int restarts = 0;     // restarts after a failure or a hang, of `restarts:`
+  int preemptions = 0;  // recoveries after a preemption, of `preemptions:` (never of restarts:)
+};
+
+// The gang is not restarted: the budget of what ended the attempt is used up (said, if a
+// preemption's), and the run ends with the attempt's own code.
+struct NoRestart {};
+
+// Why the next attempt runs, the exit code to end with, or no restart.
+using RestartStep = std::variant<AttemptReason, ExitCode, NoRestart>;
+
+// Readies `plan`'s pod for the attempt after the failed attempt plan.attempt (its addresses
+// updated, and the job record's hosts): a preemption uses `preemptions:`, anything else
+// `restarts:` (`used` says how much of each is used). Returns why the next attempt runs, NoRestart
+// when the budget of what happened is used up, or the exit code to end with (given up: 130;
+// gcloud refused or a recreation failed: 3; the node was deleted by someone else: 1). The API's
+// bad minutes (transient gcloud failures) are waited out, backing off, for up to OutageLimit(),
+// and said in the job's recovering record. `wait` sleeps; false when the user gave up. `nodes`
+// answers for the pod's nodes (one describe per node per poll).
+RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
+                           SourceStates& nodes, const TpuWait& wait);
+
+// How long the API's bad minutes and a slice's busy states are waited out in a recovery: the
+// capacity_wait of the spec's create: for the pod (kDefaultCapacityWait without one).
+std::chrono::seconds OutageLimit(const AttemptPlan& plan);
+std::chrono::seconds SliceWaitLimit(const AttemptPlan& plan);
 
 // How long a worker lost while its node reads READY is waited for before it is handled as lost:
 // 5 min, or $PODRUN_LOST_READY_LIMIT_SECONDS (tests).
@@ -42,6 +62,9 @@ std::chrono::seconds LostWhileReadyLimit();
 // True when the attempt that just ended could not start because a TPU node of the pod that
 // podrun may recreate is gone (a preemption during the preparation), or podrun itself began to
 // recreate one (a keeper killed mid-way), so that the restarts apply to it too.
-bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes);
+// The API's bad minutes are waited out (`wait` sleeps); a permanent failure is said and reads
+// false.
+bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
+                            const TpuWait& wait);
 
 }  // namespace podrun

@@ -163,7 +163,7 @@ TEST_F(PodRecoveryTest, APreemptedSliceIsRecreatedAloneAndTheOtherKeepsItsKeys) 
                                       << b_key;
   Run({"--admin", "preempt", "node-a", "--zone", "zone-a"});
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
-  auto next = PrepareRestart(store, plan, 1, nodes, NoWait());
+  auto next = PrepareRestart(store, plan, {}, nodes, NoWait());
   ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
   EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
   EXPECT_EQ(2, Calls("create", "node-a"));  // created, then recreated
@@ -190,19 +190,122 @@ TEST_F(PodRecoveryTest, ANodeDeletedBySomeoneElseEndsTheRunButPodrunsOwnDeleteIs
   AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
   Run({"compute", "tpus", "tpu-vm", "delete", "node-1", "--zone", "zone-a", "--quiet"});
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
-  auto next = PrepareRestart(store, plan, 1, nodes, NoWait());
+  auto next = PrepareRestart(store, plan, {}, nodes, NoWait());
   ASSERT_TRUE(std::holds_alternative<ExitCode>(next));
   EXPECT_EQ(ExitCode::kFailed, std::get<ExitCode>(next));
   EXPECT_EQ(1, Calls("create", "node-1"));  // not brought back
   // The same, but podrun recorded that it was recreating the node (a keeper killed between its
   // delete and its create): the next keeper creates it.
   RecoveryRecords(store).BeginRecreation(plan.job.id, {"node-1", "zone-a", "", 0});
-  EXPECT_TRUE(StartFailedOnAGoneNode(store, plan, nodes));
-  next = PrepareRestart(store, plan, 1, nodes, NoWait());
+  EXPECT_TRUE(StartFailedOnAGoneNode(store, plan, nodes, NoWait()));
+  next = PrepareRestart(store, plan, {}, nodes, NoWait());
   ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
   EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
   EXPECT_EQ(2, Calls("create", "node-1"));
   EXPECT_TRUE(RecoveryRecords(store).Recreations(plan.job.id).empty());
+}
+
+TEST_F(PodRecoveryTest, APreemptionUsesNoRestartAndStopsOnlyAtItsOwnBudget) {
+  Create("node-1", "v4-16");
+  JobStore store(dir_ / "home" / "podrun.db");
+  AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
+  plan.spec.restarts = 0;
+  plan.spec.preemptions = 2;
+  Run({"--admin", "preempt", "node-1", "--zone", "zone-a"});
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
+  // restarts: 0 and every restart used: a preemption is still recovered.
+  auto next = PrepareRestart(store, plan, {.restarts = 0, .preemptions = 1}, nodes, NoWait());
+  ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
+  EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
+  EXPECT_EQ(2, Calls("create", "node-1"));
+  // preemptions: 2 used up: not recreated, no restart.
+  Run({"--admin", "preempt", "node-1", "--zone", "zone-a"});
+  next = PrepareRestart(store, plan, {.restarts = 0, .preemptions = 2}, nodes, NoWait());
+  EXPECT_TRUE(std::holds_alternative<NoRestart>(next));
+  EXPECT_EQ(2, Calls("create", "node-1"));
+  // A failure of the program on a READY node with restarts: 0: no restart, nothing asked twice.
+  Run({"compute", "tpus", "tpu-vm", "delete", "node-1", "--zone", "zone-a", "--quiet"});
+  Create("node-1", "v4-16");
+  nodes.Forget();
+  next = PrepareRestart(store, plan, {}, nodes, NoWait());
+  EXPECT_TRUE(std::holds_alternative<NoRestart>(next));
+  EXPECT_EQ(3, Calls("create", "node-1"));
+}
+
+TEST_F(PodRecoveryTest, AKeeperKilledWhileTheNewNodeIsCreatingIsFinishedWithoutASecondCreate) {
+  Create("node-1", "v4-16");
+  JobStore store(dir_ / "home" / "podrun.db");
+  AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
+  // What a keeper killed mid-recreation leaves: the intent and the preemption open, the old node
+  // deleted and the new one CREATING (its gcloud create taken by the API).
+  RecoveryRecords records(store);
+  records.BeginRecreation(plan.job.id, {"node-1", "zone-a", "", 0});
+  records.AddPreemption(plan.job.id, {.id = 0,
+                                      .attempt = plan.attempt,
+                                      .node = "node-1",
+                                      .state = "PREEMPTED",
+                                      .seen_ns = NowUnixNs(),
+                                      .back_ns = std::nullopt,
+                                      .recreated = true});
+  Run({"compute", "tpus", "tpu-vm", "delete", "node-1", "--zone", "zone-a", "--quiet"});
+  Run({"compute", "tpus", "tpu-vm", "create", "node-1", "--zone", "zone-a", "--accelerator-type",
+       "v4-16", "--version", "base", "--async"});
+  ASSERT_EQ(2, Calls("create", "node-1"));
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
+  EXPECT_TRUE(StartFailedOnAGoneNode(store, plan, nodes, NoWait()));
+  auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::seconds) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return true;
+  });
+  ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
+  EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
+  EXPECT_EQ(2, Calls("create", "node-1"));  // the CREATING node was waited for, not made again
+  EXPECT_EQ(1, Calls("delete", "node-1"));
+  EXPECT_TRUE(records.Recreations(plan.job.id).empty());
+  ASSERT_EQ(1u, records.Preemptions(plan.job.id).size());  // one preemption, however many keepers
+  EXPECT_TRUE(records.Preemptions(plan.job.id)[0].back_ns);
+}
+
+TEST_F(PodRecoveryTest, TheApisBadMinuteDuringARecoveryIsWaitedOutAndNothingIsMadeTwice) {
+  Create("node-1", "v4-16");
+  JobStore store(dir_ / "home" / "podrun.db");
+  AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
+  Run({"--admin", "preempt", "node-1", "--zone", "zone-a"});
+  // The API answers 503 to every command for the next 3 s.
+  Run({"--admin", "outage", "3"});
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
+  int waits = 0;
+  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::seconds s) {
+    ++waits;
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(s, std::chrono::seconds(1)));
+    return true;
+  });
+  ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
+  EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
+  EXPECT_GT(waits, 0);
+  EXPECT_EQ(2, Calls("create", "node-1"));  // once at the start, once to recreate
+  RecoveryRecords records(store);
+  EXPECT_TRUE(records.Recreations(plan.job.id).empty());
+  ASSERT_EQ(1u, records.Preemptions(plan.job.id).size());
+}
+
+TEST_F(PodRecoveryTest, APermanentRefusalDuringARecoveryEndsItAtOnceWithGcloudsWords) {
+  Create("node-1", "v4-16");
+  JobStore store(dir_ / "home" / "podrun.db");
+  AttemptPlan plan = Plan(store, TpuPod({"node-1"}, 2), "node-1");
+  Run({"--admin", "preempt", "node-1", "--zone", "zone-a"});
+  Run({"--admin", "outage", "600", "PERMISSION_DENIED"});
+  SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
+  int waits = 0;
+  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::seconds) {
+    ++waits;
+    return true;
+  });
+  ASSERT_TRUE(std::holds_alternative<ExitCode>(next));
+  EXPECT_EQ(ExitCode::kUnreachable, std::get<ExitCode>(next));
+  EXPECT_EQ(0, waits);
+  EXPECT_EQ(1, Calls("create", "node-1"));
+  Run({"--admin", "outage", "0"});
 }
 
 TEST_F(PodRecoveryTest, TheSpecsCreateIsNotAppliedToAnotherNode) {
@@ -212,9 +315,9 @@ TEST_F(PodRecoveryTest, TheSpecsCreateIsNotAppliedToAnotherNode) {
   AttemptPlan plan = Plan(store, TpuPod({"node-other"}, 2), "node-mine");
   Run({"--admin", "preempt", "node-other", "--zone", "zone-a"});
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
-  EXPECT_FALSE(StartFailedOnAGoneNode(store, plan, nodes));
+  EXPECT_FALSE(StartFailedOnAGoneNode(store, plan, nodes, NoWait()));
   // Waited for (it never comes back here): the wait is given up at its first sleep.
-  auto next = PrepareRestart(store, plan, 1, nodes, [](std::chrono::seconds) { return false; });
+  auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::seconds) { return false; });
   ASSERT_TRUE(std::holds_alternative<ExitCode>(next));
   EXPECT_EQ(ExitCode::kInterrupted, std::get<ExitCode>(next));
   EXPECT_EQ(1, Calls("create", "node-other"));
@@ -232,7 +335,7 @@ TEST_F(PodRecoveryTest, AWorkerLostWhileItsNodeReadsReadyIsWaitedForAtMostTheLim
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   int waits = 0;
   const auto began = std::chrono::steady_clock::now();
-  auto next = PrepareRestart(store, plan, 1, nodes, [&](std::chrono::seconds) {
+  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::seconds) {
     ++waits;
     return waits < 1000;  // never given up by the user: only the limit ends the wait
   });
@@ -272,7 +375,7 @@ TEST_F(PodRecoveryTest, AWorkerBehindAJumpHostIsNotProbedFromHere) {
   ::close(listener);
 }
 
-TEST(AutomaticRestartsSince, CountsBackToTheLastLaunchOrRerun) {
+TEST(RecoveriesSince, CountsBackToTheLastLaunchOrRerunEachBudgetApart) {
   auto attempts = [](std::vector<AttemptReason> reasons) {
     std::vector<AttemptRecord> out;
     for (AttemptReason r : reasons) {
@@ -283,13 +386,30 @@ TEST(AutomaticRestartsSince, CountsBackToTheLastLaunchOrRerun) {
     return out;
   };
   using R = AttemptReason;
-  EXPECT_EQ(0, AutomaticRestartsSince(attempts({R::kLaunch})));
-  EXPECT_EQ(2, AutomaticRestartsSince(
-                   attempts({R::kLaunch, R::kRestartAfterFailure, R::kRecoveryAfterPreemption})));
+  EXPECT_EQ(0, RecoveriesSince(attempts({R::kLaunch})).restarts);
+  // A preemption never uses up restarts:.
+  const RecoveriesUsed mixed =
+      RecoveriesSince(attempts({R::kLaunch, R::kRecoveryAfterPreemption, R::kRestartAfterFailure,
+                                R::kRecoveryAfterPreemption, R::kRecoveryAfterPreemption}));
+  EXPECT_EQ(1, mixed.restarts);
+  EXPECT_EQ(3, mixed.preemptions);
   // A rerun starts the count again: `rerun -d` with restarts: 1 gets its own restart.
-  EXPECT_EQ(0, AutomaticRestartsSince(attempts({R::kLaunch, R::kRestartAfterFailure, R::kRerun})));
-  EXPECT_EQ(1, AutomaticRestartsSince(attempts(
-                   {R::kLaunch, R::kRestartAfterFailure, R::kRerun, R::kRestartAfterHang})));
+  EXPECT_EQ(0,
+            RecoveriesSince(attempts({R::kLaunch, R::kRestartAfterFailure, R::kRerun})).restarts);
+  EXPECT_EQ(1, RecoveriesSince(
+                   attempts({R::kLaunch, R::kRestartAfterFailure, R::kRerun, R::kRestartAfterHang}))
+                   .restarts);
+}
+
+TEST(SpecNeedsKeeper, ACreateToRecoverPreemptionsIsEnoughWithoutRestarts) {
+  auto spec = [](const std::string& extra) {
+    return ParseSpecText("pod:\n  tpu: n\n  zone: z\n" + extra + "run: x\n", "j.yaml");
+  };
+  EXPECT_FALSE(SpecNeedsKeeper(spec("")));
+  EXPECT_TRUE(SpecNeedsKeeper(spec("restarts: 1\n")));
+  const std::string create = "  create: {accelerator_type: v4-16, version: base, spot: true}\n";
+  EXPECT_TRUE(SpecNeedsKeeper(spec(create)));
+  EXPECT_FALSE(SpecNeedsKeeper(spec(create + "preemptions: 0\n")));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "launcher/output/time_format.h"
 #include "launcher/recovery/driver_lock.h"
 #include "launcher/recovery/restarts.h"
+#include "launcher/spec/spec.h"
 #include "launcher/store/recovery_records.h"
 
 namespace podrun {
@@ -61,9 +62,34 @@ KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const 
   return view;
 }
 
+BudgetView ViewBudget(JobStore& store, const JobRecord& job) {
+  BudgetView view;
+  try {
+    const JobSpec spec = ParseRecordedSpec(job.spec_text, job.spec_path);
+    view.restarts = spec.restarts;
+    view.preemptions = spec.preemptions;
+    view.shown = spec.restarts > 0 || spec.pod.create.has_value();
+  } catch (const Error&) {  // a record no spec reads from: its counts alone
+  }
+  const RecoveriesUsed used = RecoveriesSince(store.Attempts(job.id));
+  view.restarts_used = used.restarts;
+  view.preemptions_used = used.preemptions;
+  view.shown = view.shown || used.restarts > 0 || used.preemptions > 0;
+  view.text =
+      fmt::format("restarts {}/{} \u00b7 preemptions {}{}", used.restarts, view.restarts,
+                  used.preemptions, view.preemptions ? fmt::format("/{}", *view.preemptions) : "");
+  view.json = {{"restarts_used", used.restarts},
+               {"restarts", view.restarts},
+               {"preemptions_used", used.preemptions},
+               {"preemptions", view.preemptions ? nlohmann::json(*view.preemptions)
+                                                : nlohmann::json("unlimited")}};
+  return view;
+}
+
 std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::path& home,
                                        const JobRecord& job) {
   std::vector<std::string> lines;
+  if (const BudgetView budget = ViewBudget(store, job); budget.shown) lines.push_back(budget.text);
   const std::vector<PreemptionRecord> preemptions = RecoveryRecords(store).Preemptions(job.id);
   int64_t lost = 0;
   for (const PreemptionRecord& p : preemptions) {
@@ -109,6 +135,7 @@ nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
           cost ? nlohmann::json(static_cast<double>(*cost) / 1e9) : nlohmann::json()}});
   }
   out["time_lost_seconds"] = lost;
+  out["budget"] = ViewBudget(store, job).json;
   KeeperView keeper = ViewKeeper(store, home, job);
   out["keeper"] = keeper.state.empty() ? nlohmann::json() : keeper.json;
   return out;
@@ -126,6 +153,12 @@ nlohmann::json RecoveringJson(JobStore& store, const std::string& job_id) {
   return {{"what", r->what},
           {"since", FormatRfc3339(r->since_ns)},
           {"seconds", static_cast<double>(NowUnixNs() - r->since_ns) / 1e9}};
+}
+
+std::string RestartsCell(JobStore& store, const std::string& job_id) {
+  const BudgetView budget = ViewBudget(store, store.GetJob(job_id));
+  if (!budget.shown) return "-";
+  return fmt::format("{}/{}", budget.restarts_used, budget.restarts);
 }
 
 std::string PreemptionsCell(JobStore& store, const std::string& job_id) {

@@ -37,6 +37,22 @@ std::optional<std::string> RecoveringText(JobStore& store, const std::string& jo
 // The same as {"what": ..., "since": ..., "seconds": ...}, or null.
 nlohmann::json RecoveringJson(JobStore& store, const std::string& job_id);
 
+// What the job has used of its budgets since its last launch or rerun: restarts after a failure
+// (of `restarts:`) and recoveries after a preemption (of `preemptions:`, nullopt: unlimited).
+struct BudgetView {
+  int restarts_used = 0;
+  int restarts = 0;
+  int preemptions_used = 0;
+  std::optional<int> preemptions;
+  std::string text;    // "restarts 1/3 · preemptions 7" (or "preemptions 2/5")
+  bool shown = false;  // worth a line: something to restart or recover, or something was
+  nlohmann::json json;
+};
+BudgetView ViewBudget(JobStore& store, const JobRecord& job);
+
+// "1/3" (restarts used of restarts:) for ls, or "-" when the job has nothing to restart.
+std::string RestartsCell(JobStore& store, const std::string& job_id);
+
 // "2 (1m03s lost)" for ls, or "-".
 std::string PreemptionsCell(JobStore& store, const std::string& job_id);
 

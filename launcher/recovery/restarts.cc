@@ -11,6 +11,7 @@
 #include "launcher/output/time_format.h"
 #include "launcher/recovery/pod_recovery.h"
 #include "launcher/recovery/source_states.h"
+#include "launcher/spec/pod_create.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -78,12 +79,20 @@ bool KeeperTakesOver(ExitCode code) {
   return code == ExitCode::kOk || code == ExitCode::kFailed || code == ExitCode::kUnreachable;
 }
 
-int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts) {
-  int used = 0;
+RecoveriesUsed RecoveriesSince(const std::vector<AttemptRecord>& attempts) {
+  RecoveriesUsed used;
   for (auto it = attempts.rbegin(); it != attempts.rend() && IsAutomatic(it->reason); ++it) {
-    ++used;
+    if (it->reason == AttemptReason::kRecoveryAfterPreemption) {
+      ++used.preemptions;
+    } else {
+      ++used.restarts;
+    }
   }
   return used;
+}
+
+bool SpecNeedsKeeper(const JobSpec& spec) {
+  return spec.restarts > 0 || (spec.pod.create.has_value() && spec.preemptions.value_or(1) > 0);
 }
 
 ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const RestartOptions& options) {
@@ -94,13 +103,26 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
                   : options.follow_running ? FollowAttempt(store, plan)
                                            : RunAttempt(store, plan);
   const TpuWait wait = options.wait ? options.wait : TpuWait(SleepUnlessInterrupted);
-  for (int restart = options.restarts_used + 1; restart <= plan.spec.restarts && !plan.detach;
-       ++restart) {
+  RecoveriesUsed used = options.used;
+  // Whether a preemption could be recovered: a slice the spec's create: remakes, and budget left.
+  bool recreatable = false;
+  for (const PodSourceRef& ref : PodSourcesOf(plan.pod)) {
+    recreatable = recreatable || SpecCreateFor(plan.spec.pod, ref).has_value();
+  }
+  while (!plan.detach) {
+    const bool restarts_left = used.restarts < plan.spec.restarts;
+    const bool preemptions_left =
+        recreatable && (!plan.spec.preemptions || used.preemptions < *plan.spec.preemptions);
+    // A preemption without create: (waited for) counts too, where restarts: allows asking.
+    if (!restarts_left && !preemptions_left &&
+        RecoveryRecords(store).Recreations(plan.job.id).empty()) {
+      break;
+    }
     const auto attempt = store.LatestAttempt(plan.job.id);
     const bool failed =
         code == ExitCode::kFailed && attempt && attempt->state == AttemptState::kFailed;
     if (!failed &&
-        !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(store, plan, nodes))) {
+        !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(store, plan, nodes, wait))) {
       break;
     }
     KeeperSignals* const keeper = options.keeper_signals;
@@ -108,9 +130,13 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
       code = EndStoppedRecovery(store, plan);
       break;
     }
-    auto next = PrepareRestart(store, plan, restart, nodes, wait);
+    auto next = PrepareRestart(store, plan, used, nodes, wait);
     if (keeper && !keeper->LeaveRecovery()) {
       code = EndStoppedRecovery(store, plan);
+      break;
+    }
+    if (std::holds_alternative<NoRestart>(next)) {
+      records.EndRecovering(plan.job.id);
       break;
     }
     if (const ExitCode* give_up = std::get_if<ExitCode>(&next)) {
@@ -124,8 +150,19 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
     plan.resumed_from = store.GetAttempt(plan.job.id, plan.attempt).resumed_from;
     records.EndRecovering(plan.job.id);
     nodes.Forget();  // the nodes' names stay; what gcloud says of them is asked afresh
-    Say(fmt::format("attempt {} of job {} (restart {} of {}, resumed from {})", plan.attempt,
-                    plan.job.id, restart, plan.spec.restarts, plan.resumed_from));
+    if (reason == AttemptReason::kRecoveryAfterPreemption) {
+      ++used.preemptions;
+      Say(
+          fmt::format("attempt {} of job {} (recovery after preemption {}{}; restarts used {} of "
+                      "{}; resumed from {})",
+                      plan.attempt, plan.job.id, used.preemptions,
+                      plan.spec.preemptions ? fmt::format(" of {}", *plan.spec.preemptions) : "",
+                      used.restarts, plan.spec.restarts, plan.resumed_from));
+    } else {
+      ++used.restarts;
+      Say(fmt::format("attempt {} of job {} (restart {} of {}, resumed from {})", plan.attempt,
+                      plan.job.id, used.restarts, plan.spec.restarts, plan.resumed_from));
+    }
     code = RunAttempt(store, plan);
   }
   if (std::string summary = PreemptionSummary(store, plan.job.id); !summary.empty()) {

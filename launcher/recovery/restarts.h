@@ -1,6 +1,7 @@
 // The spec's `restarts: N`: after a failed attempt (a worker's process failed or was lost, or the
 // job hung; not after Ctrl-C, `podrun stop` or a launch that could not start), the whole gang
-// runs again as a new attempt, up to N times, after a backoff.
+// runs again as a new attempt, up to N times, after a backoff. A preemption is not a failure: it
+// is recovered up to `preemptions:` times (default unlimited) and never uses up `restarts:`.
 #pragma once
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/base/error.h"
 #include "launcher/recovery/keeper_signals.h"
+#include "launcher/recovery/pod_recovery.h"
 #include "launcher/recovery/tpu_provisioner.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/recovery_records.h"
@@ -24,9 +26,9 @@ struct RestartOptions {
   // The attempt plan.attempt already runs (a keeper that starts watching it): follow it
   // (FollowAttempt) instead of running it.
   bool follow_running = false;
-  // Automatic restarts already made since the last launch or rerun (a keeper taking over after
-  // another): AutomaticRestartsSince.
-  int restarts_used = 0;
+  // Automatic restarts and recoveries already made since the last launch or rerun (a keeper
+  // taking over after another): RecoveriesSince.
+  RecoveriesUsed used;
   // The attempt plan.attempt already ended with this code (a keeper finding it failed, e.g. a
   // detached start that failed): neither run nor followed; restarted as the rules say.
   std::optional<ExitCode> ended = std::nullopt;
@@ -39,13 +41,19 @@ struct RestartOptions {
   KeeperSignals* keeper_signals = nullptr;
 };
 
-// The automatic restarts (restart after failure or hang, recovery after preemption) made since
-// the last attempt that a launch or rerun made: what a keeper taking over has used of `restarts:`.
-int AutomaticRestartsSince(const std::vector<AttemptRecord>& attempts);
+// The automatic attempts made since the last attempt that a launch or rerun made, by budget:
+// restarts after a failure or hang (of `restarts:`), recoveries after a preemption (of
+// `preemptions:`). What a keeper taking over has used.
+RecoveriesUsed RecoveriesSince(const std::vector<AttemptRecord>& attempts);
 
-// Runs `plan`'s attempt, then restarts as the spec says (pod_recovery.h: after a preemption the
-// node is recreated with pod.create; new attempts recorded in `store` with why they run, each
-// announced on stderr), and ends with the preemptions' sum. Ctrl-C during a wait ends it: 130.
+// Whether a detached launch of `spec` has something for a keeper to do: restarts: above 0, or
+// a pod.create to recreate preempted slices with (and preemptions: not 0).
+bool SpecNeedsKeeper(const JobSpec& spec);
+
+// Runs `plan`'s attempt, then restarts as the spec says: after a failure up to `restarts:`, after
+// a preemption up to `preemptions:` (pod_recovery.h: the node is recreated with pod.create; new
+// attempts recorded in `store` with why they run, each announced on stderr), and ends with the
+// preemptions' sum. Ctrl-C during a wait ends it: 130.
 // Returns the last attempt's code. A detached plan (-d) is not restarted here: its keeper
 // (recovery/keeper.h) does that. A worker out of reach whose TPU node the API reports gone is
 // lost at once (NodeStates: one describe per node per 3 s).

@@ -84,7 +84,8 @@ std::vector<int> PointSliceAt(Pod& pod, size_t slice, const SourceState& state) 
 std::optional<std::vector<int>> WaitForReadySlices(
     Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
     const std::function<bool(std::chrono::seconds)>& wait,
-    const std::function<void(const std::string&)>& on_wait) {
+    const std::function<void(const std::string&)>& on_wait,
+    const std::function<bool(const SourceNow&)>& recreatable, std::chrono::seconds limit) {
   const std::vector<PodSourceRef> refs = PodSourcesOf(pod);
   if (refs.empty()) return std::vector<int>{};
   std::vector<std::unique_ptr<PodSource>> sources;
@@ -98,6 +99,20 @@ std::optional<std::vector<int>> WaitForReadySlices(
     for (size_t i = 0; i < sources.size(); ++i) {
       const SourceNow now = sources[i]->Now();
       if (now.ready()) continue;
+      const bool recreate = (now.preempted() || now.deleted()) && recreatable && recreatable(now);
+      if (recreate) {
+        throw SliceToRecreate(
+            ExitCode::kUnreachable,
+            fmt::format("{} {} is {} while podrun waited for it", PodSourceNoun(refs[i].kind),
+                        refs[i].query.name, now.state));
+      }
+      if (now.deleted()) {
+        throw Error(ExitCode::kFailed,
+                    fmt::format("{} {} no longer exists and podrun did not delete it: someone "
+                                "removed it, so podrun does not bring it back (podrun up SPEC "
+                                "creates it again)",
+                                PodSourceNoun(refs[i].kind), refs[i].query.name));
+      }
       gone = gone || now.preempted();
       if (!not_ready.empty()) not_ready += ", ";
       not_ready +=
@@ -127,6 +142,12 @@ std::optional<std::vector<int>> WaitForReadySlices(
     }
     const auto waited =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - began);
+    if (waited >= limit) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("the pod is still not READY after {} s ({}): podrun gave up waiting "
+                              "(create: capacity_wait sets how long)",
+                              waited.count(), not_ready));
+    }
     if (on_wait) {
       on_wait(
           fmt::format("{}, for {}s", short_form.empty() ? not_ready : short_form, waited.count()));
@@ -136,10 +157,9 @@ std::optional<std::vector<int>> WaitForReadySlices(
           fmt::format("waiting for the pod to be READY again: {} (gcloud, asked every {} s; "
                       "Ctrl-C to give up){}",
                       not_ready, poll.count(),
-                      sources.size() == 1 && gone
-                          ? "; a preempted slice comes back only when created again: add "
-                            "pod.create to the spec and podrun recreates it"
-                          : ""));
+                      gone ? "; a preempted slice comes back only when created again: add "
+                             "pod.create to the spec and podrun recreates it"
+                           : ""));
       waiting_for = not_ready;
     }
     if (!wait(poll)) return std::nullopt;

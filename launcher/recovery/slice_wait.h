@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/base/error.h"
 #include "launcher/connect/pod.h"
 
 namespace podrun {
@@ -20,6 +21,13 @@ namespace podrun {
 // number of workers, or its VMs' numbers are not 0..n-1.
 std::vector<int> PointSliceAt(Pod& pod, size_t slice, const SourceState& state);
 
+// Thrown by WaitForReadySlices for a slice that reads preempted or gone while a recreation can
+// bring it back (`recreatable`): the recovery loop recreates it.
+class SliceToRecreate : public Error {
+ public:
+  using Error::Error;
+};
+
 // How often WaitForReadySlices asks gcloud: 30 s, or $PODRUN_TPU_POLL_SECONDS (for tests).
 std::chrono::seconds ReadyPollInterval();
 
@@ -28,11 +36,16 @@ std::chrono::seconds ReadyPollInterval();
 // when the user gave up: Ctrl-C), saying on stderr what it waits for and, through `on_wait`,
 // for status ("MIG slice slice-1 repairing"). Then points the pod's workers at their slices'
 // current addresses and returns the indexes of the workers whose address changed. nullopt: the
-// user gave up. Throws Error(kUnreachable) when gcloud fails or a slice came back with another
-// number of workers.
+// user gave up. Every wait ends: a slice preempted or gone that `recreatable` says a recreation
+// brings back throws SliceToRecreate; one gone that nobody recreates throws Error(kFailed) (someone
+// deleted it); a slice not ready for `limit` throws Error(kUnreachable) naming what it waited
+// for. Throws Error(kUnreachable) when gcloud fails or a slice came back with another number of
+// workers.
 std::optional<std::vector<int>> WaitForReadySlices(
     Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
     const std::function<bool(std::chrono::seconds)>& wait,
-    const std::function<void(const std::string&)>& on_wait = {});
+    const std::function<void(const std::string&)>& on_wait = {},
+    const std::function<bool(const SourceNow&)>& recreatable = {},
+    std::chrono::seconds limit = std::chrono::hours(24 * 365));
 
 }  // namespace podrun

@@ -11,6 +11,7 @@
 #include "launcher/output/live_progress.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/recovery/api_outage.h"
 
 namespace podrun {
 namespace {
@@ -30,17 +31,20 @@ class SourceProvisioner final : public Provisioner {
         create_(std::move(create)),
         poll_(poll),
         wait_(std::move(wait)),
-        options_(std::move(options)) {}
+        options_(std::move(options)),
+        outage_(
+            ApiNameOf(ref_.kind), CapacityWaitOf(create_), wait_,
+            [this](const std::string& what) { TellWait(what); }, options_.clock) {}
 
   std::string What() const override { return source_->What(); }
 
   SliceReady Ensure(bool recreate_preempted) override {
     const auto began = options_.clock();
-    const SourceNow now = source_->Now();
+    const SourceNow now = outage_.Run([&] { return source_->Now(); });
     SliceReady ready;
     switch (now.condition) {
       case SourceCondition::kReady:
-        ready.state = source_->Describe(/*refresh=*/true, nullptr);
+        ready.state = outage_.Run([&] { return source_->Describe(/*refresh=*/true, nullptr); });
         return ready;
       case SourceCondition::kPreempted:
         if (!recreate_preempted) throw Error(ExitCode::kUnreachable, now.why);
@@ -51,6 +55,12 @@ class SourceProvisioner final : public Provisioner {
         ready.action = TpuNodeAction::kCreated;
         break;
       case SourceCondition::kBusy:
+        if (now.deleting) {  // an earlier podrun's delete (a keeper killed in it): then made
+          WaitUntilDeleted();
+          ready.state = CreateAndWait();
+          ready.action = TpuNodeAction::kCreated;
+          break;
+        }
         // Being made or repaired by someone (or an earlier podrun): waited for, never deleted.
         ready.state = WaitUntilReady(/*created_here=*/false);
         break;
@@ -64,7 +74,8 @@ class SourceProvisioner final : public Provisioner {
     // Only the VMs go: the slice's other parts (a MIG's template and policy) serve the new ones.
     Say(fmt::format("deleting the VMs of {} (gcloud)", What()));
     TellWait("deleting the VMs of " + What());
-    if (!source_->Delete(PodSource::DeleteScope::kVms)) {  // an earlier keeper's delete did it
+    if (!outage_.Run([&] { return source_->Delete(PodSource::DeleteScope::kVms); })) {
+      // an earlier keeper's delete did it
       Say(fmt::format("{} had no VMs left to delete", What()));
     }
     SliceReady ready;
@@ -82,14 +93,37 @@ class SourceProvisioner final : public Provisioner {
 
  private:
   // Create (tried again after a stockout gcloud reports), then WaitUntilReady; what was made is
-  // deleted when either fails or is given up.
+  // deleted when either fails or is given up. A VM preempted while its slice is made is one more
+  // preemption (options_.on_preempted), not the end: the slice is made again, until
+  // capacity_wait has passed since the first create.
   SourceState CreateAndWait() {
-    source_->ForgetCache();  // the new VMs' addresses differ
-    Create();
-    try {
-      return WaitUntilReady(/*created_here=*/true);
-    } catch (const Error& e) {
-      Undo(e);
+    const auto began = options_.clock();
+    for (;;) {
+      source_->ForgetCache();  // the new VMs' addresses differ
+      Create();
+      try {
+        return WaitUntilReady(/*created_here=*/true);
+      } catch (const PreemptedWhileMade& p) {
+        if (Seconds(options_.clock() - began) >= CapacityWaitOf(create_)) Undo(p);
+        Say(fmt::format("{}: deleting it and making it again", p.what()));
+        if (options_.on_preempted) options_.on_preempted(p.state);
+        outage_.Run([&] { return source_->Delete(PodSource::DeleteScope::kVms); });
+      } catch (const Error& e) {
+        Undo(e);
+      }
+    }
+  }
+
+  // An earlier delete (an earlier keeper's, killed in it) is waited for until the source is gone.
+  void WaitUntilDeleted() {
+    for (;;) {
+      const SourceNow now = outage_.Run([&] { return source_->Now(); });
+      if (now.deleted()) return;
+      TellWait(fmt::format("{}: {} (an earlier delete)", What(), now.state));
+      if (!wait_(poll_)) {
+        throw Error(ExitCode::kInterrupted,
+                    fmt::format("{}: interrupted while waiting for its delete", What()));
+      }
     }
   }
 
@@ -105,11 +139,16 @@ class SourceProvisioner final : public Provisioner {
       }
       try {
         source_->Create(create_);
+        outage_.Over();
         return;
       } catch (const GcloudError& e) {
         // Stopped in flight, the create may have reached the API: whatever it made goes.
-        if (e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut) {
-          Undo(e);
+        if (e.failure() == GcloudFailure::kInterrupted) Undo(e);
+        if (IsTransientGcloudFailure(e.failure())) {
+          // The API's bad minute: what the create made was deleted (PodSource::Create), and it
+          // is asked again once the API answers.
+          outage_.WaitAfter(e);
+          continue;
         }
         if (e.failure() != GcloudFailure::kStockout) throw;
         const std::chrono::seconds waited = Seconds(options_.clock() - began);
@@ -142,17 +181,22 @@ class SourceProvisioner final : public Provisioner {
     const auto began = options_.clock();
     std::string said;  // the condition last said on stderr (a stockout's wait is not repeated)
     for (;;) {
-      const SourceNow now = source_->Now();
+      // A poll that fails is asked again (the API's bad minutes): it never undoes what is made.
+      const SourceNow now = outage_.Run([&] { return source_->Now(); });
       if (now.ready()) {
-        SourceState state = source_->Describe(/*refresh=*/true, nullptr);
+        SourceState state =
+            outage_.Run([&] { return source_->Describe(/*refresh=*/true, nullptr); });
         if (state.not_ready.empty()) return state;
       } else if (now.deleted()) {
         throw Error(ExitCode::kUnreachable, fmt::format("{}: it vanished while podrun waited "
                                                         "for it (someone deleted it)",
                                                         What()));
       } else if (now.preempted() && created_here) {
-        throw Error(ExitCode::kUnreachable,
-                    fmt::format("{}: preempted while it was being made: {}", What(), now.why));
+        throw PreemptedWhileMade(
+            fmt::format("{}: preempted while it was being made: {}", What(), now.why), now.state);
+      } else if (now.preempted()) {
+        // Not made here: only a recreation brings it back, which is the caller's to decide.
+        throw Error(ExitCode::kUnreachable, fmt::format("{}: {}", What(), now.why));
       }
       std::string state = now.state;
       if (!now.stockout.empty()) {
@@ -190,7 +234,11 @@ class SourceProvisioner final : public Provisioner {
           fmt::format("{} could not be deleted ({}): delete it with podrun down --{} {} --zone {}",
                       What(), d.what(), PodSourceKindName(kind()), name(), source_zone());
     }
-    throw Error(e.code(), fmt::format("{} ({})", e.what(), after));
+    const std::string message = fmt::format("{} ({})", e.what(), after);
+    if (const auto* g = dynamic_cast<const GcloudError*>(&e)) {
+      throw GcloudError(g->code(), message, g->failure(), g->reason());
+    }
+    throw Error(e.code(), message);
   }
 
   Error GaveUp(std::chrono::seconds waited, std::chrono::seconds limit,
@@ -215,6 +263,7 @@ class SourceProvisioner final : public Provisioner {
   const std::chrono::seconds poll_;
   const TpuWait wait_;
   const TpuProvisionerOptions options_;
+  ApiOutage outage_;
 };
 
 }  // namespace

@@ -55,9 +55,9 @@ void TpuProvisioner::TellWait(const std::string& what) const {
 
 TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
   const auto began = options_.clock();
-  std::optional<TpuNode> node = FindTpuNode(node_);
+  std::optional<TpuNode> node = FindNode();
   std::optional<QueuedResource> qr;
-  if (create_.queued || (node && !node->queued_resource.empty())) qr = FindQueuedResource(node_);
+  if (create_.queued || (node && !node->queued_resource.empty())) qr = FindQueued();
   TpuNodeReady ready;
   if (node && (node->accelerator_type != create_.accelerator_type ||
                (!node->runtime_version.empty() && node->runtime_version != create_.version))) {
@@ -79,6 +79,11 @@ TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
     ready.node = *node;
     return ready;
   }
+  if (node && node->state == "DELETING") {
+    WaitUntilDeleted();  // an earlier podrun's delete (a keeper killed in it): then made
+    node.reset();
+    qr.reset();
+  }
   if (!node && !qr) {
     ready.node = CreateAndWait();
     ready.action = TpuNodeAction::kCreated;
@@ -88,6 +93,26 @@ TpuNodeReady TpuProvisioner::Ensure(bool recreate_preempted) {
   }
   ready.waited_seconds = SecondsSince(began);
   return ready;
+}
+
+std::optional<TpuNode> TpuProvisioner::FindNode() {
+  return outage_.Run([&] { return FindTpuNode(node_); });
+}
+
+std::optional<QueuedResource> TpuProvisioner::FindQueued() {
+  return outage_.Run([&] { return FindQueuedResource(node_); });
+}
+
+void TpuProvisioner::WaitUntilDeleted() {
+  const std::string what = DescribeTpuQuery(node_);
+  Say(fmt::format("{} is DELETING (an earlier delete): waiting until it is gone", what));
+  while (FindNode() || (create_.queued && FindQueued())) {
+    TellWait(fmt::format("tpu {}: DELETING (an earlier delete)", node_.name));
+    if (!wait_(poll_)) {
+      throw Error(ExitCode::kInterrupted,
+                  fmt::format("interrupted while waiting for {} to be deleted", what));
+    }
+  }
 }
 
 TpuNodeReady TpuProvisioner::Recreate() {
@@ -103,14 +128,15 @@ TpuNodeReady TpuProvisioner::Recreate() {
 bool TpuProvisioner::Delete() {
   const std::string what = DescribeTpuQuery(node_);
   bool deleted = false;
-  if (FindQueuedResource(node_)) {
+  if (FindQueued()) {
     Say(fmt::format("deleting queued resource {} and its node (gcloud)", node_.name));
-    RunGcloud(GcloudDeleteQueuedCommand(node_), what);
+    // Asked again after a transient failure: a delete that went through reads NOT_FOUND then.
+    outage_.Run([&] { RunGcloudUnlessNotFound(GcloudDeleteQueuedCommand(node_), what); });
     deleted = true;
   }
-  if (FindTpuNode(node_)) {
+  if (FindNode()) {
     Say(fmt::format("deleting {} (gcloud)", what));
-    RunGcloud(GcloudDeleteNodeCommand(node_), what);
+    outage_.Run([&] { RunGcloudUnlessNotFound(GcloudDeleteNodeCommand(node_), what); });
     deleted = true;
   }
   ForgetCachedTpuNode(node_, PodrunHome() / "cache");
@@ -144,6 +170,13 @@ TpuNode TpuProvisioner::CreateAndWait() {
     std::optional<TpuNode> node;
     try {
       node = WaitUntilReady(/*created_here=*/true);
+    } catch (const PreemptedWhileMade& p) {
+      // One more preemption, not the end: deleted and made again (not a stuck create's retry).
+      Say(fmt::format("{}: deleting it and creating it again", p.what()));
+      if (options_.on_preempted) options_.on_preempted(p.state);
+      Delete();
+      --retry;
+      continue;
     } catch (const Error& e) {
       undo(e);
     }
@@ -202,8 +235,16 @@ void TpuProvisioner::Create() {
     }
     try {
       RunGcloud(argv, what);
+      outage_.Over();
       return;
     } catch (const GcloudError& e) {
+      // A create that failed in the API's bad minute may have reached it: what exists under the
+      // node's name now is this create's (none was there before it), and is waited for.
+      if (e.failure() == GcloudFailure::kExists && outage_.ongoing()) return;
+      if (IsTransientGcloudFailure(e.failure())) {
+        outage_.WaitAfter(e);
+        continue;
+      }
       if (e.failure() != GcloudFailure::kStockout) throw;
       const std::chrono::seconds waited = Seconds(options_.clock() - began);
       if (waited >= limit) {
@@ -250,7 +291,7 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
   for (;;) {
     std::string state;
     if (create_.queued) {
-      std::optional<QueuedResource> qr = FindQueuedResource(node_);
+      std::optional<QueuedResource> qr = FindQueued();
       if (!qr) throw Error(ExitCode::kUnreachable, what + ": its queued resource vanished");
       if (NeedsRecreation(std::nullopt, qr)) {
         throw Error(ExitCode::kUnreachable,
@@ -261,7 +302,7 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
       state = qr->state;
     }
     if (state.empty() || state == "ACTIVE") {
-      std::optional<TpuNode> node = FindTpuNode(node_);
+      std::optional<TpuNode> node = FindNode();
       if (!node && !create_.queued) throw Error(ExitCode::kUnreachable, what + ": it vanished");
       if (node && node->state == "READY") {
         live.End();
@@ -270,8 +311,10 @@ std::optional<TpuNode> TpuProvisioner::WaitUntilReady(bool created_here) {
         return *node;
       }
       if (node && IsNodeGone(node->state)) {
-        throw Error(ExitCode::kUnreachable,
-                    fmt::format("{} is {} before it was ever READY", what, node->state));
+        const std::string message =
+            fmt::format("{} is {} before it was ever READY", what, node->state);
+        if (created_here) throw PreemptedWhileMade(message, node->state);
+        throw Error(ExitCode::kUnreachable, message);
       }
       state = node ? node->state : "PROVISIONING";
     }

@@ -10,15 +10,26 @@
 #include <string>
 #include <vector>
 
+#include "launcher/base/error.h"
 #include "launcher/connect/pod.h"
 #include "launcher/pod/tpu_create.h"
 #include "launcher/pod/tpu_gcloud.h"
+#include "launcher/recovery/api_outage.h"
 
 namespace podrun {
 
 // Sleeps for the given time; false when the wait was given up (Ctrl-C, a stop), at once when it
 // was given up before (a zero wait asks only that).
 using TpuWait = std::function<bool(std::chrono::seconds)>;
+
+// A slice preempted while podrun was making it (a Spot VM taken before the slice was ready):
+// made again by the provisioner that made it; `state` is the API's word (PREEMPTED, TERMINATED).
+class PreemptedWhileMade : public Error {
+ public:
+  PreemptedWhileMade(const std::string& message, std::string state)
+      : Error(ExitCode::kUnreachable, message), state(std::move(state)) {}
+  std::string state;
+};
 
 // What EnsureTpuNode did.
 enum class TpuNodeAction { kExisted, kCreated, kRecreated };
@@ -49,6 +60,9 @@ struct TpuProvisionerOptions {
   // False (the default): a queued resource this provisioner created is deleted when waiting for
   // it fails or is given up (it would hold quota). True: kept (`podrun up --keep-queued`).
   bool keep_queued = false;
+  // Called with the API's word (PREEMPTED) when a slice this provisioner was making was preempted
+  // before it was ready, before it is made again: one more preemption, for the job's records.
+  std::function<void(const std::string& state)> on_preempted = {};
   std::chrono::seconds first_capacity_backoff = TpuCapacityBackoff();
   std::chrono::seconds creating_deadline = TpuCreatingDeadline();
   // The clock deadlines are measured on (tests give one that their `wait` moves on).
@@ -65,7 +79,8 @@ class TpuProvisioner {
         create_(std::move(create)),
         poll_(poll),
         wait_(std::move(wait)),
-        options_(std::move(options)) {}
+        options_(std::move(options)),
+        outage_("the TPU API", CapacityWaitOf(create_), wait_, options_.on_wait, options_.clock) {}
 
   // Makes the node READY: an existing READY node of the same type and version is used as it is
   // (another type or version: Error(kUsage) naming both); a missing one is created; a preempted
@@ -96,12 +111,18 @@ class TpuProvisioner {
   bool DeleteCreatedQueuedResource(const std::string& why);
   void TellWait(const std::string& what) const;
   double SecondsSince(std::chrono::steady_clock::time_point t) const;
+  // The node and its queued resource as gcloud says now, its bad minutes waited out.
+  std::optional<TpuNode> FindNode();
+  std::optional<QueuedResource> FindQueued();
+  // An earlier delete of the node (a keeper killed in it) waited for until it is gone.
+  void WaitUntilDeleted();
 
   const TpuQuery node_;
   const TpuCreate create_;
   const std::chrono::seconds poll_;
   const TpuWait wait_;
   const TpuProvisionerOptions options_;
+  ApiOutage outage_;  // gcloud's transient failures, waited out up to capacity_wait
 };
 
 // `gcloud ... describe` every `fallback`, or every $PODRUN_TPU_POLL_SECONDS (tests).

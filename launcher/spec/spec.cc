@@ -147,6 +147,23 @@ void ReadStragglerRatio(const YamlReader& yaml, const Node& key, const Node& val
   spec->straggler_ratio = ratio;
 }
 
+// `preemptions: N` or `preemptions: unlimited`.
+void ReadPreemptions(const YamlReader& yaml, const Node& key, const Node& value, JobSpec* spec) {
+  const std::string text = yaml.Scalar(key, value, "a number or unlimited");
+  if (text == "unlimited") {
+    spec->preemptions.reset();
+    return;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || n < 0 || n > 1000000) {
+    yaml.Fail(YamlReader::At(key, value),
+              "bad preemptions '" + text + "' (a number from 0 to 1000000, or unlimited)");
+  }
+  spec->preemptions = static_cast<int>(n);
+}
+
 // The signals a program may ask for before a hang report: those it can catch to dump its own
 // stacks without being stopped by them.
 constexpr std::pair<const char*, int> kStackSignals[] = {
@@ -192,6 +209,7 @@ constexpr KeyReader<JobSpec> kTopKeys[] = {
     {"run", ReadRun},
     {"on_failure", ReadOnFailure},
     {"restarts", ReadIntField<&JobSpec::restarts, 0, 1000000>},
+    {"preemptions", ReadPreemptions},
     {"grace_seconds", ReadIntField<&JobSpec::grace_seconds, 1, 1000000>},
     {"stall_seconds", ReadIntField<&JobSpec::stall_seconds, 0, 100000000>},
     {"progress", ReadProgress},

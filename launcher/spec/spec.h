@@ -46,7 +46,10 @@ struct JobSpec {
   std::vector<std::string> setup_inputs;  // files (relative to SetupInputsBase) in the setup stamp
   std::string run;                        // never empty
   OnFailure on_failure = OnFailure::kStopAll;
-  int restarts = 0;
+  int restarts = 0;  // whole-gang restarts after a failure of the program (not preemptions)
+  // `preemptions:`: recoveries after a preemption (they never use up `restarts`); nullopt for
+  // `unlimited`, the default.
+  std::optional<int> preemptions;
   int grace_seconds = 10;
   int stall_seconds = 0;  // 0: no stall detection
   // `progress:`: the regex whose one group is a worker's step (spec/progress_pattern.h); empty

@@ -203,6 +203,7 @@ TEST(Spec, Defaults) {
   EXPECT_EQ("python3 train.py", spec.run);
   EXPECT_EQ(OnFailure::kStopAll, spec.on_failure);
   EXPECT_EQ(0, spec.restarts);
+  EXPECT_FALSE(spec.preemptions.has_value());  // unlimited
   EXPECT_EQ(10, spec.grace_seconds);
   EXPECT_EQ(0, spec.stall_seconds);
   EXPECT_EQ(8476, spec.coordinator_port);
@@ -248,6 +249,18 @@ TEST(Spec, WrongTypes) {
   EXPECT_NE(std::string::npos, ParseError("run: x\nmounts: {type: bind}\n")
                                    .find("spec.yaml:2:9: 'mounts': expected a list of mounts"));
   EXPECT_NE(std::string::npos, ParseError("- run\n- x\n").find("spec.yaml:1:1: a spec is a"));
+}
+
+TEST(Spec, PreemptionsIsANumberOrUnlimited) {
+  EXPECT_EQ(3, ParseSpecText("run: x\npreemptions: 3\n", "a.yaml").preemptions);
+  EXPECT_EQ(0, ParseSpecText("run: x\npreemptions: 0\n", "a.yaml").preemptions);
+  EXPECT_FALSE(ParseSpecText("run: x\npreemptions: unlimited\n", "a.yaml").preemptions);
+  EXPECT_EQ(
+      "spec.yaml:2:14: bad preemptions 'many' (a number from 0 to 1000000, or unlimited)\n"
+      "  preemptions: many\n"
+      "               ^",
+      ParseError("run: x\npreemptions: many\n"));
+  EXPECT_NE(std::string::npos, ParseError("run: x\npreemptions: -1\n").find("bad preemptions"));
 }
 
 TEST(Spec, BadValues) {
