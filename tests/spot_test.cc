@@ -1138,11 +1138,16 @@ TEST_F(SpotTest, ThreePreemptionsUseNoRestartAndTheApisBadMinuteIsWaitedOut) {
   EXPECT_EQ(3, status["budget"]["preemptions_used"]) << status.dump();
   EXPECT_EQ("unlimited", status["budget"]["preemptions"]) << status.dump();
   EXPECT_EQ(3u, status["preemptions"].size()) << status.dump();
-  // The programs' own lines: each attempt resumed from what ended the one before.
+  // The programs' own lines: the last attempt resumed from the failure; the keeper counted the
+  // preemptions apart from the restart.
   r = RunCommand(Podrun() + " logs " + job, false);
-  EXPECT_NE(std::string::npos, r.output.find("attempt 4 from preemption")) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("attempt 5 from failure")) << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("finished")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] attempt 5 from failure")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] finished")) << r.output;
+  const std::string kept = ReadTextFile(keeper_log);
+  EXPECT_NE(std::string::npos, kept.find("(recovery after preemption 3; restarts used 0 of 1"))
+      << kept;
+  EXPECT_NE(std::string::npos, kept.find("(restart 1 of 1, resumed from failure)")) << kept;
+  EXPECT_NE(std::string::npos, kept.find("[w0] failing")) << kept;
   EXPECT_NE(std::string::npos, RunCommand(Podrun() + " status " + job, false)
                                    .output.find("restarts 1/1 \u00b7 preemptions 3"));
   RunCommand(Podrun() + " down --tpu node-week --zone zone-a -y");

@@ -248,3 +248,47 @@ TEST(TopTest, AnUnknownJobIsAUsageError) {
 
 }  // namespace
 }  // namespace podrun::testing
+
+namespace podrun::testing {
+namespace {
+
+// A job nobody follows (`launch -d` with no restarts and no pod.create: no keeper) still has its
+// stragglers named by status and top: worked out from the workers' own step records.
+TEST(TopTest, AStragglerOfAJobNobodyFollowsIsNamedByStatusAndTop) {
+  const std::string home = Dir() + "/straggler-home";
+  RunCommand("rm -rf " + home);
+  std::filesystem::create_directories(Dir());  // podrun makes its home, private
+  const std::string podrun = "env PODRUN_HOME=" + home + " " + std::string(PODRUN_BINARY);
+  const std::string spec = Dir() + "/straggler.yaml";
+  std::ofstream(spec) << "name: straggler\npod: {local: 3}\nstraggler_seconds: 2\n"
+                         "straggler_ratio: 0.5\nrun: |\n"
+                         "  pause=0.05; if [ $PODRUN_WORKER_ID = 2 ]; then pause=0.5; fi\n"
+                         "  i=0\n"
+                         "  while [ $i -lt 1200 ]; do i=$((i+1)); echo \"step $i\"; sleep $pause; "
+                         "done\n";
+  CommandResult launched = RunCommand(podrun + " launch " + spec + " -d");
+  ASSERT_EQ(0, launched.exit_code) << launched.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(launched.output, m, std::regex("job: ([0-9a-f-]+)")));
+  const std::string job = m[1];
+  nlohmann::json status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        status = nlohmann::json::parse(
+            RunCommand(podrun + " status " + job + " --json", false).output, nullptr, false);
+        return status.is_object() && status["workers"].size() == 3 &&
+               status["workers"][2]["straggler"].is_string();
+      },
+      std::chrono::seconds(30)))
+      << status.dump();
+  EXPECT_TRUE(status["keeper"].is_null()) << status.dump();  // nobody follows it
+  EXPECT_TRUE(status["workers"][0]["straggler"].is_null()) << status.dump();
+  EXPECT_TRUE(status["workers"][1]["straggler"].is_null()) << status.dump();
+  const std::string table = RunCommand(podrun + " status " + job, false).output;
+  EXPECT_NE(std::string::npos, table.find("straggler: ")) << table;
+  RunCommand(podrun + " stop " + job + " --grace 1");
+  KillLocalAgents(home);
+}
+
+}  // namespace
+}  // namespace podrun::testing

@@ -21,6 +21,7 @@
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"
 #include "launcher/pod/worker_range.h"
+#include "launcher/recovery/driver_lock.h"
 #include "launcher/recovery/recovery_report.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
@@ -99,7 +100,12 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   for (int index : delivered) {
     store.UpdateWorker(job.id, attempt, index, {.stop_pending_grace = -1});
   }
-  CacheSteps(store, job.id, attempt, steps, NowUnixNs(), StragglerAfter(job));
+  // Nobody follows the job (a `launch -d` without keeper): the stragglers are worked out here,
+  // from the workers' own step records.
+  const bool driven =
+      DriverHolder(PodrunHome(), job.id) || ViewKeeper(store, PodrunHome(), job).state == "running";
+  CacheSteps(store, job.id, attempt, steps, NowUnixNs(), StragglerAfter(job),
+             driven ? std::nullopt : std::optional<StragglerRule>(StragglerRuleOf(job)));
   for (const auto& [index, status] : answers) {
     if (!status) {
       notes[index] = "its agent has no record of this attempt: not started there";
@@ -221,6 +227,7 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
   out["recovering"] = recovery["recovering"];
   if (!recovery["recovering"].is_null() && attempt) out["attempt"]["state"] = "recovering";
   out["preemptions"] = recovery["preemptions"];
+  out["budget"] = recovery["budget"];
   out["time_lost_seconds"] = recovery["time_lost_seconds"];
   out["keeper"] = recovery["keeper"];
   WriteAll(STDOUT_FILENO, out.dump() + "\n");

@@ -24,6 +24,8 @@
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
 #include "launcher/output/top_table.h"
+#include "launcher/recovery/driver_lock.h"
+#include "launcher/recovery/recovery_report.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
 #include "launcher/store/run_records.h"
@@ -51,6 +53,11 @@ class TopSampler {
         attempt_(static_cast<uint32_t>(attempt)),
         straggler_after_(StragglerAfter(job)),
         workers_(std::move(workers)) {
+    // Nobody follows the job: its stragglers are worked out from the workers' step records.
+    if (!DriverHolder(PodrunHome(), job.id) &&
+        ViewKeeper(store, PodrunHome(), job).state != "running") {
+      driverless_ = StragglerRuleOf(job);
+    }
     if (start_failed) {
       not_asked_ = "not started: the attempt could not start on every worker";
       return;
@@ -98,7 +105,8 @@ class TopSampler {
       }
     }
     try {
-      CacheSteps(store_, job_id_, static_cast<int>(attempt_), steps, NowUnixNs(), straggler_after_);
+      CacheSteps(store_, job_id_, static_cast<int>(attempt_), steps, NowUnixNs(), straggler_after_,
+                 driverless_);
     } catch (const Error&) {
       // The store is busy or read-only: the rows take what it has.
     }
@@ -134,6 +142,7 @@ class TopSampler {
   std::string job_id_;
   uint32_t attempt_;
   std::chrono::seconds straggler_after_;
+  std::optional<StragglerRule> driverless_;  // set: no driver follows the job
   std::vector<WorkerRecord> workers_;
   std::string not_asked_;    // set: the agents are not asked, for this reason
   std::string not_reached_;  // set: no agent could be reached, for this reason

@@ -64,5 +64,32 @@ TEST(StepCacheTest, TheWorkersRecordsRefreshTheStoreAndTheStragglerFlagStays) {
   std::filesystem::remove_all(dir);
 }
 
+// With no driver, the stragglers come from the workers' own records: the rate over the last
+// straggler_seconds against the gang's median over the same window.
+TEST(StepCacheTest, StragglersAreWorkedOutFromTheWorkersRecordsOverTheRulesWindow) {
+  auto steady = [](int worker, int64_t per_second, int64_t offset_ns) {
+    AgentSteps s;
+    for (int64_t t = 0; t <= 20; ++t) s.samples.push_back({t * kS + offset_ns, t * per_second});
+    s.step = 20 * per_second;
+    s.step_ns = 20 * kS + offset_ns;
+    s.first_step_ns = offset_ns;
+    return FetchedSteps{.worker = worker, .steps = s, .clock_offset_ns = offset_ns};
+  };
+  const std::vector<FetchedSteps> gang = {steady(0, 10, 0), steady(1, 10, 5 * kS),
+                                          steady(2, 3, -2 * kS), steady(3, 9, 0)};
+  auto verdict = StragglersOf(gang, 20 * kS, {.ratio = 0.5, .after = std::chrono::seconds(10)});
+  ASSERT_EQ(4u, verdict.size());
+  EXPECT_FALSE(verdict[0]);
+  EXPECT_FALSE(verdict[1]);  // its clock is 5 s ahead: the same rate in the launcher's clock
+  EXPECT_FALSE(verdict[3]);  // 9 of a median of 9.5: not below half
+  ASSERT_TRUE(verdict[2]);
+  EXPECT_NEAR(3.0, verdict[2]->steps_per_s, 0.01);
+  EXPECT_NEAR(9.5, verdict[2]->median_steps_per_s, 0.01);
+  // A record shorter than the window says nothing yet; one worker alone has no median.
+  EXPECT_TRUE(
+      StragglersOf(gang, 20 * kS, {.ratio = 0.5, .after = std::chrono::seconds(30)}).empty());
+  EXPECT_TRUE(StragglersOf({gang[2]}, 20 * kS, {}).empty());
+}
+
 }  // namespace
 }  // namespace podrun
