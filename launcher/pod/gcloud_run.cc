@@ -88,19 +88,17 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
   return GcloudFailure::kFailed;
 }
 
-std::chrono::seconds GcloudDeadline(const std::vector<std::string>& argv) {
+namespace {
+
+// The command's deadline, unless $PODRUN_GCLOUD_TIMEOUT_SECONDS (tests) replaces it.
+std::chrono::seconds DeadlineOf(const GcloudCommand& command) {
   if (const char* env = std::getenv("PODRUN_GCLOUD_TIMEOUT_SECONDS")) {
     if (const int seconds = std::atoi(env); seconds > 0) return std::chrono::seconds(seconds);
   }
-  // The verb: `compute tpus tpu-vm create`, `compute instance-templates create`, `compute
-  // instance-groups managed delete`, `beta compute ...`: the first create or delete among the
-  // words before the names.
-  for (size_t i = 2; i < std::min<size_t>(argv.size(), 7); ++i) {
-    if (argv[i] == "create") return std::chrono::minutes(5);
-    if (argv[i] == "delete") return std::chrono::minutes(30);
-  }
-  return std::chrono::minutes(2);
+  return command.deadline;
 }
+
+}  // namespace
 
 namespace {
 
@@ -131,21 +129,30 @@ GcloudError FailureOf(const std::vector<std::string>& argv, const ProgramResult&
 
 }  // namespace
 
-std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
-  const std::chrono::seconds deadline = GcloudDeadline(argv);
-  ProgramResult r = RunProgramWithin(argv, deadline);
+std::string RunGcloud(const GcloudCommand& command, const std::string& what) {
+  const std::chrono::seconds deadline = DeadlineOf(command);
+  ProgramResult r = RunProgramWithin(command.argv, deadline);
   if (r.exit_code == 0 && !r.interrupted && !r.timed_out) return r.out;
-  throw FailureOf(argv, r, what, deadline);
+  throw FailureOf(command.argv, r, what, deadline);
 }
 
-std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
+std::optional<std::string> RunGcloudUnlessNotFound(const GcloudCommand& command,
                                                    const std::string& what) {
   try {
-    return RunGcloud(argv, what);
+    return RunGcloud(command, what);
   } catch (const GcloudError& e) {
     if (e.failure() == GcloudFailure::kNotFound) return std::nullopt;
     throw;
   }
+}
+
+std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
+  return RunGcloud(GcloudCommand{argv, kGcloudQueryDeadline}, what);
+}
+
+std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
+                                                   const std::string& what) {
+  return RunGcloudUnlessNotFound(GcloudCommand{argv, kGcloudQueryDeadline}, what);
 }
 
 }  // namespace podrun

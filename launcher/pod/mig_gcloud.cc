@@ -16,9 +16,10 @@ namespace {
 
 constexpr size_t kMaxName = 63;
 
-// `gcloud [beta] compute GROUP...`, then the rest, [--project P] and the tail.
-std::vector<std::string> Command(const TpuQuery& mig, std::vector<std::string> words,
-                                 const char* tail, bool beta = false) {
+// `gcloud [beta] compute GROUP...`, then the rest, [--project P] and the tail; `deadline`: what
+// the command does (gcloud_run.h).
+GcloudCommand Command(const TpuQuery& mig, std::vector<std::string> words, const char* tail,
+                      std::chrono::seconds deadline, bool beta = false) {
   CheckTpuQuery(mig);
   std::vector<std::string> argv = {GcloudProgram()};
   if (beta) argv.push_back("beta");
@@ -26,7 +27,12 @@ std::vector<std::string> Command(const TpuQuery& mig, std::vector<std::string> w
   argv.insert(argv.end(), words.begin(), words.end());
   if (mig.project) argv.insert(argv.end(), {"--project", *mig.project});
   argv.push_back(tail);
-  return argv;
+  return {std::move(argv), deadline};
+}
+
+// A describe's or a delete's deadline.
+std::chrono::seconds DeadlineOfVerb(const std::string& verb) {
+  return verb == "delete" ? kGcloudDeleteDeadline : kGcloudQueryDeadline;
 }
 
 std::string Description(const char* what, const TpuQuery& mig) {
@@ -48,17 +54,15 @@ std::string RegionOfZone(const std::string& zone) {
   return dash == std::string::npos ? zone : zone.substr(0, dash);
 }
 
-std::vector<std::string> GcloudMigPolicyCreateCommand(const TpuQuery& mig,
-                                                      const TpuCreate& create) {
+GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
   return Command(mig,
                  {"resource-policies", "create", "workload-policy", MigPartName(mig.name),
                   "--type=HIGH_THROUGHPUT", "--accelerator-topology=" + create.topology,
                   "--region=" + RegionOfZone(mig.zone), Description("workload policy", mig)},
-                 "--format=json");
+                 "--format=json", kGcloudCreateDeadline);
 }
 
-std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
-                                                        const TpuCreate& create) {
+GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
   const std::string model = MigProvisioningOf(create);
   std::vector<std::string> words = {"instance-templates",
                                     "create",
@@ -77,11 +81,12 @@ std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
     words.push_back("--max-run-duration=" + *create.max_run_duration);
     if (model != "spot") words.push_back("--instance-termination-action=DELETE");
   }
-  return Command(mig, words, "--format=json", /*beta=*/model == "flex_start");
+  return Command(mig, words, "--format=json", kGcloudCreateDeadline,
+                 /*beta=*/model == "flex_start");
 }
 
-std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
-                                                     const std::string& policy_url) {
+GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
+                                          const std::string& policy_url) {
   const std::string model = MigProvisioningOf(create);
   const int size = model == "flex_start" ? 0 : MigVmCount(create).value_or(0);
   std::vector<std::string> words = {"instance-groups",
@@ -93,11 +98,10 @@ std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const 
                                     fmt::format("--size={}", size),
                                     "--workload-policy=" + policy_url};
   if (model == "spot") words.push_back("--default-action-on-vm-failure=do-nothing");
-  return Command(mig, words, "--format=json");
+  return Command(mig, words, "--format=json", kGcloudCreateDeadline);
 }
 
-std::vector<std::string> GcloudMigResizeRequestCommand(const TpuQuery& mig,
-                                                       const TpuCreate& create) {
+GcloudCommand GcloudMigResizeRequestCommand(const TpuQuery& mig, const TpuCreate& create) {
   std::vector<std::string> words = {"instance-groups",
                                     "managed",
                                     "resize-requests",
@@ -109,34 +113,33 @@ std::vector<std::string> GcloudMigResizeRequestCommand(const TpuQuery& mig,
   if (create.max_run_duration) {
     words.push_back("--requested-run-duration=" + *create.max_run_duration);
   }
-  return Command(mig, words, "--format=json");
+  return Command(mig, words, "--format=json", kGcloudCreateDeadline);
 }
 
-std::vector<std::string> GcloudMigGroupDeleteCommand(const TpuQuery& mig) {
+GcloudCommand GcloudMigGroupDeleteCommand(const TpuQuery& mig) {
   return Command(mig, {"instance-groups", "managed", "delete", mig.name, "--zone=" + mig.zone},
-                 "--quiet");
+                 "--quiet", kGcloudDeleteDeadline);
 }
 
-std::vector<std::string> GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb) {
+GcloudCommand GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb) {
   return Command(mig, {"instance-templates", verb, MigPartName(mig.name)},
-                 verb == "delete" ? "--quiet" : "--format=json");
+                 verb == "delete" ? "--quiet" : "--format=json", DeadlineOfVerb(verb));
 }
 
-std::vector<std::string> GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb) {
+GcloudCommand GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb) {
   return Command(
       mig, {"resource-policies", verb, MigPartName(mig.name), "--region=" + RegionOfZone(mig.zone)},
-      verb == "delete" ? "--quiet" : "--format=json");
+      verb == "delete" ? "--quiet" : "--format=json", DeadlineOfVerb(verb));
 }
 
-std::vector<std::string> GcloudMigHostKeysCommand(const TpuQuery& mig,
-                                                  const std::string& instance) {
+GcloudCommand GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance) {
   if (std::string problem = TpuNodeNameProblem(instance); !problem.empty()) {
     throw UsageError(fmt::format("instance name '{}': {}", instance, problem));
   }
   return Command(mig,
                  {"instances", "get-guest-attributes", instance, "--zone=" + mig.zone,
                   "--query-path=hostkeys/"},
-                 "--format=json");
+                 "--format=json", kGcloudQueryDeadline);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/tpu_create.h"
 #include "launcher/pod/tpu_discovery.h"
 
@@ -25,34 +26,34 @@ std::string MigPartName(const std::string& mig);
 std::string RegionOfZone(const std::string& zone);
 
 // The command lines check the names first (Error(kUsage), tpu_names.h), and end with
-// [--project P] --format=json (deletes: --quiet instead).
+// [--project P] --format=json (deletes: --quiet instead). Each comes with its deadline
+// (gcloud_run.h): a create kGcloudCreateDeadline, a delete kGcloudDeleteDeadline, any other
+// kGcloudQueryDeadline.
 
 // `gcloud compute resource-policies create workload-policy P --type=HIGH_THROUGHPUT
 // --accelerator-topology=T --region=R --description=...`.
-std::vector<std::string> GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create);
+GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create);
 // `gcloud [beta] compute instance-templates create T --machine-type=M --image-family=F
 // --image-project=IP --description=...` with the provisioning model's flags (beta: flex_start).
-std::vector<std::string> GcloudMigTemplateCreateCommand(const TpuQuery& mig,
-                                                        const TpuCreate& create);
+GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create);
 // `gcloud compute instance-groups managed create NAME --zone=Z --template=T --size=N
 // --workload-policy=URL` (Compute Engine takes the policy only by its URL, `policy_url`: its
 // selfLink; Spot: --default-action-on-vm-failure=do-nothing: podrun remakes the slice as a
 // whole; flex_start: --size=0, the VMs come from a resize request).
-std::vector<std::string> GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
-                                                     const std::string& policy_url);
+GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
+                                          const std::string& policy_url);
 // flex_start: `gcloud compute instance-groups managed resize-requests create NAME
 // --resize-request=NAME-podrun --resize-by=N --requested-run-duration=D --zone=Z`: every VM at
 // once or none.
-std::vector<std::string> GcloudMigResizeRequestCommand(const TpuQuery& mig,
-                                                       const TpuCreate& create);
+GcloudCommand GcloudMigResizeRequestCommand(const TpuQuery& mig, const TpuCreate& create);
 // `gcloud compute instance-groups managed delete NAME --zone=Z --quiet` (waits until gone).
-std::vector<std::string> GcloudMigGroupDeleteCommand(const TpuQuery& mig);
+GcloudCommand GcloudMigGroupDeleteCommand(const TpuQuery& mig);
 // `gcloud compute instance-templates describe|delete T` and `gcloud compute resource-policies
 // describe|delete P --region=R`: `verb` is "describe" or "delete".
-std::vector<std::string> GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb);
-std::vector<std::string> GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb);
+GcloudCommand GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb);
+GcloudCommand GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb);
 // `gcloud compute instances get-guest-attributes I --zone=Z --query-path=hostkeys/`.
-std::vector<std::string> GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance);
+GcloudCommand GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance);
 
 // True when describe's JSON has a description that starts with kMigMadeByPodrun.
 bool MadeByPodrun(std::string_view describe_json);

@@ -16,6 +16,7 @@ namespace {
 bool Has(const std::vector<std::string>& argv, const std::string& word) {
   return std::find(argv.begin(), argv.end(), word) != argv.end();
 }
+bool Has(const GcloudCommand& command, const std::string& word) { return Has(command.argv, word); }
 
 TpuCreate Spot() {
   TpuCreate c;
@@ -39,7 +40,7 @@ TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
   EXPECT_TRUE(Has(policy, "--region=us-central1"));
   EXPECT_TRUE(Has(policy, "--project"));
   EXPECT_TRUE(Has(policy, "--description=podrun: workload policy of MIG slice-1"));
-  const auto tpl = GcloudMigTemplateCreateCommand(mig, Spot());
+  const auto tpl = GcloudMigTemplateCreateCommand(mig, Spot()).argv;
   EXPECT_EQ("compute", tpl[1]);  // GA: no beta for Spot
   EXPECT_TRUE(Has(tpl, "--machine-type=tpu7x-standard-4t"));
   EXPECT_TRUE(Has(tpl, "--provisioning-model=SPOT"));
@@ -52,14 +53,14 @@ TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
       "",
       PolicyUrlOf(
           R"({"selfLink": "https://x/compute/v1/projects/p/regions/r/resourcePolicies/a --evil"})"));
-  const auto group = GcloudMigGroupCreateCommand(mig, Spot(), url);
+  const auto group = GcloudMigGroupCreateCommand(mig, Spot(), url).argv;
   EXPECT_TRUE(Has(group, "--size=4"));
   EXPECT_TRUE(Has(group, "--template=slice-1-podrun"));
   EXPECT_TRUE(Has(group, "--workload-policy=" + url));
   // Compute Engine does not remake a preempted Spot VM of a slice: podrun remakes the slice.
   EXPECT_TRUE(Has(group, "--default-action-on-vm-failure=do-nothing"));
   EXPECT_EQ("--format=json", group.back());
-  EXPECT_EQ("--quiet", GcloudMigGroupDeleteCommand(mig).back());
+  EXPECT_EQ("--quiet", GcloudMigGroupDeleteCommand(mig).argv.back());
   EXPECT_TRUE(Has(GcloudMigPolicyCommand(mig, "delete"), "--region=us-central1"));
   EXPECT_TRUE(Has(GcloudMigHostKeysCommand(mig, "slice-1-x2ab"), "--query-path=hostkeys/"));
 }
@@ -72,7 +73,7 @@ TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
   flex.max_run_duration = "7d";
   ASSERT_EQ("", MigCreateProblem(flex));
   const TpuQuery mig{"slice-1", "us-central1-c", std::nullopt};
-  const auto tpl = GcloudMigTemplateCreateCommand(mig, flex);
+  const auto tpl = GcloudMigTemplateCreateCommand(mig, flex).argv;
   EXPECT_EQ("beta", tpl[1]);
   EXPECT_TRUE(Has(tpl, "--provisioning-model=FLEX_START"));
   EXPECT_TRUE(Has(tpl, "--max-run-duration=7d"));
@@ -82,6 +83,23 @@ TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
   const auto resize = GcloudMigResizeRequestCommand(mig, flex);
   EXPECT_TRUE(Has(resize, "--resize-by=4"));
   EXPECT_TRUE(Has(resize, "--requested-run-duration=7d"));
+}
+
+// Each command comes with its deadline from its builder, whatever the group is called.
+TEST(MigGcloudTest, EachCommandComesWithItsDeadline) {
+  const TpuQuery mig{"delete", "us-central1-c", std::nullopt};
+  EXPECT_EQ(kGcloudCreateDeadline, GcloudMigPolicyCreateCommand(mig, Spot()).deadline);
+  EXPECT_EQ(kGcloudCreateDeadline, GcloudMigTemplateCreateCommand(mig, Spot()).deadline);
+  EXPECT_EQ(kGcloudCreateDeadline, GcloudMigGroupCreateCommand(mig, Spot(), "u").deadline);
+  EXPECT_EQ(kGcloudDeleteDeadline, GcloudMigGroupDeleteCommand(mig).deadline);
+  EXPECT_EQ(kGcloudDeleteDeadline, GcloudMigTemplateCommand(mig, "delete").deadline);
+  EXPECT_EQ(kGcloudDeleteDeadline, GcloudMigPolicyCommand(mig, "delete").deadline);
+  EXPECT_EQ(kGcloudQueryDeadline, GcloudMigTemplateCommand(mig, "describe").deadline);
+  EXPECT_EQ(kGcloudQueryDeadline, GcloudMigPolicyCommand(mig, "describe").deadline);
+  EXPECT_EQ(kGcloudQueryDeadline, GcloudMigHostKeysCommand(mig, "delete-x2ab").deadline);
+  EXPECT_EQ(std::chrono::minutes(2), kGcloudQueryDeadline);
+  EXPECT_EQ(std::chrono::minutes(5), kGcloudCreateDeadline);
+  EXPECT_EQ(std::chrono::minutes(30), kGcloudDeleteDeadline);
 }
 
 TEST(MigGcloudTest, NamesStayWithinTheApisLimitAndHostileNamesAreRefused) {

@@ -177,9 +177,8 @@ class MigSource final : public PodSource {
     try {
       // The policy and the template do not depend on each other: made at once (each gcloud is
       // about a second of start-up).
-      const std::vector<std::vector<std::string>> creates = {
-          GcloudMigPolicyCreateCommand(query_, create),
-          GcloudMigTemplateCreateCommand(query_, create)};
+      const GcloudCommand creates[2] = {GcloudMigPolicyCreateCommand(query_, create),
+                                        GcloudMigTemplateCreateCommand(query_, create)};
       std::string printed[2];
       std::exception_ptr failed[2];
       ParallelFor(2, [&](size_t i) {
@@ -223,7 +222,7 @@ class MigSource final : public PodSource {
     if (scope == DeleteScope::kVms) return group;
     // Then the template and the policy, at once, only when podrun made them (their description
     // says so): a template or policy of the user's stays.
-    using Command = std::vector<std::string> (*)(const TpuQuery&, const std::string&);
+    using Command = GcloudCommand (*)(const TpuQuery&, const std::string&);
     const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
     bool deleted[2] = {false, false};
     std::exception_ptr failed[2];
@@ -254,10 +253,10 @@ class MigSource final : public PodSource {
   // The slice's template or policy: one made by podrun for this group before (a recreation, a
   // create interrupted before) is used as it is, else it is created. Returns what gcloud printed
   // of it. Throws as RunGcloud, also when one of the user's has that name.
-  std::string MakePart(const std::vector<std::string>& create, const char* part) {
+  std::string MakePart(const GcloudCommand& create, const char* part) {
     const bool policy = std::string_view(part) == "policy";
-    const std::vector<std::string> describe = policy ? GcloudMigPolicyCommand(query_, "describe")
-                                                     : GcloudMigTemplateCommand(query_, "describe");
+    const GcloudCommand describe = policy ? GcloudMigPolicyCommand(query_, "describe")
+                                          : GcloudMigTemplateCommand(query_, "describe");
     std::optional<std::string> described = RunGcloudUnlessNotFound(describe, What());
     if (!described) {
       try {
