@@ -114,11 +114,11 @@ TEST_F(StackDumpTest, ChoosesNonShellProcessesFirstAndNoZombies) {
 
 TEST_F(StackDumpTest, ToolCommandLines) {
   StackTools tools{.py_spy = "/x/py-spy", .gdb = "/usr/bin/gdb"};
-  EXPECT_EQ(
-      StackCommand(tools, tools.gdb, 42, 10s),
-      (std::vector<std::string>{
-          "/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off",
-          "-iex", "set print frame-arguments presence", "-ex", "thread apply all bt 32"}));
+  EXPECT_EQ(StackCommand(tools, tools.gdb, 42, 10s),
+            (std::vector<std::string>{
+                "/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-q", "-iex", "set auto-load off",
+                "-iex", "set debuginfod enabled off", "-iex", "set print frame-arguments none",
+                "-iex", "set print frame-arguments presence", "-ex", "thread apply all bt 32"}));
   EXPECT_EQ(StackCommand(tools, tools.py_spy, 42, 10s),
             (std::vector<std::string>{"/x/py-spy", "dump", "--pid", "42"}));
   tools.use_sudo = true;
