@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "proto/run_program.h"
 
@@ -55,17 +57,32 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
   // operation's {"code": 8, "message": "..."} (8: RESOURCE_EXHAUSTED, 5: NOT_FOUND).
   std::string_view message;
   std::string_view status;
+  // A failed operation: the JSON after the ERROR line's context, its "code" field exactly (a
+  // 503 is no NOT_FOUND, an 80 no RESOURCE_EXHAUSTED).
+  std::optional<int64_t> operation_code;
+  std::string operation_message;
   // Warnings may come first: the ERROR line is the last one's.
   if (const size_t error = words.rfind("ERROR: ("); error != words.npos) {
     const std::string_view line = words.substr(error);
     const size_t paren = line.find(") ");
     const std::string_view rest = paren == line.npos ? std::string_view() : line.substr(paren + 2);
-    const size_t colon = rest.find(": ");
-    status = rest.substr(0, colon);
-    message = colon == rest.npos ? std::string_view() : rest.substr(colon + 2);
+    if (rest.starts_with('{')) {
+      const nlohmann::json j = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("code") && j["code"].is_number_integer()) {
+        operation_code = j["code"].get<int64_t>();
+        if (j.contains("message") && j["message"].is_string()) {
+          operation_message = j["message"].get<std::string>();
+        }
+      }
+    } else {
+      const size_t colon = rest.find(": ");
+      status = rest.substr(0, colon);
+      message = colon == rest.npos ? std::string_view() : rest.substr(colon + 2);
+    }
   }
-  const bool operation_code_8 = words.find("\"code\": 8") != words.npos;
-  const bool operation_code_5 = words.find("\"code\": 5") != words.npos;
+  const bool operation_code_8 = operation_code == 8;
+  const bool operation_code_5 = operation_code == 5;
+  if (operation_code_8) message = operation_message;
   // Compute Engine's forms: "Some requests did not succeed:" or "Could not fetch resource:" then
   // " - The resource 'projects/...' was not found" (a quoted name never holds a space, so the
   // words cannot come from one); "HTTPError 404: ..." (managed describe, get-guest-attributes).

@@ -209,6 +209,27 @@ TEST_F(TpuGcloudTest, EachCommandComesWithItsDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(8));
 }
 
+// A failed operation's code is its JSON field, read whole: 503 (or 50) is not 5 (NOT_FOUND),
+// 80 is not 8 (RESOURCE_EXHAUSTED).
+TEST_F(TpuGcloudTest, AFailedOperationsCodeIsReadAsAFieldNotAsText) {
+  auto operation = [](const std::string& code, const std::string& message) {
+    return "Waiting for operation [op-1] to complete...failed.\nERROR: "
+           "(gcloud.compute.tpus.tpu-vm.create) {\n  \"code\": " +
+           code + ",\n  \"message\": \"" + message + "\"\n}\n";
+  };
+  EXPECT_EQ(GcloudFailure::kNotFound, ClassifyGcloudWords(operation("5", "node gone")));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords(operation("503", "The service is currently unavailable.")));
+  EXPECT_EQ(GcloudFailure::kFailed, ClassifyGcloudWords(operation("50", "x")));
+  EXPECT_EQ(GcloudFailure::kFailed, ClassifyGcloudWords(operation("80", "x")));
+  EXPECT_EQ(GcloudFailure::kStockout, ClassifyGcloudWords(operation("8", "RESOURCE_EXHAUSTED")));
+  EXPECT_EQ(GcloudFailure::kQuota,
+            ClassifyGcloudWords(operation("8", "Quota 'TPUV4sPreemptible' exhausted.")));
+  // A message that holds the words is not the field.
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords(operation("13", "internal: \\\"code\\\": 5")));
+}
+
 TEST_F(TpuGcloudTest, NotFoundIsReadOnceFromGcloudsStatus) {
   ::setenv("PODRUN_GCLOUD",
            FakeGcloud("missing-gcloud",
