@@ -121,6 +121,11 @@ GcloudCommand GcloudMigGroupDeleteCommand(const TpuQuery& mig) {
                  "--quiet", kGcloudDeleteDeadline);
 }
 
+GcloudCommand GcloudMigGroupDescribeCommand(const TpuQuery& mig) {
+  return Command(mig, {"instance-groups", "managed", "describe", mig.name, "--zone=" + mig.zone},
+                 "--format=json", kGcloudQueryDeadline);
+}
+
 GcloudCommand GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb) {
   return Command(mig, {"instance-templates", verb, MigPartName(mig.name)},
                  verb == "delete" ? "--quiet" : "--format=json", DeadlineOfVerb(verb));
@@ -165,6 +170,21 @@ std::string PolicyUrlOf(std::string_view json) {
   } catch (const nlohmann::json::exception&) {
     return "";
   }
+}
+
+bool MigRepairsFailedVms(std::string_view describe_json, const std::string& what) {
+  nlohmann::json j;
+  try {
+    j = OneObject(describe_json);
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (!j.is_object()) {
+    throw Error(ExitCode::kUnreachable, fmt::format("{}: gcloud's answer is not a group", what));
+  }
+  const auto policy = j.find("instanceLifecyclePolicy");
+  if (policy == j.end() || !policy->is_object()) return true;
+  const auto action = policy->find("defaultActionOnFailure");
+  return action == policy->end() || !action->is_string() || *action != "DO_NOTHING";
 }
 
 bool MadeByPodrun(std::string_view describe_json) {

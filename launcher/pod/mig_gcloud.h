@@ -48,6 +48,8 @@ GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& 
 GcloudCommand GcloudMigResizeRequestCommand(const TpuQuery& mig, const TpuCreate& create);
 // `gcloud compute instance-groups managed delete NAME --zone=Z --quiet` (waits until gone).
 GcloudCommand GcloudMigGroupDeleteCommand(const TpuQuery& mig);
+// `gcloud compute instance-groups managed describe NAME --zone=Z`: the group itself.
+GcloudCommand GcloudMigGroupDescribeCommand(const TpuQuery& mig);
 // `gcloud compute instance-templates describe|delete T` and `gcloud compute resource-policies
 // describe|delete P --region=R`: `verb` is "describe" or "delete".
 GcloudCommand GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb);
@@ -55,6 +57,12 @@ GcloudCommand GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& ver
 // `gcloud compute instances get-guest-attributes I --zone=Z --query-path=hostkeys/`.
 GcloudCommand GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance);
 
+// Whether the group a describe printed repairs a VM that fails or is terminated (its
+// instanceLifecyclePolicy.defaultActionOnFailure is REPAIR, Compute Engine's default: podrun's
+// standard and flex-start slices), rather than leaving it so (DO_NOTHING: podrun's Spot slices,
+// which only a recreation brings back). Throws Error(kUnreachable) "WHAT: ..." when `json` is not
+// a group.
+bool MigRepairsFailedVms(std::string_view describe_json, const std::string& what);
 // True when describe's JSON has a description that starts with kMigMadeByPodrun.
 bool MadeByPodrun(std::string_view describe_json);
 // The selfLink of what a create or describe printed (an object, or a list of one, as gcloud

@@ -174,6 +174,7 @@ class MigSource final : public PodSource {
   }
 
   void Create(const TpuCreate& create) override {
+    ForgetRepairs();
     try {
       // The policy and the template do not depend on each other: made at once (each gcloud is
       // about a second of start-up).
@@ -216,6 +217,7 @@ class MigSource final : public PodSource {
   }
 
   bool Delete(DeleteScope scope) override {
+    ForgetRepairs();
     const bool group =
         RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
@@ -275,13 +277,28 @@ class MigSource final : public PodSource {
   }
 
   // Sets now's condition, state and why from the group's instances.
-  void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) const {
+  void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) {
     for (const ManagedInstance& m : instances) {
       if (IsMigStockout(m.last_error)) now->stockout = m.last_error;
     }
     for (const ManagedInstance& m : instances) {
       const bool idle = m.current_action.empty() || m.current_action == "NONE";
       if (idle && (m.status == "TERMINATED" || m.status == "STOPPED" || m.status == "SUSPENDED")) {
+        const std::optional<bool> repairs = RepairsFailedVms();
+        if (!repairs) {
+          now->condition = SourceCondition::kGone;
+          now->state = "deleted";
+          now->why = fmt::format("MIG slice {} no longer exists", query_.name);
+          return;
+        }
+        if (*repairs) {
+          // Standard or flex-start capacity: the group repairs the VM (it has not begun yet).
+          now->condition = SourceCondition::kBusy;
+          now->state = "repairing";
+          now->why = fmt::format("MIG slice {}: instance {} is {}: the group repairs it",
+                                 query_.name, m.name, m.status);
+          return;
+        }
         // A Spot VM preempted: its group (do-nothing on failure) leaves it so; a slice cannot
         // run without it, so only remaking the slice brings it back.
         now->condition = SourceCondition::kPreempted;
@@ -302,6 +319,27 @@ class MigSource final : public PodSource {
       return m.current_action.starts_with("CREATING");
     });
     now->state = instances.empty() ? "no instances yet" : creating ? "CREATING" : "repairing";
+  }
+
+  void ForgetRepairs() {
+    std::lock_guard lock(list_mutex_);
+    repairs_.reset();
+  }
+
+  // Whether the group repairs a VM that stopped (MigRepairsFailedVms), asked once per group
+  // (a create or delete asks again); nullopt when the group no longer exists.
+  std::optional<bool> RepairsFailedVms() {
+    {
+      std::lock_guard lock(list_mutex_);
+      if (repairs_) return repairs_;
+    }
+    const std::optional<std::string> group =
+        RunGcloudUnlessNotFound(GcloudMigGroupDescribeCommand(query_), What());
+    if (!group) return std::nullopt;
+    const bool repairs = MigRepairsFailedVms(*group, What());
+    std::lock_guard lock(list_mutex_);
+    repairs_ = repairs;
+    return repairs;
   }
 
   void Store(const SourceState& s) const {
@@ -330,6 +368,7 @@ class MigSource final : public PodSource {
 
   std::mutex list_mutex_;
   std::optional<std::string> last_list_;  // guarded by list_mutex_
+  std::optional<bool> repairs_;           // guarded by list_mutex_
   std::chrono::steady_clock::time_point last_list_at_;
 
   const TpuQuery query_;

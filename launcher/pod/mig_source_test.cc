@@ -1,0 +1,139 @@
+// Tests of a MIG slice as a pod source against a stand-in gcloud (a shell script that answers
+// each kind of command from files and logs what it was asked): what a stopped VM means by the
+// group's repair policy.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "launcher/pod/pod_source.h"
+
+namespace podrun {
+namespace {
+
+class MigSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("mig-source-test-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "answers");
+    // Each command is a key (list, group-describe, template-create, ...); its answer is
+    // answers/KEY.N.{out,err,rc} for its Nth call when there is one, else answers/KEY.{out,err,rc}.
+    const std::filesystem::path gcloud = dir_ / "gcloud";
+    std::ofstream(gcloud) << "#!/bin/sh\n"
+                          << "d='" << (dir_ / "answers").string() << "'\n"
+                          << R"(echo "$*" >> "$d/calls"
+case "$*" in
+  *"instance-groups managed list-instances"*) k=list ;;
+  *"instance-groups managed describe"*) k=group-describe ;;
+  *"instance-groups managed resize-requests create"*) k=resize ;;
+  *"instance-groups managed create"*) k=group-create ;;
+  *"instance-groups managed delete"*) k=group-delete ;;
+  *"instance-templates describe"*) k=template-describe ;;
+  *"instance-templates create"*) k=template-create ;;
+  *"instance-templates delete"*) k=template-delete ;;
+  *"resource-policies describe"*) k=policy-describe ;;
+  *"resource-policies create"*) k=policy-create ;;
+  *"resource-policies delete"*) k=policy-delete ;;
+  *) k=other ;;
+esac
+n=$(( $(cat "$d/$k.n" 2>/dev/null || echo 0) + 1 )); echo $n > "$d/$k.n"
+f="$d/$k"; ls "$d/$k.$n".* >/dev/null 2>&1 && f="$d/$k.$n"
+[ -f "$f.err" ] && cat "$f.err" >&2
+[ -f "$f.out" ] && cat "$f.out"
+exit $(cat "$f.rc" 2>/dev/null || echo 0)
+)";
+    ::chmod(gcloud.c_str(), 0700);
+    ::setenv("PODRUN_GCLOUD", gcloud.c_str(), 1);
+    ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
+    source_ = MakePodSource({PodSourceKind::kMig, query_}, dir_ / "cache");
+  }
+  void TearDown() override {
+    ::unsetenv("PODRUN_GCLOUD");
+    std::filesystem::remove_all(dir_);
+  }
+
+  // The answer of `key`'s calls (or of its `nth` call only).
+  void Answer(const std::string& key, const std::string& out, int rc = 0,
+              const std::string& err = "", int nth = 0) {
+    const std::string base =
+        (dir_ / "answers" / key).string() + (nth > 0 ? "." + std::to_string(nth) : std::string());
+    std::ofstream(base + ".out") << out;
+    std::ofstream(base + ".err") << err;
+    std::ofstream(base + ".rc") << rc;
+  }
+  // gcloud's NOT_FOUND for `key`'s calls (or its `nth` call only).
+  void NotFound(const std::string& key, int nth = 0) {
+    Answer(key, "", 1,
+           "ERROR: (gcloud.compute) Could not fetch resource:\n - The resource "
+           "'projects/p/x/y' was not found\n",
+           nth);
+  }
+  // The commands gcloud was asked, one a line.
+  std::vector<std::string> Calls() const {
+    std::ifstream in(dir_ / "answers" / "calls");
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+  // How many of the calls hold `words`.
+  size_t CallsWith(const std::string& words) const {
+    size_t n = 0;
+    for (const std::string& call : Calls()) n += call.find(words) != std::string::npos;
+    return n;
+  }
+
+  static std::string Instances(const std::string& status, const std::string& action) {
+    return R"([{"name": "slice-1-a", "instanceStatus": "RUNNING", "currentAction": "NONE"},
+               {"name": "slice-1-b", "instanceStatus": ")" +
+           status + R"(", "currentAction": ")" + action + R"("}])";
+  }
+
+  std::filesystem::path dir_;
+  TpuQuery query_{"slice-1", "us-central1-a", std::string("proj")};
+  std::unique_ptr<PodSource> source_;
+};
+
+// A Spot slice's group leaves a preempted VM TERMINATED (do-nothing on failure): only a
+// recreation brings the slice back. A standard or flex-start slice's group repairs it: the
+// slice is busy, never deleted for it.
+TEST_F(MigSourceTest, ATerminatedVmIsPreemptedOnlyWhereTheGroupDoesNotRepairIt) {
+  Answer("list", Instances("TERMINATED", "NONE"));
+  Answer("group-describe",
+         R"({"name": "slice-1", "instanceLifecyclePolicy": {"defaultActionOnFailure": "REPAIR"}})");
+  SourceNow now = source_->Now();
+  EXPECT_EQ(SourceCondition::kBusy, now.condition) << now.why;
+  EXPECT_EQ("repairing", now.state);
+  EXPECT_NE(std::string::npos, now.why.find("slice-1-b is TERMINATED")) << now.why;
+  // A group that does not say (Compute Engine's default) repairs too; the answer is kept.
+  Answer("group-describe", R"({"name": "slice-1"})");
+  EXPECT_EQ(SourceCondition::kBusy, source_->Now().condition);
+  EXPECT_EQ(1u, CallsWith("instance-groups managed describe"));
+
+  const std::unique_ptr<PodSource> spot = MakePodSource({PodSourceKind::kMig, query_}, dir_);
+  Answer(
+      "group-describe",
+      R"({"name": "slice-1", "instanceLifecyclePolicy": {"defaultActionOnFailure": "DO_NOTHING"}})");
+  now = spot->Now();
+  EXPECT_EQ(SourceCondition::kPreempted, now.condition) << now.why;
+  EXPECT_EQ("TERMINATED", now.state);
+
+  // Gone between the two calls: gone.
+  const std::unique_ptr<PodSource> gone = MakePodSource({PodSourceKind::kMig, query_}, dir_);
+  NotFound("group-describe");
+  EXPECT_EQ(SourceCondition::kGone, gone->Now().condition);
+
+  // A VM the group is acting on asks nothing more.
+  const size_t asked = CallsWith("instance-groups managed describe");
+  Answer("list", Instances("STOPPING", "RECREATING"));
+  EXPECT_EQ(SourceCondition::kBusy, gone->Now().condition);
+  EXPECT_EQ(asked, CallsWith("instance-groups managed describe"));
+}
+
+}  // namespace
+}  // namespace podrun
