@@ -64,13 +64,13 @@ GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate&
 
 GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
   const std::string model = MigProvisioningOf(create);
-  std::vector<std::string> words = {"instance-templates",
-                                    "create",
-                                    MigPartName(mig.name),
-                                    "--machine-type=" + create.machine_type,
-                                    "--image-family=" + create.image_family,
-                                    "--image-project=" + create.image_project,
-                                    Description("instance template", mig)};
+  std::vector<std::string> words = {
+      "instance-templates", "create", MigPartName(mig.name),
+      "--machine-type=" + create.machine_type, "--image-family=" + create.image_family,
+      "--image-project=" + create.image_project,
+      // The VMs publish their host keys as guest attributes only
+      // where this is set (podrun pins them: mig_host_keys.h).
+      "--metadata=enable-guest-attributes=TRUE", Description("instance template", mig)};
   if (model == "spot") {
     words.insert(words.end(), {"--provisioning-model=SPOT", "--instance-termination-action=STOP",
                                "--maintenance-policy=TERMINATE"});

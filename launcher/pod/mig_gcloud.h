@@ -34,7 +34,9 @@ std::string RegionOfZone(const std::string& zone);
 // --accelerator-topology=T --region=R --description=...`.
 GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create);
 // `gcloud [beta] compute instance-templates create T --machine-type=M --image-family=F
-// --image-project=IP --description=...` with the provisioning model's flags (beta: flex_start).
+// --image-project=IP --metadata=enable-guest-attributes=TRUE --description=...` with the
+// provisioning model's flags (beta: flex_start); the metadata has the VMs publish their host
+// keys as guest attributes.
 GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create);
 // `gcloud compute instance-groups managed create NAME --zone=Z --template=T --size=N
 // --workload-policy=URL` (Compute Engine takes the policy only by its URL, `policy_url`: its

@@ -44,6 +44,8 @@ TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
   EXPECT_EQ("compute", tpl[1]);  // GA: no beta for Spot
   EXPECT_TRUE(Has(tpl, "--machine-type=tpu7x-standard-4t"));
   EXPECT_TRUE(Has(tpl, "--provisioning-model=SPOT"));
+  // Without it a Compute Engine VM publishes no guest attributes: no host keys to pin.
+  EXPECT_TRUE(Has(tpl, "--metadata=enable-guest-attributes=TRUE"));
   EXPECT_TRUE(Has(tpl, "--instance-termination-action=STOP"));
   const std::string url =
       "https://www.googleapis.com/compute/v1/projects/proj-1/regions/us-central1/"
@@ -76,6 +78,7 @@ TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
   const auto tpl = GcloudMigTemplateCreateCommand(mig, flex).argv;
   EXPECT_EQ("beta", tpl[1]);
   EXPECT_TRUE(Has(tpl, "--provisioning-model=FLEX_START"));
+  EXPECT_TRUE(Has(tpl, "--metadata=enable-guest-attributes=TRUE"));
   EXPECT_TRUE(Has(tpl, "--max-run-duration=7d"));
   EXPECT_TRUE(Has(tpl, "--instance-termination-action=DELETE"));
   EXPECT_FALSE(Has(tpl, "--project"));
