@@ -175,6 +175,9 @@ class MigSource final : public PodSource {
 
   void Create(const TpuCreate& create) override {
     ForgetRepairs();
+    // What this call made, or may have made (a create stopped in flight may have reached the
+    // API): the policy, the template, the group.
+    bool made[3] = {false, false, false};
     try {
       // The policy and the template do not depend on each other: made at once (each gcloud is
       // about a second of start-up).
@@ -184,7 +187,7 @@ class MigSource final : public PodSource {
       std::exception_ptr failed[2];
       ParallelFor(2, [&](size_t i) {
         try {
-          printed[i] = MakePart(creates[i], i == 0 ? "policy" : "template");
+          printed[i] = MakePart(creates[i], i == 0 ? "policy" : "template", &made[i]);
         } catch (...) {
           failed[i] = std::current_exception();
         }
@@ -198,16 +201,26 @@ class MigSource final : public PodSource {
                     fmt::format("{}: gcloud's answer for workload policy {} has no selfLink",
                                 What(), MigPartName(query_.name)));
       }
-      RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
+      try {
+        RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
+        made[2] = true;
+      } catch (const GcloudError& e) {
+        made[2] =
+            e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
+        if (e.failure() != GcloudFailure::kExists) throw;
+        // Made meanwhile by another podrun (two drivers; `up` beside a launch): theirs, never
+        // deleted here; the caller waits for it as for its own. Gone again: the error stands.
+        if (!RunGcloudUnlessNotFound(GcloudMigGroupDescribeCommand(query_), What())) throw;
+        return;
+      }
       if (MigProvisioningOf(create) == "flex_start") {
         RunGcloud(GcloudMigResizeRequestCommand(query_, create), What());
       }
     } catch (const Error& e) {
-      // Nothing half made stays: a create stopped in flight may have reached the API, so
-      // whatever exists of the slice goes (the group, then what podrun made for it; never a
-      // template or policy of the user's).
+      // Nothing this call made stays half made (the group first, then its template and policy);
+      // what it did not make (another podrun's group, parts reused) stays.
       try {
-        Delete(DeleteScope::kEverything);
+        DeleteMade(made);
       } catch (const Error& also) {
         throw Error(e.code(), fmt::format("{}\nand what it made could not be deleted: {}", e.what(),
                                           also.what()));
@@ -254,16 +267,21 @@ class MigSource final : public PodSource {
  private:
   // The slice's template or policy: one made by podrun for this group before (a recreation, a
   // create interrupted before) is used as it is, else it is created. Returns what gcloud printed
-  // of it. Throws as RunGcloud, also when one of the user's has that name.
-  std::string MakePart(const GcloudCommand& create, const char* part) {
+  // of it; `made` is set when this call created it (or its create was stopped in flight). Throws
+  // as RunGcloud, also when one of the user's has that name.
+  std::string MakePart(const GcloudCommand& create, const char* part, bool* made) {
     const bool policy = std::string_view(part) == "policy";
     const GcloudCommand describe = policy ? GcloudMigPolicyCommand(query_, "describe")
                                           : GcloudMigTemplateCommand(query_, "describe");
     std::optional<std::string> described = RunGcloudUnlessNotFound(describe, What());
     if (!described) {
       try {
-        return RunGcloud(create, What());
+        std::string printed = RunGcloud(create, What());
+        *made = true;
+        return printed;
       } catch (const GcloudError& e) {
+        *made =
+            e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
         // Made meanwhile (a second podrun): described again below.
         if (e.failure() != GcloudFailure::kExists) throw;
         described = RunGcloud(describe, What());
@@ -274,6 +292,17 @@ class MigSource final : public PodSource {
                 fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
                             "group or delete it",
                             What(), part, MigPartName(query_.name)));
+  }
+
+  // Deletes what Create made (`made`: the policy, the template, the group), the group first.
+  // Throws as RunGcloud.
+  void DeleteMade(const bool made[3]) {
+    if (made[2]) {
+      RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What());
+      ForgetCache();
+    }
+    if (made[1]) RunGcloudUnlessNotFound(GcloudMigTemplateCommand(query_, "delete"), What());
+    if (made[0]) RunGcloudUnlessNotFound(GcloudMigPolicyCommand(query_, "delete"), What());
   }
 
   // Sets now's condition, state and why from the group's instances.

@@ -1,6 +1,6 @@
 // Tests of a MIG slice as a pod source against a stand-in gcloud (a shell script that answers
 // each kind of command from files and logs what it was asked): what a stopped VM means by the
-// group's repair policy.
+// group's repair policy; a failed create deletes only what it made.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/pod_source.h"
 
 namespace podrun {
@@ -23,11 +24,12 @@ class MigSourceTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ / "answers");
     // Each command is a key (list, group-describe, template-create, ...); its answer is
-    // answers/KEY.N.{out,err,rc} for its Nth call when there is one, else answers/KEY.{out,err,rc}.
+    // answers/KEY.N.{out,err,rc} for its Nth call when there is one, else answers/KEY.{out,err,rc}
+    // (and KEY.sleep: seconds it takes first).
     const std::filesystem::path gcloud = dir_ / "gcloud";
     std::ofstream(gcloud) << "#!/bin/sh\n"
                           << "d='" << (dir_ / "answers").string() << "'\n"
-                          << R"(echo "$*" >> "$d/calls"
+                          << R"sh(echo "$*" >> "$d/calls"
 case "$*" in
   *"instance-groups managed list-instances"*) k=list ;;
   *"instance-groups managed describe"*) k=group-describe ;;
@@ -44,10 +46,11 @@ case "$*" in
 esac
 n=$(( $(cat "$d/$k.n" 2>/dev/null || echo 0) + 1 )); echo $n > "$d/$k.n"
 f="$d/$k"; ls "$d/$k.$n".* >/dev/null 2>&1 && f="$d/$k.$n"
+[ -f "$f.sleep" ] && sleep "$(cat "$f.sleep")"
 [ -f "$f.err" ] && cat "$f.err" >&2
 [ -f "$f.out" ] && cat "$f.out"
 exit $(cat "$f.rc" 2>/dev/null || echo 0)
-)";
+)sh";
     ::chmod(gcloud.c_str(), 0700);
     ::setenv("PODRUN_GCLOUD", gcloud.c_str(), 1);
     ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
@@ -86,6 +89,35 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
     size_t n = 0;
     for (const std::string& call : Calls()) n += call.find(words) != std::string::npos;
     return n;
+  }
+
+  // The workload policy and the template exist: made by podrun for this group before.
+  void PartsExist() {
+    Answer("policy-describe", PolicyJson());
+    Answer("template-describe", TemplateJson());
+  }
+  // Neither exists: this create makes them.
+  void PartsMissing() {
+    NotFound("policy-describe");
+    NotFound("template-describe");
+    Answer("policy-create", PolicyJson());
+    Answer("template-create", "[" + TemplateJson() + "]");
+  }
+  std::string PolicyJson() const {
+    return R"({"name": "slice-1-podrun", "description": "podrun: workload policy of MIG slice-1",
+               "selfLink": "https://www.googleapis.com/compute/v1/projects/proj/regions/us-central1/resourcePolicies/slice-1-podrun"})";
+  }
+  std::string TemplateJson() const {
+    return R"({"name": "slice-1-podrun", "description": "podrun: instance template of MIG slice-1"})";
+  }
+  static TpuCreate Spot() {
+    TpuCreate c;
+    c.machine_type = "tpu7x-standard-4t";
+    c.topology = "2x2x4";
+    c.image_family = "fam";
+    c.image_project = "img";
+    c.provisioning = "spot";
+    return c;
   }
 
   static std::string Instances(const std::string& status, const std::string& action) {
@@ -133,6 +165,57 @@ TEST_F(MigSourceTest, ATerminatedVmIsPreemptedOnlyWhereTheGroupDoesNotRepairIt) 
   Answer("list", Instances("STOPPING", "RECREATING"));
   EXPECT_EQ(SourceCondition::kBusy, gone->Now().condition);
   EXPECT_EQ(asked, CallsWith("instance-groups managed describe"));
+}
+
+// Two drivers (or `up` beside a launch) make one slice: the second create finds the group made.
+// It is waited for as this call's own, and never deleted by it.
+TEST_F(MigSourceTest, AGroupAnotherPodrunMadeIsWaitedForNeverDeleted) {
+  PartsExist();
+  Answer("group-create", "", 1,
+         "ERROR: (gcloud.compute.instance-groups.managed.create) Could not fetch resource:\n - "
+         "The resource 'projects/proj/zones/us-central1-a/instanceGroupManagers/slice-1' already "
+         "exists\n");
+  Answer("group-describe", R"({"name": "slice-1"})");
+  EXPECT_NO_THROW(source_->Create(Spot()));
+  EXPECT_EQ(1u, CallsWith("instance-groups managed describe slice-1"));
+  EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
+  // Gone again by the time it is described: the create's error stands, and still nothing of
+  // another's is deleted.
+  NotFound("group-describe");
+  EXPECT_THROW(source_->Create(Spot()), GcloudError);
+  EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
+}
+
+// A failed create deletes what it made (here the policy and the template), not a group it did
+// not make, nor parts it found made.
+TEST_F(MigSourceTest, AFailedCreateDeletesOnlyWhatItMade) {
+  PartsMissing();
+  Answer("group-create", "", 1,
+         "ERROR: (gcloud.compute.instance-groups.managed.create) PERMISSION_DENIED: no\n");
+  EXPECT_THROW(source_->Create(Spot()), GcloudError);
+  EXPECT_EQ(0u, CallsWith("instance-groups managed delete"));
+  EXPECT_EQ(1u, CallsWith("instance-templates delete slice-1-podrun"));
+  EXPECT_EQ(1u, CallsWith("resource-policies delete slice-1-podrun"));
+
+  std::filesystem::remove(dir_ / "answers" / "calls");
+  PartsExist();  // reused: not this call's
+  EXPECT_THROW(source_->Create(Spot()), GcloudError);
+  EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
+
+  // A group create stopped at its deadline may have reached the API: that group is deleted.
+  std::filesystem::remove(dir_ / "answers" / "calls");
+  Answer("group-create", "");
+  std::ofstream(dir_ / "answers" / "group-create.sleep") << "30";
+  ::setenv("PODRUN_GCLOUD_TIMEOUT_SECONDS", "2", 1);
+  try {
+    source_->Create(Spot());
+    ADD_FAILURE() << "a create past its deadline returned";
+  } catch (const GcloudError& e) {
+    EXPECT_EQ(GcloudFailure::kTimedOut, e.failure()) << e.what();
+  }
+  ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
+  EXPECT_EQ(1u, CallsWith("instance-groups managed delete slice-1"))
+      << ::testing::PrintToString(Calls());
 }
 
 }  // namespace
