@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "launcher/base/atomic_file.h"
 #include "launcher/base/error.h"
 #include "launcher/base/parallel_for.h"
 #include "launcher/pod/mig_gcloud.h"
@@ -371,15 +372,15 @@ class MigSource final : public PodSource {
     return repairs;
   }
 
+  // Caches `s` (whole or not at all: two commands may store at once). Not cached when it cannot
+  // be written: the next command asks gcloud again.
   void Store(const SourceState& s) const {
     std::error_code ec;
     std::filesystem::create_directories(cache_dir_, ec);
-    const std::filesystem::path tmp = cache_.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << ToJson(s).dump();
+    try {
+      WriteFileAtomically(cache_, ToJson(s).dump(), 0600);
+    } catch (const Error&) {
     }
-    std::filesystem::rename(tmp, cache_, ec);
   }
 
   // The group's instances as Now() just listed them (within kListReuse), so that the Describe

@@ -42,6 +42,7 @@ case "$*" in
   *"resource-policies describe"*) k=policy-describe ;;
   *"resource-policies create"*) k=policy-create ;;
   *"resource-policies delete"*) k=policy-delete ;;
+  *"instances list"*) k=instances ;;
   *) k=other ;;
 esac
 n=$(( $(cat "$d/$k.n" 2>/dev/null || echo 0) + 1 )); echo $n > "$d/$k.n"
@@ -216,6 +217,27 @@ TEST_F(MigSourceTest, AFailedCreateDeletesOnlyWhatItMade) {
   ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
   EXPECT_EQ(1u, CallsWith("instance-groups managed delete slice-1"))
       << ::testing::PrintToString(Calls());
+}
+
+// The cached answer is written whole (a scratch file of its own, renamed) and private.
+TEST_F(MigSourceTest, TheCacheIsWrittenWholeAndPrivate) {
+  Answer("list", Instances("RUNNING", "NONE"));
+  Answer("instances", R"([
+    {"name": "slice-1-a", "status": "RUNNING", "networkInterfaces": [{"networkIP": "10.0.0.1"}],
+     "metadata": {"items": [{"key": "agent-worker-number", "value": "0"}]}},
+    {"name": "slice-1-b", "status": "RUNNING", "networkInterfaces": [{"networkIP": "10.0.0.2"}],
+     "metadata": {"items": [{"key": "agent-worker-number", "value": "1"}]}}])");
+  const SourceState state = source_->Describe(/*refresh=*/true, nullptr);
+  ASSERT_EQ("", state.not_ready);
+  ASSERT_EQ(2u, state.workers.size());
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "cache")) files.push_back(e);
+  ASSERT_EQ(1u, files.size()) << ::testing::PrintToString(files);
+  EXPECT_EQ(std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+            std::filesystem::status(files[0]).permissions());
+  bool cached = false;
+  EXPECT_EQ("10.0.0.2", source_->Describe(/*refresh=*/false, &cached).workers[1].internal_ip);
+  EXPECT_TRUE(cached);
 }
 
 }  // namespace
