@@ -3,13 +3,13 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
+#include "proto/sha256.h"
 
 namespace podrun {
 namespace {
@@ -35,8 +35,46 @@ std::chrono::seconds DeadlineOfVerb(const std::string& verb) {
   return verb == "delete" ? kGcloudDeleteDeadline : kGcloudQueryDeadline;
 }
 
-std::string Description(const char* what, const TpuQuery& mig) {
-  return fmt::format("--description={} {} of MIG {}", kMigMadeByPodrun, what, mig.name);
+// The settings of a part's create (its flags but the name and the description; the template's
+// with "beta" first when it needs gcloud beta).
+std::vector<std::string> PolicySettings(const TpuQuery& mig, const TpuCreate& create) {
+  return {"--type=HIGH_THROUGHPUT", "--accelerator-topology=" + create.topology,
+          "--region=" + RegionOfZone(mig.zone)};
+}
+
+std::vector<std::string> TemplateSettings(const TpuCreate& create) {
+  const std::string model = MigProvisioningOf(create);
+  std::vector<std::string> words = {"--machine-type=" + create.machine_type,
+                                    "--image-family=" + create.image_family,
+                                    "--image-project=" + create.image_project,
+                                    // The VMs publish their host keys as guest attributes only
+                                    // where this is set (podrun pins them: mig_host_keys.h).
+                                    "--metadata=enable-guest-attributes=TRUE"};
+  if (model == "spot") {
+    words.insert(words.end(), {"--provisioning-model=SPOT", "--instance-termination-action=STOP",
+                               "--maintenance-policy=TERMINATE"});
+  } else if (model == "flex_start") {
+    words.insert(words.begin(), "beta");
+    words.insert(words.end(), {"--provisioning-model=FLEX_START", "--reservation-affinity=none"});
+  }
+  if (create.max_run_duration) {
+    words.push_back("--max-run-duration=" + *create.max_run_duration);
+    if (model != "spot") words.push_back("--instance-termination-action=DELETE");
+  }
+  return words;
+}
+
+// The first 16 hex digits of the SHA-256 of `settings`, one a line.
+std::string Digest(const std::vector<std::string>& settings) {
+  std::string text;
+  for (const std::string& word : settings) text += word + "\n";
+  return Sha256Hex(text).substr(0, 16);
+}
+
+std::string Description(const char* what, const TpuQuery& mig,
+                        const std::vector<std::string>& settings) {
+  return fmt::format("--description={} {} of MIG {} (settings {})", kMigMadeByPodrun, what,
+                     mig.name, Digest(settings));
 }
 
 }  // namespace
@@ -44,7 +82,8 @@ std::string Description(const char* what, const TpuQuery& mig) {
 std::string MigPartName(const std::string& mig) {
   constexpr std::string_view kSuffix = "-podrun";
   if (mig.size() + kSuffix.size() <= kMaxName) return mig + std::string(kSuffix);
-  const std::string hash = fmt::format("{:05x}", std::hash<std::string>{}(mig)&0xfffff);
+  // Stable across builds and machines (std::hash is not): the same group names the same parts.
+  const std::string hash = Sha256Hex(mig).substr(0, 5);
   return mig.substr(0, kMaxName - kSuffix.size() - hash.size() - 1) + "-" + hash +
          std::string(kSuffix);
 }
@@ -55,35 +94,30 @@ std::string RegionOfZone(const std::string& zone) {
 }
 
 GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
-  return Command(mig,
-                 {"resource-policies", "create", "workload-policy", MigPartName(mig.name),
-                  "--type=HIGH_THROUGHPUT", "--accelerator-topology=" + create.topology,
-                  "--region=" + RegionOfZone(mig.zone), Description("workload policy", mig)},
-                 "--format=json", kGcloudCreateDeadline);
+  const std::vector<std::string> settings = PolicySettings(mig, create);
+  std::vector<std::string> words = {"resource-policies", "create", "workload-policy",
+                                    MigPartName(mig.name)};
+  words.insert(words.end(), settings.begin(), settings.end());
+  words.push_back(Description("workload policy", mig, settings));
+  return Command(mig, words, "--format=json", kGcloudCreateDeadline);
 }
 
 GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
-  const std::string model = MigProvisioningOf(create);
-  std::vector<std::string> words = {
-      "instance-templates", "create", MigPartName(mig.name),
-      "--machine-type=" + create.machine_type, "--image-family=" + create.image_family,
-      "--image-project=" + create.image_project,
-      // The VMs publish their host keys as guest attributes only
-      // where this is set (podrun pins them: mig_host_keys.h).
-      "--metadata=enable-guest-attributes=TRUE", Description("instance template", mig)};
-  if (model == "spot") {
-    words.insert(words.end(), {"--provisioning-model=SPOT", "--instance-termination-action=STOP",
-                               "--maintenance-policy=TERMINATE"});
-  } else if (model == "flex_start") {
-    words.insert(words.end(), {"--provisioning-model=FLEX_START", "--reservation-affinity=none"});
-  }
-  if (create.max_run_duration) {
-    words.push_back("--max-run-duration=" + *create.max_run_duration);
-    if (model != "spot") words.push_back("--instance-termination-action=DELETE");
-  }
-  return Command(mig, words, "--format=json", kGcloudCreateDeadline,
-                 /*beta=*/model == "flex_start");
+  std::vector<std::string> settings = TemplateSettings(create);
+  const std::string description = Description("instance template", mig, settings);
+  const bool beta = !settings.empty() && settings.front() == "beta";
+  if (beta) settings.erase(settings.begin());
+  std::vector<std::string> words = {"instance-templates", "create", MigPartName(mig.name)};
+  words.insert(words.end(), settings.begin(), settings.end());
+  words.push_back(description);
+  return Command(mig, words, "--format=json", kGcloudCreateDeadline, beta);
 }
+
+std::string MigPolicyDigest(const TpuQuery& mig, const TpuCreate& create) {
+  return Digest(PolicySettings(mig, create));
+}
+
+std::string MigTemplateDigest(const TpuCreate& create) { return Digest(TemplateSettings(create)); }
 
 GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
                                           const std::string& policy_url) {
@@ -188,15 +222,30 @@ bool MigRepairsFailedVms(std::string_view describe_json, const std::string& what
 }
 
 bool MadeByPodrun(std::string_view describe_json) {
+  return MigPartOwnerOf(describe_json).has_value();
+}
+
+std::optional<MigPartOwner> MigPartOwnerOf(std::string_view describe_json) {
+  std::string description;
   try {
     const nlohmann::json j = OneObject(describe_json);
     if (!j.is_object() || !j.contains("description") || !j["description"].is_string()) {
-      return false;
+      return std::nullopt;
     }
-    return j["description"].get<std::string>().starts_with(kMigMadeByPodrun);
+    description = j["description"].get<std::string>();
   } catch (const nlohmann::json::exception&) {
-    return false;
+    return std::nullopt;
   }
+  if (!description.starts_with(kMigMadeByPodrun)) return std::nullopt;
+  // "podrun: WHAT of MIG NAME (settings DIGEST)"; an older podrun's: "podrun: WHAT of MIG NAME".
+  static const std::regex kOwner(" of MIG ([a-z0-9-]+)(?: \\(settings ([0-9a-f]+)\\))?$");
+  std::smatch m;
+  MigPartOwner owner;
+  if (std::regex_search(description, m, kOwner)) {
+    owner.mig = m[1].str();
+    owner.settings = m[2].str();
+  }
+  return owner;
 }
 
 }  // namespace podrun

@@ -5,6 +5,7 @@
 // description prefix kMigMadeByPodrun, so that `down` deletes only those.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,9 +19,10 @@ namespace podrun {
 // The start of the description of every template and policy podrun makes.
 inline constexpr std::string_view kMigMadeByPodrun = "podrun:";
 
-// The names of what podrun makes for group `mig`: "<mig>-podrun" (shortened, with a hash of the
-// whole name, when that would pass 63 characters). The template and the policy share it (they
-// are in different collections).
+// The names of what podrun makes for group `mig`: "<mig>-podrun" (shortened, with 5 hex digits
+// of the whole name's SHA-256, when that would pass 63 characters). The template and the policy
+// share it (they are in different collections). Two long names may share it: each part's
+// description names its group exactly (MigPartOwnerOf).
 std::string MigPartName(const std::string& mig);
 // The region of a zone: "us-central1" for "us-central1-a".
 std::string RegionOfZone(const std::string& zone);
@@ -67,6 +69,21 @@ GcloudCommand GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& i
 bool MigRepairsFailedVms(std::string_view describe_json, const std::string& what);
 // True when describe's JSON has a description that starts with kMigMadeByPodrun.
 bool MadeByPodrun(std::string_view describe_json);
+
+// What the description of a template or policy podrun made says: the group it was made for, and
+// the digest of the settings it was made with ("" when an older podrun made it without one;
+// `mig` "" when the description names no group).
+struct MigPartOwner {
+  std::string mig;
+  std::string settings;
+};
+// nullopt when podrun did not make it (not MadeByPodrun).
+std::optional<MigPartOwner> MigPartOwnerOf(std::string_view describe_json);
+// The digest of the settings GcloudMigPolicyCreateCommand / GcloudMigTemplateCreateCommand write
+// into their description (a SHA-256 of their flags): a part whose digest differs was made with
+// other settings (the spec's create: changed) and is made again.
+std::string MigPolicyDigest(const TpuQuery& mig, const TpuCreate& create);
+std::string MigTemplateDigest(const TpuCreate& create);
 // The selfLink of what a create or describe printed (an object, or a list of one, as gcloud
 // prints a create's result); "" when there is none or it is not a Compute Engine URL of a
 // resource policy.

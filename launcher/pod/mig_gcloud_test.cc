@@ -39,7 +39,8 @@ TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
   EXPECT_TRUE(Has(policy, "--accelerator-topology=2x2x4"));
   EXPECT_TRUE(Has(policy, "--region=us-central1"));
   EXPECT_TRUE(Has(policy, "--project"));
-  EXPECT_TRUE(Has(policy, "--description=podrun: workload policy of MIG slice-1"));
+  EXPECT_TRUE(Has(policy, "--description=podrun: workload policy of MIG slice-1 (settings " +
+                              MigPolicyDigest(mig, Spot()) + ")"));
   const auto tpl = GcloudMigTemplateCreateCommand(mig, Spot()).argv;
   EXPECT_EQ("compute", tpl[1]);  // GA: no beta for Spot
   EXPECT_TRUE(Has(tpl, "--machine-type=tpu7x-standard-4t"));
@@ -147,6 +148,47 @@ TEST(MigGcloudTest, OnlyWhatPodrunMadeIsItsToDelete) {
   EXPECT_FALSE(MadeByPodrun(R"({"description": "the team's template"})"));
   EXPECT_FALSE(MadeByPodrun(R"({"name": "s-podrun"})"));
   EXPECT_FALSE(MadeByPodrun("not json"));
+}
+
+// A reused part is matched by its exact group and a digest of its settings, both written into
+// its description; the shortened names take a hash that every build computes alike.
+TEST(MigGcloudTest, PartsNameTheirGroupAndTheirSettings) {
+  const std::string long_name(60, 'a');
+  EXPECT_EQ(std::string(50, 'a') + "-11ee3-podrun", MigPartName(long_name));  // SHA-256
+  const TpuQuery mig{"slice-1", "us-central1-c", std::nullopt};
+  const auto tpl = GcloudMigTemplateCreateCommand(mig, Spot()).argv;
+  const std::string digest = MigTemplateDigest(Spot());
+  EXPECT_EQ(16u, digest.size());
+  EXPECT_TRUE(
+      Has(tpl, "--description=podrun: instance template of MIG slice-1 (settings " + digest + ")"));
+  std::optional<MigPartOwner> owner = MigPartOwnerOf(
+      R"({"description": "podrun: instance template of MIG slice-1 (settings )" + digest + ")\"}");
+  ASSERT_TRUE(owner);
+  EXPECT_EQ("slice-1", owner->mig);
+  EXPECT_EQ(digest, owner->settings);
+  // Any setting the template is made with changes the digest; the policy's likewise.
+  TpuCreate changed = Spot();
+  changed.image_family = "tpu-vm-v2";
+  EXPECT_NE(digest, MigTemplateDigest(changed));
+  changed = Spot();
+  changed.provisioning = "standard";
+  changed.spot = false;
+  EXPECT_NE(digest, MigTemplateDigest(changed));
+  changed = Spot();
+  changed.topology = "4x4x4";
+  EXPECT_NE(MigPolicyDigest(mig, Spot()), MigPolicyDigest(mig, changed));
+  EXPECT_EQ(digest, MigTemplateDigest(Spot()));
+  // An older podrun's description: the group, no settings.
+  owner = MigPartOwnerOf(R"({"description": "podrun: workload policy of MIG slice-1"})");
+  ASSERT_TRUE(owner);
+  EXPECT_EQ("slice-1", owner->mig);
+  EXPECT_EQ("", owner->settings);
+  // Another group's (two long names shortened alike) is not this one's.
+  EXPECT_EQ(std::string(50, 'a') + "-b",
+            MigPartOwnerOf(R"({"description": "podrun: instance template of MIG )" +
+                           std::string(50, 'a') + "-b (settings 0123456789abcdef)\"}")
+                ->mig);
+  EXPECT_FALSE(MigPartOwnerOf(R"({"description": "the team's template"})"));
 }
 
 TEST(MigGcloudTest, AStockoutWhileTheGroupMakesItsVmsIsRead) {

@@ -188,7 +188,9 @@ class MigSource final : public PodSource {
       std::exception_ptr failed[2];
       ParallelFor(2, [&](size_t i) {
         try {
-          printed[i] = MakePart(creates[i], i == 0 ? "policy" : "template", &made[i]);
+          printed[i] =
+              i == 0 ? MakePart(creates[i], "policy", MigPolicyDigest(query_, create), &made[i])
+                     : MakePart(creates[i], "template", MigTemplateDigest(create), &made[i]);
         } catch (...) {
           failed[i] = std::current_exception();
         }
@@ -236,8 +238,9 @@ class MigSource final : public PodSource {
         RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
     if (scope == DeleteScope::kVms) return group;
-    // Then the template and the policy, at once, only when podrun made them (their description
-    // says so): a template or policy of the user's stays.
+    // Then the template and the policy, at once, only when podrun made them for this group
+    // (their description says so): a template or policy of the user's, or another group's,
+    // stays.
     using Command = GcloudCommand (*)(const TpuQuery&, const std::string&);
     const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
     bool deleted[2] = {false, false};
@@ -246,7 +249,9 @@ class MigSource final : public PodSource {
       try {
         const std::optional<std::string> described =
             RunGcloudUnlessNotFound(parts[i](query_, "describe"), What());
-        if (!described || !MadeByPodrun(*described)) return;
+        const std::optional<MigPartOwner> owner =
+            described ? MigPartOwnerOf(*described) : std::nullopt;
+        if (!owner || owner->mig != query_.name) return;
         deleted[i] = RunGcloudUnlessNotFound(parts[i](query_, "delete"), What()) != std::nullopt;
       } catch (...) {
         failed[i] = std::current_exception();
@@ -268,31 +273,59 @@ class MigSource final : public PodSource {
  private:
   // The slice's template or policy: one made by podrun for this group before (a recreation, a
   // create interrupted before) is used as it is, else it is created. Returns what gcloud printed
-  // of it; `made` is set when this call created it (or its create was stopped in flight). Throws
-  // as RunGcloud, also when one of the user's has that name.
-  std::string MakePart(const GcloudCommand& create, const char* part, bool* made) {
+  // of it; `made` is set when this call created it (or its create was stopped in flight). One
+  // made with settings whose digest is not `digest` is deleted and made again. Throws as
+  // RunGcloud, also when one of the user's, or one podrun made for another group, has that
+  // name.
+  std::string MakePart(const GcloudCommand& create, const char* part, const std::string& digest,
+                       bool* made) {
     const bool policy = std::string_view(part) == "policy";
     const GcloudCommand describe = policy ? GcloudMigPolicyCommand(query_, "describe")
                                           : GcloudMigTemplateCommand(query_, "describe");
+    const GcloudCommand remove = policy ? GcloudMigPolicyCommand(query_, "delete")
+                                        : GcloudMigTemplateCommand(query_, "delete");
     std::optional<std::string> described = RunGcloudUnlessNotFound(describe, What());
-    if (!described) {
-      try {
-        std::string printed = RunGcloud(create, What());
-        *made = true;
-        return printed;
-      } catch (const GcloudError& e) {
-        *made =
-            e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
-        // Made meanwhile (a second podrun): described again below.
-        if (e.failure() != GcloudFailure::kExists) throw;
-        described = RunGcloud(describe, What());
+    for (int tries = 0;; ++tries) {
+      if (!described) {
+        try {
+          std::string printed = RunGcloud(create, What());
+          *made = true;
+          return printed;
+        } catch (const GcloudError& e) {
+          *made =
+              e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
+          // Made meanwhile (a second podrun): described again below.
+          if (e.failure() != GcloudFailure::kExists) throw;
+          described = RunGcloud(describe, What());
+        }
       }
+      const std::optional<MigPartOwner> owner = MigPartOwnerOf(*described);
+      if (!owner) {
+        throw Error(ExitCode::kUsage,
+                    fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
+                                "group or delete it",
+                                What(), part, MigPartName(query_.name)));
+      }
+      if (owner->mig != query_.name) {
+        throw Error(ExitCode::kUsage,
+                    fmt::format("{}: a {} named {} exists that podrun made for MIG {}: rename the "
+                                "group or delete that one",
+                                What(), part, MigPartName(query_.name),
+                                owner->mig.empty() ? "(not named)" : owner->mig));
+      }
+      if (owner->settings == digest) return *described;
+      // Made with other settings (the spec's create: changed; an older podrun wrote none): made
+      // again, so that the change reaches the VMs. Once: a second podrun racing with other
+      // settings is an error, not a loop.
+      if (tries > 0) {
+        throw Error(ExitCode::kUnreachable,
+                    fmt::format("{}: the {} {} was made again meanwhile with other settings (a "
+                                "second podrun with another create:?)",
+                                What(), part, MigPartName(query_.name)));
+      }
+      RunGcloudUnlessNotFound(remove, What());
+      described.reset();
     }
-    if (MadeByPodrun(*described)) return *described;
-    throw Error(ExitCode::kUsage,
-                fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
-                            "group or delete it",
-                            What(), part, MigPartName(query_.name)));
   }
 
   // Deletes what Create made (`made`: the policy, the template, the group), the group first.

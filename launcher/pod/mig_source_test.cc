@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "launcher/pod/gcloud_run.h"
+#include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/pod_source.h"
 
 namespace podrun {
@@ -78,6 +79,11 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
            "'projects/p/x/y' was not found\n",
            nth);
   }
+  // No answer and no call so far.
+  void Fresh() {
+    std::filesystem::remove_all(dir_ / "answers");
+    std::filesystem::create_directories(dir_ / "answers");
+  }
   // The commands gcloud was asked, one a line.
   std::vector<std::string> Calls() const {
     std::ifstream in(dir_ / "answers" / "calls");
@@ -104,12 +110,20 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
     Answer("policy-create", PolicyJson());
     Answer("template-create", "[" + TemplateJson() + "]");
   }
-  std::string PolicyJson() const {
-    return R"({"name": "slice-1-podrun", "description": "podrun: workload policy of MIG slice-1",
-               "selfLink": "https://www.googleapis.com/compute/v1/projects/proj/regions/us-central1/resourcePolicies/slice-1-podrun"})";
+  // As podrun makes them now for Spot(), or with the description `description`.
+  std::string PolicyJson(const std::string& description = "") const {
+    return R"({"name": "slice-1-podrun", "description": ")" +
+           (description.empty() ? "podrun: workload policy of MIG slice-1 (settings " +
+                                      MigPolicyDigest(query_, Spot()) + ")"
+                                : description) +
+           R"(", "selfLink": "https://www.googleapis.com/compute/v1/projects/proj/regions/us-central1/resourcePolicies/slice-1-podrun"})";
   }
-  std::string TemplateJson() const {
-    return R"({"name": "slice-1-podrun", "description": "podrun: instance template of MIG slice-1"})";
+  std::string TemplateJson(const std::string& description = "") const {
+    return R"({"name": "slice-1-podrun", "description": ")" +
+           (description.empty() ? "podrun: instance template of MIG slice-1 (settings " +
+                                      MigTemplateDigest(Spot()) + ")"
+                                : description) +
+           R"("})";
   }
   static TpuCreate Spot() {
     TpuCreate c;
@@ -198,13 +212,16 @@ TEST_F(MigSourceTest, AFailedCreateDeletesOnlyWhatItMade) {
   EXPECT_EQ(1u, CallsWith("instance-templates delete slice-1-podrun"));
   EXPECT_EQ(1u, CallsWith("resource-policies delete slice-1-podrun"));
 
-  std::filesystem::remove(dir_ / "answers" / "calls");
+  Fresh();
   PartsExist();  // reused: not this call's
+  Answer("group-create", "", 1,
+         "ERROR: (gcloud.compute.instance-groups.managed.create) PERMISSION_DENIED: no\n");
   EXPECT_THROW(source_->Create(Spot()), GcloudError);
   EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
 
   // A group create stopped at its deadline may have reached the API: that group is deleted.
-  std::filesystem::remove(dir_ / "answers" / "calls");
+  Fresh();
+  PartsExist();
   Answer("group-create", "");
   std::ofstream(dir_ / "answers" / "group-create.sleep") << "30";
   ::setenv("PODRUN_GCLOUD_TIMEOUT_SECONDS", "2", 1);
@@ -217,6 +234,52 @@ TEST_F(MigSourceTest, AFailedCreateDeletesOnlyWhatItMade) {
   ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
   EXPECT_EQ(1u, CallsWith("instance-groups managed delete slice-1"))
       << ::testing::PrintToString(Calls());
+}
+
+// A template or policy podrun made for this group is reused while its settings are the spec's;
+// made with others (a changed image_family, or by an older podrun, which wrote no digest) it is
+// made again, so that the change reaches the new VMs; one podrun made for another group (two
+// long names shortened alike) is never taken.
+TEST_F(MigSourceTest, APartMadeWithOtherSettingsIsMadeAgain) {
+  PartsExist();
+  source_->Create(Spot());
+  EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
+  EXPECT_EQ(0u, CallsWith("instance-templates create"));
+
+  Fresh();
+  PartsExist();
+  Answer("template-create", "[" + TemplateJson() + "]");
+  TpuCreate changed = Spot();
+  changed.image_family = "tpu-vm-v2";
+  source_->Create(changed);
+  EXPECT_EQ(1u, CallsWith("instance-templates delete slice-1-podrun"));
+  EXPECT_EQ(1u, CallsWith("instance-templates create slice-1-podrun --machine-type="
+                          "tpu7x-standard-4t --image-family=tpu-vm-v2"));
+  EXPECT_EQ(0u, CallsWith("resource-policies delete"));  // the policy's settings are the same
+
+  Fresh();
+  PartsExist();
+  Answer("policy-describe", PolicyJson("podrun: workload policy of MIG slice-1"));
+  Answer("policy-create", PolicyJson());
+  source_->Create(Spot());
+  EXPECT_EQ(1u, CallsWith("resource-policies delete slice-1-podrun"));
+  EXPECT_EQ(1u, CallsWith("resource-policies create workload-policy slice-1-podrun"));
+  EXPECT_EQ(0u, CallsWith("instance-templates delete"));
+
+  Fresh();
+  PartsExist();
+  Answer(
+      "template-describe",
+      TemplateJson("podrun: instance template of MIG slice-1-other (settings 0123456789abcdef)"));
+  try {
+    source_->Create(Spot());
+    ADD_FAILURE() << "another group's template was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kUsage, e.code());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("podrun made for MIG slice-1-other"))
+        << e.what();
+  }
+  EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
 }
 
 // The cached answer is written whole (a scratch file of its own, renamed) and private.
