@@ -116,7 +116,7 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
            (description.empty() ? "podrun: workload policy of MIG slice-1 (settings " +
                                       MigPolicyDigest(query_, Spot()) + ")"
                                 : description) +
-           R"(", "selfLink": "https://www.googleapis.com/compute/v1/projects/proj/regions/us-central1/resourcePolicies/slice-1-podrun"})";
+           R"(", "selfLink": "https://www.googleapis.com/compute/v1/projects/proj-1/regions/us-central1/resourcePolicies/slice-1-podrun"})";
   }
   std::string TemplateJson(const std::string& description = "") const {
     return R"({"name": "slice-1-podrun", "description": ")" +
@@ -142,7 +142,7 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
   }
 
   std::filesystem::path dir_;
-  TpuQuery query_{"slice-1", "us-central1-a", std::string("proj")};
+  TpuQuery query_{"slice-1", "us-central1-a", std::string("proj-1")};
   std::unique_ptr<PodSource> source_;
 };
 
@@ -188,7 +188,7 @@ TEST_F(MigSourceTest, AGroupAnotherPodrunMadeIsWaitedForNeverDeleted) {
   PartsExist();
   Answer("group-create", "", 1,
          "ERROR: (gcloud.compute.instance-groups.managed.create) Could not fetch resource:\n - "
-         "The resource 'projects/proj/zones/us-central1-a/instanceGroupManagers/slice-1' already "
+         "The resource 'projects/proj-1/zones/us-central1-a/instanceGroupManagers/slice-1' already "
          "exists\n");
   Answer("group-describe", R"({"name": "slice-1"})");
   EXPECT_NO_THROW(source_->Create(Spot()));
