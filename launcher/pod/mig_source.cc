@@ -1,10 +1,10 @@
 // The Compute Engine managed instance group of TPU VMs as a pod source (pod_source.h): two gcloud
 // calls (list-instances, then instances list) give the instances, their states and addresses;
 // the answer is cached as podrun's own JSON, with the TPU worker numbers the VMs gave when the
-// API does not show them. A slice is made as Google documents it (mig_gcloud.h: workload policy,
-// instance template, group) and unmade in the reverse order; its VMs' published host keys are
-// their guest attributes `hostkeys/` (docs/reference.md, "TPU7x and other Compute Engine
-// slices").
+// API does not show them. A slice is made as Google documents it (mig_gcloud.h: workload
+// policy and instance template, mig_parts.h; then the group) and unmade in the reverse order;
+// its VMs' published host keys are their guest attributes `hostkeys/` (docs/reference.md, "TPU7x
+// and other Compute Engine slices").
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,10 +17,10 @@
 
 #include "launcher/base/atomic_file.h"
 #include "launcher/base/error.h"
-#include "launcher/base/parallel_for.h"
 #include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/mig_host_keys.h"
 #include "launcher/pod/mig_instances.h"
+#include "launcher/pod/mig_parts.h"
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
@@ -177,38 +177,16 @@ class MigSource final : public PodSource {
   void Create(const TpuCreate& create) override {
     ForgetRepairs();
     // What this call made, or may have made (a create stopped in flight may have reached the
-    // API): the policy, the template, the group.
-    bool made[3] = {false, false, false};
+    // API).
+    MigPartsMade parts;
+    bool group = false;
     try {
-      // The policy and the template do not depend on each other: made at once (each gcloud is
-      // about a second of start-up).
-      const GcloudCommand creates[2] = {GcloudMigPolicyCreateCommand(query_, create),
-                                        GcloudMigTemplateCreateCommand(query_, create)};
-      std::string printed[2];
-      std::exception_ptr failed[2];
-      ParallelFor(2, [&](size_t i) {
-        try {
-          printed[i] =
-              i == 0 ? MakePart(creates[i], "policy", MigPolicyDigest(query_, create), &made[i])
-                     : MakePart(creates[i], "template", MigTemplateDigest(create), &made[i]);
-        } catch (...) {
-          failed[i] = std::current_exception();
-        }
-      });
-      for (const std::exception_ptr& e : failed) {
-        if (e) std::rethrow_exception(e);
-      }
-      const std::string policy_url = PolicyUrlOf(printed[0]);
-      if (policy_url.empty()) {
-        throw Error(ExitCode::kUnreachable,
-                    fmt::format("{}: gcloud's answer for workload policy {} has no selfLink",
-                                What(), MigPartName(query_.name)));
-      }
+      const std::string policy_url = MakeMigParts(query_, What(), create, &parts);
       try {
         RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
-        made[2] = true;
+        group = true;
       } catch (const GcloudError& e) {
-        made[2] =
+        group =
             e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
         if (e.failure() != GcloudFailure::kExists) throw;
         // Made meanwhile by another podrun (two drivers; `up` beside a launch): theirs, never
@@ -223,7 +201,11 @@ class MigSource final : public PodSource {
       // Nothing this call made stays half made (the group first, then its template and policy);
       // what it did not make (another podrun's group, parts reused) stays.
       try {
-        DeleteMade(made);
+        if (group) {
+          RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What());
+          ForgetCache();
+        }
+        DeleteMadeMigParts(query_, What(), parts);
       } catch (const Error& also) {
         throw Error(e.code(), fmt::format("{}\nand what it made could not be deleted: {}", e.what(),
                                           also.what()));
@@ -238,29 +220,8 @@ class MigSource final : public PodSource {
         RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
     if (scope == DeleteScope::kVms) return group;
-    // Then the template and the policy, at once, only when podrun made them for this group
-    // (their description says so): a template or policy of the user's, or another group's,
-    // stays.
-    using Command = GcloudCommand (*)(const TpuQuery&, const std::string&);
-    const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
-    bool deleted[2] = {false, false};
-    std::exception_ptr failed[2];
-    ParallelFor(2, [&](size_t i) {
-      try {
-        const std::optional<std::string> described =
-            RunGcloudUnlessNotFound(parts[i](query_, "describe"), What());
-        const std::optional<MigPartOwner> owner =
-            described ? MigPartOwnerOf(*described) : std::nullopt;
-        if (!owner || owner->mig != query_.name) return;
-        deleted[i] = RunGcloudUnlessNotFound(parts[i](query_, "delete"), What()) != std::nullopt;
-      } catch (...) {
-        failed[i] = std::current_exception();
-      }
-    });
-    for (const std::exception_ptr& e : failed) {
-      if (e) std::rethrow_exception(e);
-    }
-    return group || deleted[0] || deleted[1];
+    // Then the template and the policy, only when podrun made them for this group.
+    return DeleteOwnedMigParts(query_, What()) || group;
   }
 
   TpuHostKeys PublishedHostKeys() override {
@@ -271,74 +232,6 @@ class MigSource final : public PodSource {
   }
 
  private:
-  // The slice's template or policy: one made by podrun for this group before (a recreation, a
-  // create interrupted before) is used as it is, else it is created. Returns what gcloud printed
-  // of it; `made` is set when this call created it (or its create was stopped in flight). One
-  // made with settings whose digest is not `digest` is deleted and made again. Throws as
-  // RunGcloud, also when one of the user's, or one podrun made for another group, has that
-  // name.
-  std::string MakePart(const GcloudCommand& create, const char* part, const std::string& digest,
-                       bool* made) {
-    const bool policy = std::string_view(part) == "policy";
-    const GcloudCommand describe = policy ? GcloudMigPolicyCommand(query_, "describe")
-                                          : GcloudMigTemplateCommand(query_, "describe");
-    const GcloudCommand remove = policy ? GcloudMigPolicyCommand(query_, "delete")
-                                        : GcloudMigTemplateCommand(query_, "delete");
-    std::optional<std::string> described = RunGcloudUnlessNotFound(describe, What());
-    for (int tries = 0;; ++tries) {
-      if (!described) {
-        try {
-          std::string printed = RunGcloud(create, What());
-          *made = true;
-          return printed;
-        } catch (const GcloudError& e) {
-          *made =
-              e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
-          // Made meanwhile (a second podrun): described again below.
-          if (e.failure() != GcloudFailure::kExists) throw;
-          described = RunGcloud(describe, What());
-        }
-      }
-      const std::optional<MigPartOwner> owner = MigPartOwnerOf(*described);
-      if (!owner) {
-        throw Error(ExitCode::kUsage,
-                    fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
-                                "group or delete it",
-                                What(), part, MigPartName(query_.name)));
-      }
-      if (owner->mig != query_.name) {
-        throw Error(ExitCode::kUsage,
-                    fmt::format("{}: a {} named {} exists that podrun made for MIG {}: rename the "
-                                "group or delete that one",
-                                What(), part, MigPartName(query_.name),
-                                owner->mig.empty() ? "(not named)" : owner->mig));
-      }
-      if (owner->settings == digest) return *described;
-      // Made with other settings (the spec's create: changed; an older podrun wrote none): made
-      // again, so that the change reaches the VMs. Once: a second podrun racing with other
-      // settings is an error, not a loop.
-      if (tries > 0) {
-        throw Error(ExitCode::kUnreachable,
-                    fmt::format("{}: the {} {} was made again meanwhile with other settings (a "
-                                "second podrun with another create:?)",
-                                What(), part, MigPartName(query_.name)));
-      }
-      RunGcloudUnlessNotFound(remove, What());
-      described.reset();
-    }
-  }
-
-  // Deletes what Create made (`made`: the policy, the template, the group), the group first.
-  // Throws as RunGcloud.
-  void DeleteMade(const bool made[3]) {
-    if (made[2]) {
-      RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What());
-      ForgetCache();
-    }
-    if (made[1]) RunGcloudUnlessNotFound(GcloudMigTemplateCommand(query_, "delete"), What());
-    if (made[0]) RunGcloudUnlessNotFound(GcloudMigPolicyCommand(query_, "delete"), What());
-  }
-
   // Sets now's condition, state and why from the group's instances.
   void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) {
     for (const ManagedInstance& m : instances) {
