@@ -30,7 +30,8 @@ struct AttemptPlan {
   bool detach = false;
   bool force_setup = false;  // run the spec's setup whatever the workers' stamps say
   std::string setup_stamp;   // SetupStamp(spec, overrides), when the spec has a setup
-  // Why a worker out of reach is gone, when its TPU node says so (recovery's NodeStates):
+  // Why a worker out of reach is gone, when its slice (a TPU node, a MIG) says so (recovery's
+  // SourceStates):
   // called from the attempt's threads; unset: nobody asks.
   LostWorkerReason lost_worker_reason;
 };

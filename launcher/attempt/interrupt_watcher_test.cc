@@ -30,7 +30,9 @@ TEST(InterruptWatcher, CtrlCDuringABlockingGcloudStopsItAtOnce) {
   std::chrono::steady_clock::duration took{};
   std::thread deleter([&] {
     try {
-      RunGcloud({"sh", "-c", "echo $$ > " + pid_file.string() + "; exec sleep 30", "delete"},
+      RunGcloud(GcloudCommand{{"sh", "-c", "echo $$ > " + pid_file.string() + "; exec sleep 30",
+                               "delete"},
+                              kGcloudDeleteDeadline},
                 "tpu node-1");
     } catch (const Error& e) {
       error = e;

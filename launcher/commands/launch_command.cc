@@ -72,6 +72,11 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   job.secret_names = spec.secret_env;
   job.options_json = PodOptionsJson(pod, home / "local");
   job = store.CreateJob(job);
+  // One driver per job (recovery/driver_lock.h): taken before the job has an attempt, so that a
+  // `podrun watch` that saw it in between finds nothing to watch and lets it go (waited for);
+  // one that still holds it makes this launch refuse, never drive beside it.
+  std::optional<DriverLock> driving(
+      TakeDriverLock(home, job.id, request.detach ? "detached launch" : "attached launch"));
   int attempt = store.AddAttempt(job.id, pod.selected, AttemptReason::kLaunch);
   if (!created.empty()) {  // the pod's own phase (worker -1): the nodes this launch created
     RunRecords(store).SetPhases(
@@ -87,14 +92,8 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   const AttemptPlan plan =
       MakeAttemptPlan(job, attempt, spec, pod, home, std::move(inputs), overrides,
                       {.detach = request.detach, .force_setup = request.force_setup});
-  ExitCode code = ExitCode::kOk;
-  {
-    // One driver per job (recovery/driver_lock.h): `podrun watch` beside this launch starts
-    // nothing. A new job: nobody else can hold it yet.
-    std::optional<DriverLock> driving = DriverLock::TryAcquire(
-        home, job.id, request.detach ? "detached launch" : "attached launch");
-    code = RunAttemptsWithRestarts(store, plan);
-  }
+  const ExitCode code = RunAttemptsWithRestarts(store, plan);
+  driving.reset();  // before a keeper takes it over
   if (!request.detach || !SpecNeedsKeeper(spec) || !KeeperTakesOver(code)) return code;
   // Nobody watches a detached job: its keeper does (recovery/keeper.h), a start that failed
   // included (it restarts it as an attached launch would).

@@ -9,6 +9,7 @@
 #include "launcher/output/say.h"
 #include "launcher/recovery/keeper.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recorded_spec.h"
 
 namespace podrun {
 
@@ -33,6 +34,7 @@ ExitCode RunWatch(const WatchRequest& request) {
     return keeper->Run(store, job);
   }
   if (DriverHolder(home, job.id)) return already_driven();
+  RefuseRelativeSpecPath(job);  // said here, not in the log of a keeper that ends at once
   const int pid = SpawnKeeper(home, job.id, job.secret_names);
   Say(fmt::format("keeper of job {}: pid {} on {} (its log: {})", job.id, pid, ThisHostName(),
                   (JobDir(home, job.id) / "keeper.log").string()));

@@ -88,6 +88,9 @@ std::map<int, uint64_t> AttemptOutput::Resume() {
       mark = ParseCopyMark(text.str());
     }
   }
+  // A mark past the end of a copy (the machine crashed: the mark reached the disk, the copy's
+  // last writes did not) would pad that copy with NUL bytes up to it: dropped.
+  if (mark && !MarkWithinCopies(*mark)) mark.reset();
   if (!mark) mark.emplace();  // from the first record: what the copies hold is written again
   bool cut = ::ftruncate(merged_fd_.get(), static_cast<off_t>(mark->merged_size)) == 0;
   // Every wK.log there, also of workers the mark does not name (then: emptied).
@@ -118,6 +121,20 @@ std::map<int, uint64_t> AttemptOutput::Resume() {
     next_seq_[worker] = w.next_seq;
   }
   return from;
+}
+
+bool AttemptOutput::MarkWithinCopies(const CopyMark& mark) {
+  struct stat st {};
+  if (::fstat(merged_fd_.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) < mark.merged_size) {
+    return false;
+  }
+  for (const auto& [worker, w] : mark.workers) {
+    const int fd = WorkerFd(worker);
+    if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < w.copy_size) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void AttemptOutput::WarnCopyFailed(const std::string& what) {

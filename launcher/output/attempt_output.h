@@ -25,6 +25,8 @@
 
 namespace podrun {
 
+struct CopyMark;
+
 class AttemptOutput {
  public:
   // `dir`: where the launcher's copies go (created). An empty `dir` keeps no copies and runs no
@@ -60,6 +62,9 @@ class AttemptOutput {
   int WorkerFd(int worker);
   // Writes the copy mark now (`force`) or when kMarkEvery has passed. Caller holds mutex_.
   void Mark(bool force);
+  // False when `mark` says a copy is longer than it is on disk (or a size cannot be read).
+  // Caller holds mutex_.
+  bool MarkWithinCopies(const CopyMark& mark);
 
   mutable std::mutex mutex_;
   std::filesystem::path dir_;

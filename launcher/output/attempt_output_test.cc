@@ -92,5 +92,29 @@ TEST_F(AttemptOutputTest, WithoutAMarkTheCopiesStartAfresh) {
   EXPECT_EQ("", Read(dir_ / "w0.log"));
 }
 
+// After a machine's crash the mark may say more than the copies hold (it reached the disk, their
+// last writes did not): cutting "back" to it would pad them with NUL bytes. Such a mark is
+// dropped: the copies start afresh from record 1.
+TEST_F(AttemptOutputTest, AMarkPastTheEndOfTheCopiesIsDropped) {
+  const std::vector<LogRecord> all = Records(20);
+  for (const char* lost : {"merged.log", "w1.log"}) {
+    SCOPED_TRACE(lost);
+    std::filesystem::remove_all(dir_);
+    {
+      AttemptOutput output(dir_, /*color=*/false);
+      for (int w : {0, 1}) output.Add(w, all);
+    }                                               // marked
+    std::filesystem::resize_file(dir_ / lost, 10);  // the crash kept the first 10 bytes
+    AttemptOutput output(dir_, /*color=*/false);
+    const std::map<int, uint64_t> from = output.Resume();
+    EXPECT_TRUE(from.empty());
+    const std::string merged = Read(dir_ / "merged.log");
+    EXPECT_EQ(std::string::npos, merged.find('\0'));
+    EXPECT_EQ("", merged);
+    EXPECT_EQ("", Read(dir_ / "w0.log"));
+    EXPECT_EQ("", Read(dir_ / "w1.log"));
+  }
+}
+
 }  // namespace
 }  // namespace podrun

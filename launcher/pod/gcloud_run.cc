@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "proto/run_program.h"
 
@@ -67,25 +69,20 @@ int HttpStatusOf(std::string_view words) {
 }
 
 // gcloud's status word: "UNAVAILABLE" of "ERROR: (gcloud.compute.tpus.tpu-vm.describe)
-// UNAVAILABLE: message", and the message after it; both empty when there is no such line.
-std::pair<std::string_view, std::string_view> StatusOf(std::string_view words) {
-  std::string_view message;
-  std::string_view status;
-  // Warnings may come first: the ERROR line is the last one's.
-  if (const size_t error = words.rfind("ERROR: ("); error != words.npos) {
-    const std::string_view line = words.substr(error);
-    const size_t paren = line.find(") ");
-    const std::string_view rest = paren == line.npos ? std::string_view() : line.substr(paren + 2);
-    const size_t colon = rest.find(": ");
-    status = rest.substr(0, colon);
-    message = colon == rest.npos ? std::string_view() : rest.substr(colon + 2);
-  }
-  // Not a status word (e.g. "HttpError accessing <URL>"): an upper-case word with underscores.
+// UNAVAILABLE: message"; empty when the last ERROR line has none (an operation's JSON, "HttpError
+// accessing <URL>").
+std::string_view StatusWordOf(std::string_view words) {
+  const size_t error = words.rfind("ERROR: (");
+  if (error == words.npos) return {};
+  const std::string_view line = words.substr(error);
+  const size_t paren = line.find(") ");
+  if (paren == line.npos) return {};
+  const std::string_view rest = line.substr(paren + 2);
+  const std::string_view status = rest.substr(0, rest.find(": "));
   const bool word = !status.empty() && std::all_of(status.begin(), status.end(), [](char c) {
     return std::isupper(static_cast<unsigned char>(c)) || c == '_';
   });
-  if (!word) status = {};
-  return {status, message};
+  return word ? status : std::string_view();
 }
 
 // True for the words of a network that failed or a token that could not be refreshed: outside
@@ -102,16 +99,6 @@ bool SaysNetworkOrTokenFailure(std::string_view words) {
   return false;
 }
 
-// True when a failed operation's JSON says `"code": N` (N alone: 5 is not 503).
-bool HasOperationCode(std::string_view words, int n) {
-  const std::string mark = fmt::format("\"code\": {}", n);
-  for (size_t at = words.find(mark); at != words.npos; at = words.find(mark, at + 1)) {
-    const size_t end = at + mark.size();
-    if (end == words.size() || !std::isdigit(static_cast<unsigned char>(words[end]))) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 bool IsTransientGcloudFailure(GcloudFailure failure) {
@@ -119,14 +106,13 @@ bool IsTransientGcloudFailure(GcloudFailure failure) {
 }
 
 std::string GcloudFailureReason(std::string_view words) {
-  const auto [status, message] = StatusOf(words);
+  const std::string_view status = StatusWordOf(words);
   if (const int http = HttpStatusOf(words)) {
     return status.empty() ? fmt::format("HTTP {}", http) : fmt::format("{} {}", http, status);
   }
   if (!status.empty()) return std::string(status);
   if (SaysNetworkOrTokenFailure(words)) {
-    const std::string plain = Unquoted(words);
-    if (plain.find("refreshing your current auth tokens") != std::string::npos) {
+    if (Unquoted(words).find("refreshing your current auth tokens") != std::string::npos) {
       return "a failed token refresh";
     }
     return "a network failure";
@@ -137,9 +123,34 @@ std::string GcloudFailureReason(std::string_view words) {
 GcloudFailure ClassifyGcloudWords(std::string_view words) {
   // The status: "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: ..." or a failed
   // operation's {"code": 8, "message": "..."} (8: RESOURCE_EXHAUSTED, 5: NOT_FOUND).
-  auto [status, message] = StatusOf(words);
-  const bool operation_code_8 = HasOperationCode(words, 8);
-  const bool operation_code_5 = HasOperationCode(words, 5);
+  std::string_view message;
+  std::string_view status;
+  // A failed operation: the JSON after the ERROR line's context, its "code" field exactly (a
+  // 503 is no NOT_FOUND, an 80 no RESOURCE_EXHAUSTED).
+  std::optional<int64_t> operation_code;
+  std::string operation_message;
+  // Warnings may come first: the ERROR line is the last one's.
+  if (const size_t error = words.rfind("ERROR: ("); error != words.npos) {
+    const std::string_view line = words.substr(error);
+    const size_t paren = line.find(") ");
+    const std::string_view rest = paren == line.npos ? std::string_view() : line.substr(paren + 2);
+    if (rest.starts_with('{')) {
+      const nlohmann::json j = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("code") && j["code"].is_number_integer()) {
+        operation_code = j["code"].get<int64_t>();
+        if (j.contains("message") && j["message"].is_string()) {
+          operation_message = j["message"].get<std::string>();
+        }
+      }
+    } else {
+      const size_t colon = rest.find(": ");
+      status = rest.substr(0, colon);
+      message = colon == rest.npos ? std::string_view() : rest.substr(colon + 2);
+    }
+  }
+  const bool operation_code_8 = operation_code == 8;
+  const bool operation_code_5 = operation_code == 5;
+  if (operation_code_8) message = operation_message;
   // Compute Engine's forms: "Some requests did not succeed:" or "Could not fetch resource:" then
   // " - The resource 'projects/...' was not found" (a quoted name never holds a space, so the
   // words cannot come from one); "HTTPError 404: ..." (managed describe, get-guest-attributes).
@@ -161,27 +172,28 @@ GcloudFailure ClassifyGcloudWords(std::string_view words) {
     if (plain.find("per minute") != std::string::npos) return GcloudFailure::kTransient;
     return HasWord(plain, "quota") ? GcloudFailure::kQuota : GcloudFailure::kStockout;
   }
+  // The API's bad minutes: a 5xx, UNAVAILABLE (14), INTERNAL (13), DEADLINE_EXCEEDED (4).
   if (status == "UNAVAILABLE" || status == "INTERNAL" || status == "UNKNOWN" ||
       status == "DEADLINE_EXCEEDED" || HttpStatusOf(words) >= 500 ||
+      (operation_code && (*operation_code == 14 || *operation_code == 13 ||
+                          *operation_code == 4)) ||
       SaysNetworkOrTokenFailure(words)) {
     return GcloudFailure::kTransient;
   }
   return GcloudFailure::kFailed;
 }
 
-std::chrono::seconds GcloudDeadline(const std::vector<std::string>& argv) {
+namespace {
+
+// The command's deadline, unless $PODRUN_GCLOUD_TIMEOUT_SECONDS (tests) replaces it.
+std::chrono::seconds DeadlineOf(const GcloudCommand& command) {
   if (const char* env = std::getenv("PODRUN_GCLOUD_TIMEOUT_SECONDS")) {
     if (const int seconds = std::atoi(env); seconds > 0) return std::chrono::seconds(seconds);
   }
-  // The verb: `compute tpus tpu-vm create`, `compute instance-templates create`, `compute
-  // instance-groups managed delete`, `beta compute ...`: the first create or delete among the
-  // words before the names.
-  for (size_t i = 2; i < std::min<size_t>(argv.size(), 7); ++i) {
-    if (argv[i] == "create") return std::chrono::minutes(5);
-    if (argv[i] == "delete") return std::chrono::minutes(30);
-  }
-  return std::chrono::minutes(2);
+  return command.deadline;
 }
+
+}  // namespace
 
 namespace {
 
@@ -213,21 +225,30 @@ GcloudError FailureOf(const std::vector<std::string>& argv, const ProgramResult&
 
 }  // namespace
 
-std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
-  const std::chrono::seconds deadline = GcloudDeadline(argv);
-  ProgramResult r = RunProgramWithin(argv, deadline);
+std::string RunGcloud(const GcloudCommand& command, const std::string& what) {
+  const std::chrono::seconds deadline = DeadlineOf(command);
+  ProgramResult r = RunProgramWithin(command.argv, deadline);
   if (r.exit_code == 0 && !r.interrupted && !r.timed_out) return r.out;
-  throw FailureOf(argv, r, what, deadline);
+  throw FailureOf(command.argv, r, what, deadline);
 }
 
-std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
+std::optional<std::string> RunGcloudUnlessNotFound(const GcloudCommand& command,
                                                    const std::string& what) {
   try {
-    return RunGcloud(argv, what);
+    return RunGcloud(command, what);
   } catch (const GcloudError& e) {
     if (e.failure() == GcloudFailure::kNotFound) return std::nullopt;
     throw;
   }
+}
+
+std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what) {
+  return RunGcloud(GcloudCommand{argv, kGcloudQueryDeadline}, what);
+}
+
+std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
+                                                   const std::string& what) {
+  return RunGcloudUnlessNotFound(GcloudCommand{argv, kGcloudQueryDeadline}, what);
 }
 
 }  // namespace podrun

@@ -61,18 +61,32 @@ GcloudFailure ClassifyGcloudWords(std::string_view stderr_text);
 // The few words GcloudError::reason() gives for gcloud's stderr `stderr_text`.
 std::string GcloudFailureReason(std::string_view stderr_text);
 
-// The deadline of a gcloud command line (argv[0] gcloud, then `compute tpus GROUP VERB ...`):
-// a create (always --async) 5 min, a delete (which waits until the resource is gone) 30 min, any
-// other (describe, get-guest-attributes, list) 2 min; $PODRUN_GCLOUD_TIMEOUT_SECONDS (tests)
-// replaces them all.
-std::chrono::seconds GcloudDeadline(const std::vector<std::string>& argv);
+// How long a gcloud command may run, by what it does: a query (describe, list,
+// get-guest-attributes), a create (returns when the request is taken: --async, or Compute
+// Engine's operation on a template, policy or group) or a delete (waits until the resource is
+// gone). $PODRUN_GCLOUD_TIMEOUT_SECONDS (tests) replaces them all.
+inline constexpr std::chrono::seconds kGcloudQueryDeadline = std::chrono::minutes(2);
+inline constexpr std::chrono::seconds kGcloudCreateDeadline = std::chrono::minutes(5);
+inline constexpr std::chrono::seconds kGcloudDeleteDeadline = std::chrono::minutes(30);
 
-// Runs gcloud with `argv` (RunProgram: a Ctrl-C noted meanwhile stops it) within its deadline;
-// returns its stdout. Throws GcloudError: kInterrupted (exit 130) "WHAT: interrupted: `gcloud
-// ... VERB` stopped", kTimedOut "WHAT: `gcloud ... VERB` did not end within N s: podrun stopped
-// it", else exit 3 with gcloud's words.
-std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what);
+// A gcloud command line and its deadline, both given by its builder (tpu_gcloud.h, mig_gcloud.h,
+// ...), which knows what the command does: never read back from the words of argv, which hold
+// names the user chose (a node called `delete`).
+struct GcloudCommand {
+  std::vector<std::string> argv;
+  std::chrono::seconds deadline = kGcloudQueryDeadline;
+};
+
+// Runs gcloud with `command.argv` (RunProgram: a Ctrl-C noted meanwhile stops it) within its
+// deadline; returns its stdout. Throws GcloudError: kInterrupted (exit 130) "WHAT: interrupted:
+// `gcloud ... VERB` stopped", kTimedOut "WHAT: `gcloud ... VERB` did not end within N s: podrun
+// stopped it", else exit 3 with gcloud's words.
+std::string RunGcloud(const GcloudCommand& command, const std::string& what);
 // As RunGcloud; nullopt when gcloud says NOT_FOUND.
+std::optional<std::string> RunGcloudUnlessNotFound(const GcloudCommand& command,
+                                                   const std::string& what);
+// The same for a command line built elsewhere: a query (kGcloudQueryDeadline).
+std::string RunGcloud(const std::vector<std::string>& argv, const std::string& what);
 std::optional<std::string> RunGcloudUnlessNotFound(const std::vector<std::string>& argv,
                                                    const std::string& what);
 

@@ -1,10 +1,10 @@
 // The Compute Engine managed instance group of TPU VMs as a pod source (pod_source.h): two gcloud
 // calls (list-instances, then instances list) give the instances, their states and addresses;
 // the answer is cached as podrun's own JSON, with the TPU worker numbers the VMs gave when the
-// API does not show them. A slice is made as Google documents it (mig_gcloud.h: workload policy,
-// instance template, group) and unmade in the reverse order; its VMs' published host keys are
-// their guest attributes `hostkeys/` (docs/reference.md, "TPU7x and other Compute Engine
-// slices").
+// API does not show them. A slice is made as Google documents it (mig_gcloud.h: workload
+// policy and instance template, mig_parts.h; then the group) and unmade in the reverse order;
+// its VMs' published host keys are their guest attributes `hostkeys/` (docs/reference.md, "TPU7x
+// and other Compute Engine slices").
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,11 +15,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "launcher/base/atomic_file.h"
 #include "launcher/base/error.h"
-#include "launcher/base/parallel_for.h"
 #include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/mig_host_keys.h"
 #include "launcher/pod/mig_instances.h"
+#include "launcher/pod/mig_parts.h"
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
@@ -174,40 +175,37 @@ class MigSource final : public PodSource {
   }
 
   void Create(const TpuCreate& create) override {
+    ForgetRepairs();
+    // What this call made, or may have made (a create stopped in flight may have reached the
+    // API).
+    MigPartsMade parts;
+    bool group = false;
     try {
-      // The policy and the template do not depend on each other: made at once (each gcloud is
-      // about a second of start-up).
-      const std::vector<std::vector<std::string>> creates = {
-          GcloudMigPolicyCreateCommand(query_, create),
-          GcloudMigTemplateCreateCommand(query_, create)};
-      std::string printed[2];
-      std::exception_ptr failed[2];
-      ParallelFor(2, [&](size_t i) {
-        try {
-          printed[i] = MakePart(creates[i], i == 0 ? "policy" : "template");
-        } catch (...) {
-          failed[i] = std::current_exception();
-        }
-      });
-      for (const std::exception_ptr& e : failed) {
-        if (e) std::rethrow_exception(e);
+      const std::string policy_url = MakeMigParts(query_, What(), create, &parts);
+      try {
+        RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
+        group = true;
+      } catch (const GcloudError& e) {
+        group =
+            e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
+        if (e.failure() != GcloudFailure::kExists) throw;
+        // Made meanwhile by another podrun (two drivers; `up` beside a launch): theirs, never
+        // deleted here; the caller waits for it as for its own. Gone again: the error stands.
+        if (!RunGcloudUnlessNotFound(GcloudMigGroupDescribeCommand(query_), What())) throw;
+        return;
       }
-      const std::string policy_url = PolicyUrlOf(printed[0]);
-      if (policy_url.empty()) {
-        throw Error(ExitCode::kUnreachable,
-                    fmt::format("{}: gcloud's answer for workload policy {} has no selfLink",
-                                What(), MigPartName(query_.name)));
-      }
-      RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
       if (MigProvisioningOf(create) == "flex_start") {
         RunGcloud(GcloudMigResizeRequestCommand(query_, create), What());
       }
     } catch (const Error& e) {
-      // Nothing half made stays: a create stopped in flight may have reached the API, so
-      // whatever exists of the slice goes (the group, then what podrun made for it; never a
-      // template or policy of the user's).
+      // Nothing this call made stays half made (the group first, then its template and policy);
+      // what it did not make (another podrun's group, parts reused) stays.
       try {
-        Delete(DeleteScope::kEverything);
+        if (group) {
+          RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What());
+          ForgetCache();
+        }
+        DeleteMadeMigParts(query_, What(), parts);
       } catch (const Error& also) {
         throw Error(e.code(), fmt::format("{}\nand what it made could not be deleted: {}", e.what(),
                                           also.what()));
@@ -217,30 +215,13 @@ class MigSource final : public PodSource {
   }
 
   bool Delete(DeleteScope scope) override {
+    ForgetRepairs();
     const bool group =
         RunGcloudUnlessNotFound(GcloudMigGroupDeleteCommand(query_), What()) != std::nullopt;
     ForgetCache();
     if (scope == DeleteScope::kVms) return group;
-    // Then the template and the policy, at once, only when podrun made them (their description
-    // says so): a template or policy of the user's stays.
-    using Command = std::vector<std::string> (*)(const TpuQuery&, const std::string&);
-    const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
-    bool deleted[2] = {false, false};
-    std::exception_ptr failed[2];
-    ParallelFor(2, [&](size_t i) {
-      try {
-        const std::optional<std::string> described =
-            RunGcloudUnlessNotFound(parts[i](query_, "describe"), What());
-        if (!described || !MadeByPodrun(*described)) return;
-        deleted[i] = RunGcloudUnlessNotFound(parts[i](query_, "delete"), What()) != std::nullopt;
-      } catch (...) {
-        failed[i] = std::current_exception();
-      }
-    });
-    for (const std::exception_ptr& e : failed) {
-      if (e) std::rethrow_exception(e);
-    }
-    return group || deleted[0] || deleted[1];
+    // Then the template and the policy, only when podrun made them for this group.
+    return DeleteOwnedMigParts(query_, What()) || group;
   }
 
   TpuHostKeys PublishedHostKeys() override {
@@ -251,38 +232,29 @@ class MigSource final : public PodSource {
   }
 
  private:
-  // The slice's template or policy: one made by podrun for this group before (a recreation, a
-  // create interrupted before) is used as it is, else it is created. Returns what gcloud printed
-  // of it. Throws as RunGcloud, also when one of the user's has that name.
-  std::string MakePart(const std::vector<std::string>& create, const char* part) {
-    const bool policy = std::string_view(part) == "policy";
-    const std::vector<std::string> describe = policy ? GcloudMigPolicyCommand(query_, "describe")
-                                                     : GcloudMigTemplateCommand(query_, "describe");
-    std::optional<std::string> described = RunGcloudUnlessNotFound(describe, What());
-    if (!described) {
-      try {
-        return RunGcloud(create, What());
-      } catch (const GcloudError& e) {
-        // Made meanwhile (a second podrun): described again below.
-        if (e.failure() != GcloudFailure::kExists) throw;
-        described = RunGcloud(describe, What());
-      }
-    }
-    if (MadeByPodrun(*described)) return *described;
-    throw Error(ExitCode::kUsage,
-                fmt::format("{}: a {} named {} exists and podrun did not make it: rename the "
-                            "group or delete it",
-                            What(), part, MigPartName(query_.name)));
-  }
-
   // Sets now's condition, state and why from the group's instances.
-  void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) const {
+  void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) {
     for (const ManagedInstance& m : instances) {
       if (IsMigStockout(m.last_error)) now->stockout = m.last_error;
     }
     for (const ManagedInstance& m : instances) {
       const bool idle = m.current_action.empty() || m.current_action == "NONE";
       if (idle && (m.status == "TERMINATED" || m.status == "STOPPED" || m.status == "SUSPENDED")) {
+        const std::optional<bool> repairs = RepairsFailedVms();
+        if (!repairs) {
+          now->condition = SourceCondition::kGone;
+          now->state = "deleted";
+          now->why = fmt::format("MIG slice {} no longer exists", query_.name);
+          return;
+        }
+        if (*repairs) {
+          // Standard or flex-start capacity: the group repairs the VM (it has not begun yet).
+          now->condition = SourceCondition::kBusy;
+          now->state = "repairing";
+          now->why = fmt::format("MIG slice {}: instance {} is {}: the group repairs it",
+                                 query_.name, m.name, m.status);
+          return;
+        }
         // A Spot VM preempted: its group (do-nothing on failure) leaves it so; a slice cannot
         // run without it, so only remaking the slice brings it back.
         now->condition = SourceCondition::kPreempted;
@@ -311,15 +283,36 @@ class MigSource final : public PodSource {
                                    : "repairing";
   }
 
+  void ForgetRepairs() {
+    std::lock_guard lock(list_mutex_);
+    repairs_.reset();
+  }
+
+  // Whether the group repairs a VM that stopped (MigRepairsFailedVms), asked once per group
+  // (a create or delete asks again); nullopt when the group no longer exists.
+  std::optional<bool> RepairsFailedVms() {
+    {
+      std::lock_guard lock(list_mutex_);
+      if (repairs_) return repairs_;
+    }
+    const std::optional<std::string> group =
+        RunGcloudUnlessNotFound(GcloudMigGroupDescribeCommand(query_), What());
+    if (!group) return std::nullopt;
+    const bool repairs = MigRepairsFailedVms(*group, What());
+    std::lock_guard lock(list_mutex_);
+    repairs_ = repairs;
+    return repairs;
+  }
+
+  // Caches `s` (whole or not at all: two commands may store at once). Not cached when it cannot
+  // be written: the next command asks gcloud again.
   void Store(const SourceState& s) const {
     std::error_code ec;
     std::filesystem::create_directories(cache_dir_, ec);
-    const std::filesystem::path tmp = cache_.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << ToJson(s).dump();
+    try {
+      WriteFileAtomically(cache_, ToJson(s).dump(), 0600);
+    } catch (const Error&) {
     }
-    std::filesystem::rename(tmp, cache_, ec);
   }
 
   // The group's instances as Now() just listed them (within kListReuse), so that the Describe
@@ -337,6 +330,7 @@ class MigSource final : public PodSource {
 
   std::mutex list_mutex_;
   std::optional<std::string> last_list_;  // guarded by list_mutex_
+  std::optional<bool> repairs_;           // guarded by list_mutex_
   std::chrono::steady_clock::time_point last_list_at_;
 
   const TpuQuery query_;

@@ -30,7 +30,7 @@ std::string DescribeTpuQuery(const TpuQuery& q) {
                      q.project ? ", project " + *q.project : std::string());
 }
 
-std::vector<std::string> GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create) {
+GcloudCommand GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create) {
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",
                                    "tpu-vm",        "create",  node.name};
   AddLocation(argv, node);
@@ -39,10 +39,10 @@ std::vector<std::string> GcloudCreateNodeCommand(const TpuQuery& node, const Tpu
   if (create.spot) argv.push_back("--spot");
   if (create.preemptible) argv.push_back("--preemptible");
   argv.insert(argv.end(), {"--async", "--quiet"});
-  return argv;
+  return {std::move(argv), kGcloudCreateDeadline};
 }
 
-std::vector<std::string> GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create) {
+GcloudCommand GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create) {
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",      "queued-resources",
                                    "create",        node.name, "--node-id", node.name};
   AddLocation(argv, node);
@@ -51,39 +51,39 @@ std::vector<std::string> GcloudCreateQueuedCommand(const TpuQuery& node, const T
   if (create.spot) argv.push_back("--spot");
   if (create.valid_until) argv.insert(argv.end(), {"--valid-until-duration", *create.valid_until});
   argv.insert(argv.end(), {"--async", "--quiet"});
-  return argv;
+  return {std::move(argv), kGcloudCreateDeadline};
 }
 
-std::vector<std::string> GcloudDeleteNodeCommand(const TpuQuery& node) {
+GcloudCommand GcloudDeleteNodeCommand(const TpuQuery& node) {
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",
                                    "tpu-vm",        "delete",  node.name};
   AddLocation(argv, node);
   argv.push_back("--quiet");
-  return argv;
+  return {std::move(argv), kGcloudDeleteDeadline};
 }
 
-std::vector<std::string> GcloudDeleteQueuedCommand(const TpuQuery& node) {
+GcloudCommand GcloudDeleteQueuedCommand(const TpuQuery& node) {
   std::vector<std::string> argv = {GcloudProgram(),    "compute", "tpus",
                                    "queued-resources", "delete",  node.name};
   AddLocation(argv, node);
   argv.insert(argv.end(), {"--force", "--quiet"});
-  return argv;
+  return {std::move(argv), kGcloudDeleteDeadline};
 }
 
-std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node) {
+GcloudCommand GcloudDescribeQueuedCommand(const TpuQuery& node) {
   std::vector<std::string> argv = {GcloudProgram(),    "compute",  "tpus",
                                    "queued-resources", "describe", node.name};
   AddLocation(argv, node);
   argv.push_back("--format=json");
-  return argv;
+  return {std::move(argv), kGcloudQueryDeadline};
 }
 
-std::vector<std::string> GcloudGuestAttributesCommand(const TpuQuery& node) {
+GcloudCommand GcloudGuestAttributesCommand(const TpuQuery& node) {
   std::vector<std::string> argv = {GcloudProgram(),        "compute", "tpus", "tpu-vm",
                                    "get-guest-attributes", node.name};
   AddLocation(argv, node);
   argv.push_back("--format=json");
-  return argv;
+  return {std::move(argv), kGcloudQueryDeadline};
 }
 
 std::optional<TpuNode> FindTpuNode(const TpuQuery& node) {

@@ -16,28 +16,30 @@
 namespace podrun {
 
 // The command lines check the node's names first: Error(kUsage) for a name the API would not
-// allow (tpu_names.h), so that none is read by gcloud as an option.
+// allow (tpu_names.h), so that none is read by gcloud as an option. Each comes with its deadline
+// (gcloud_run.h): a create kGcloudCreateDeadline, a delete kGcloudDeleteDeadline, any other
+// kGcloudQueryDeadline.
 
 // $PODRUN_GCLOUD, else "gcloud".
 std::string GcloudProgram();
 
 // `gcloud compute tpus tpu-vm create NAME --zone Z [--project P] --accelerator-type T --version V
 // [--spot|--preemptible] --async --quiet`; returns at once (the caller polls describe).
-std::vector<std::string> GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create);
+GcloudCommand GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create);
 // `gcloud compute tpus queued-resources create NAME --node-id NAME --zone Z [--project P]
 // --accelerator-type T --runtime-version V [--spot] [--valid-until-duration D] --async --quiet`:
 // the queued resource takes the node's name.
-std::vector<std::string> GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create);
+GcloudCommand GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create);
 // `gcloud compute tpus tpu-vm delete NAME --zone Z [--project P] --quiet`: waits until deleted.
-std::vector<std::string> GcloudDeleteNodeCommand(const TpuQuery& node);
+GcloudCommand GcloudDeleteNodeCommand(const TpuQuery& node);
 // `gcloud compute tpus queued-resources delete NAME --zone Z [--project P] --force --quiet`:
 // deletes the queued resource and its node; waits until deleted.
-std::vector<std::string> GcloudDeleteQueuedCommand(const TpuQuery& node);
+GcloudCommand GcloudDeleteQueuedCommand(const TpuQuery& node);
 // `gcloud compute tpus queued-resources describe NAME --zone Z [--project P] --format=json`.
-std::vector<std::string> GcloudDescribeQueuedCommand(const TpuQuery& node);
+GcloudCommand GcloudDescribeQueuedCommand(const TpuQuery& node);
 // `gcloud compute tpus tpu-vm get-guest-attributes NAME --zone Z [--project P] --format=json`:
 // what each worker VM published, among it its SSH host keys (tpu_host_keys.h).
-std::vector<std::string> GcloudGuestAttributesCommand(const TpuQuery& node);
+GcloudCommand GcloudGuestAttributesCommand(const TpuQuery& node);
 
 // The node, or nullopt when gcloud says NOT_FOUND; other failures throw as RunGcloud
 // (gcloud_run.h).

@@ -15,9 +15,9 @@
 namespace podrun {
 namespace {
 
-std::string Join(const std::vector<std::string>& argv) {
+std::string Join(const GcloudCommand& command) {
   std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
+  for (const std::string& a : command.argv) out += (out.empty() ? "" : " ") + a;
   return out;
 }
 
@@ -60,7 +60,7 @@ TEST_F(TpuGcloudTest, DeleteAndDescribeCommandLines) {
       "gcloud compute tpus queued-resources describe node-1 --zone us-central2-b --format=json",
       Join(GcloudDescribeQueuedCommand(node_)));
   ::setenv("PODRUN_GCLOUD", "/opt/g/gcloud", 1);
-  EXPECT_EQ("/opt/g/gcloud", GcloudDeleteNodeCommand(node_).front());
+  EXPECT_EQ("/opt/g/gcloud", GcloudDeleteNodeCommand(node_).argv.front());
   ::unsetenv("PODRUN_GCLOUD");
 }
 
@@ -220,11 +220,62 @@ TEST_F(TpuGcloudTest, AHungGcloudIsStoppedAtItsDeadlineAndSaidSo) {
   // 1 s, then SIGTERM ends sleep at once: well under the 2 s grace on a loaded machine.
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(8));
   ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
-  // The default deadlines: a blocking delete may take long, a describe may not.
-  EXPECT_EQ(std::chrono::minutes(2), GcloudDeadline(GcloudDescribeQueuedCommand(node_)));
-  EXPECT_EQ(std::chrono::minutes(5), GcloudDeadline(GcloudCreateNodeCommand(
-                                         node_, {.accelerator_type = "v4-8", .version = "v"})));
-  EXPECT_EQ(std::chrono::minutes(30), GcloudDeadline(GcloudDeleteQueuedCommand(node_)));
+}
+
+// The deadlines come with the command from its builder: a blocking delete may take long, a
+// describe may not, whatever the node is called.
+TEST_F(TpuGcloudTest, EachCommandComesWithItsDeadline) {
+  EXPECT_EQ(std::chrono::minutes(2), GcloudDescribeQueuedCommand(node_).deadline);
+  EXPECT_EQ(std::chrono::minutes(2), GcloudGuestAttributesCommand(node_).deadline);
+  EXPECT_EQ(std::chrono::minutes(5),
+            GcloudCreateNodeCommand(node_, {.accelerator_type = "v4-8", .version = "v"}).deadline);
+  EXPECT_EQ(
+      std::chrono::minutes(5),
+      GcloudCreateQueuedCommand(node_, {.accelerator_type = "v4-8", .version = "v"}).deadline);
+  EXPECT_EQ(std::chrono::minutes(30), GcloudDeleteQueuedCommand(node_).deadline);
+  EXPECT_EQ(std::chrono::minutes(30), GcloudDeleteNodeCommand(node_).deadline);
+  // A node named `delete` or `create` is asked about within a describe's deadline.
+  EXPECT_EQ(std::chrono::minutes(2),
+            GcloudDescribeQueuedCommand({"delete", "us-central2-b", std::nullopt}).deadline);
+  EXPECT_EQ(std::chrono::minutes(2),
+            GcloudGuestAttributesCommand({"create", "us-central2-b", std::nullopt}).deadline);
+  // The command runs within the deadline it came with.
+  ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
+  ::setenv("PODRUN_GCLOUD", FakeGcloud("slow-gcloud", "exec sleep 60").c_str(), 1);
+  const auto began = std::chrono::steady_clock::now();
+  try {
+    RunGcloud(GcloudCommand{{GcloudProgram(), "compute", "tpus", "tpu-vm", "delete", "n"},
+                            std::chrono::seconds(1)},
+              "tpu n");
+    ADD_FAILURE() << "the command's deadline was not kept";
+  } catch (const GcloudError& e) {
+    EXPECT_EQ(GcloudFailure::kTimedOut, e.failure());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("did not end within 1 s")) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(8));
+}
+
+// A failed operation's code is its JSON field, read whole: 503 (or 50) is not 5 (NOT_FOUND),
+// 80 is not 8 (RESOURCE_EXHAUSTED).
+TEST_F(TpuGcloudTest, AFailedOperationsCodeIsReadAsAFieldNotAsText) {
+  auto operation = [](const std::string& code, const std::string& message) {
+    return "Waiting for operation [op-1] to complete...failed.\nERROR: "
+           "(gcloud.compute.tpus.tpu-vm.create) {\n  \"code\": " +
+           code + ",\n  \"message\": \"" + message + "\"\n}\n";
+  };
+  EXPECT_EQ(GcloudFailure::kNotFound, ClassifyGcloudWords(operation("5", "node gone")));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords(operation("503", "The service is currently unavailable.")));
+  EXPECT_EQ(GcloudFailure::kFailed, ClassifyGcloudWords(operation("50", "x")));
+  EXPECT_EQ(GcloudFailure::kFailed, ClassifyGcloudWords(operation("80", "x")));
+  EXPECT_EQ(GcloudFailure::kStockout, ClassifyGcloudWords(operation("8", "RESOURCE_EXHAUSTED")));
+  EXPECT_EQ(GcloudFailure::kQuota,
+            ClassifyGcloudWords(operation("8", "Quota 'TPUV4sPreemptible' exhausted.")));
+  // A message that holds the words is not the field (13, INTERNAL: the API's bad minute).
+  EXPECT_EQ(GcloudFailure::kTransient,
+            ClassifyGcloudWords(operation("13", "internal: \\\"code\\\": 5")));
+  EXPECT_EQ(GcloudFailure::kFailed,
+            ClassifyGcloudWords(operation("9", "precondition: \\\"code\\\": 5")));
 }
 
 TEST_F(TpuGcloudTest, NotFoundIsReadOnceFromGcloudsStatus) {

@@ -2,11 +2,13 @@
 #include "launcher/recovery/driver_lock.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "launcher/base/error.h"
 #include "launcher/store/podrun_home.h"
@@ -64,6 +66,25 @@ std::optional<DriverLock> DriverLock::TryAcquire(const std::filesystem::path& ho
 
 DriverLock::~DriverLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+DriverLock TakeDriverLock(const std::filesystem::path& home, const std::string& job_id,
+                          const std::string& role, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    if (std::optional<DriverLock> lock = DriverLock::TryAcquire(home, job_id, role)) {
+      return std::move(*lock);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Not held here: looking at the file cannot drop a lock of this process's.
+  const std::optional<Driver> driver = CurrentDriver(home, job_id);
+  throw UsageError(fmt::format(
+      "job {} is driven by its {} (pid {} on {}): one driver per job, so this {} drives nothing "
+      "(podrun logs {} -f follows it; podrun stop {} ends it)",
+      job_id, driver ? driver->role : "driver", driver ? driver->pid : 0,
+      driver ? driver->host : ThisHostName(), role, job_id, job_id));
 }
 
 std::string ThisHostName() {

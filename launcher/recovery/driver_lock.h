@@ -9,6 +9,7 @@
 // the driver itself must never call DriverHolder or CurrentDriver.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -32,6 +33,14 @@ class DriverLock {
   explicit DriverLock(int fd) : fd_(fd) {}
   int fd_;
 };
+
+// The job's lock for a driver that starts now as `role` ("attached launch", ...), waiting up to
+// `wait` for another holder to let it go (a keeper that `podrun watch` started for a job that has
+// no attempt yet ends at once). Throws Error(kUsage) naming the holder (role, pid, host) when it
+// still holds it then: one driver per job, never two side by side.
+DriverLock TakeDriverLock(const std::filesystem::path& home, const std::string& job_id,
+                          const std::string& role,
+                          std::chrono::milliseconds wait = std::chrono::seconds(10));
 
 // This machine's name (gethostname), as a driver records where it runs; "" if unknown.
 std::string ThisHostName();

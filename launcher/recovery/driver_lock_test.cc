@@ -11,6 +11,8 @@
 #include <chrono>
 #include <thread>
 
+#include "launcher/base/error.h"
+
 namespace podrun {
 namespace {
 
@@ -67,6 +69,54 @@ TEST_F(DriverLockTest, ASymlinkPlantedAsTheLockIsRefused) {
   std::filesystem::permissions(home_ / "jobs" / "job-3", std::filesystem::perms::owner_all);
   std::filesystem::create_symlink("/etc/passwd", home_ / "jobs" / "job-3" / "keeper.lock");
   EXPECT_ANY_THROW(DriverLock::TryAcquire(home_, "job-3"));
+}
+
+// A launch takes its new job's lock before the job has an attempt: a `podrun watch` that saw the
+// job in between holds it a moment (it finds nothing to watch) and is waited for; one that
+// holds on is refused, named, and never driven beside.
+TEST_F(DriverLockTest, ANewDriverWaitsForTheHolderOrRefusesNamingIt) {
+  int ready[2];
+  ASSERT_EQ(0, ::pipe(ready));
+  const pid_t brief = ::fork();
+  ASSERT_GE(brief, 0);
+  if (brief == 0) {
+    auto lock = DriverLock::TryAcquire(home_, "job-1", "keeper");
+    (void)!::write(ready[1], lock ? "y" : "n", 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(1, ::read(ready[0], &c, 1));
+  ASSERT_EQ('y', c);
+  const auto began = std::chrono::steady_clock::now();
+  { DriverLock lock = TakeDriverLock(home_, "job-1", "attached launch"); }
+  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(100));
+  ::waitpid(brief, nullptr, 0);
+
+  const pid_t stays = ::fork();
+  ASSERT_GE(stays, 0);
+  if (stays == 0) {
+    auto lock = DriverLock::TryAcquire(home_, "job-1", "keeper");
+    (void)!::write(ready[1], lock ? "y" : "n", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_EQ(1, ::read(ready[0], &c, 1));
+  ASSERT_EQ('y', c);
+  try {
+    TakeDriverLock(home_, "job-1", "attached launch", std::chrono::milliseconds(200));
+    ADD_FAILURE() << "two drivers of one job";
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kUsage, e.code());
+    EXPECT_NE(std::string::npos,
+              std::string(e.what()).find("driven by its keeper (pid " + std::to_string(stays)))
+        << e.what();
+  }
+  EXPECT_EQ(stays, DriverHolder(home_, "job-1"));
+  ::kill(stays, SIGKILL);
+  ::waitpid(stays, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 }  // namespace

@@ -39,6 +39,17 @@ bool IsKnownHostsName(const std::string& name) {
   });
 }
 
+// `keys` with only the first key of each type.
+std::vector<PublishedHostKey> OneKeyPerType(const std::vector<PublishedHostKey>& keys) {
+  std::vector<PublishedHostKey> out;
+  for (const PublishedHostKey& key : keys) {
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&](const PublishedHostKey& k) { return k.type == key.type; });
+    if (!seen) out.push_back(key);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string KnownHostsName(const HostKeyAddress& a) {
@@ -142,13 +153,21 @@ PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::
                                     const std::string& known_hosts,
                                     const std::vector<HostKeyAddress>& workers,
                                     const PublishWait& wait) {
+  // Each worker's keys as the first answer that had any gave them, one key per type: any process
+  // on a VM may write its guest attributes, while its guest environment publishes the VM's own
+  // keys once, as it boots; a later answer changes nothing of a worker already seen.
   std::optional<TpuHostKeys> published;
   std::string error;
   std::chrono::seconds waited{0};
   bool said = false;
   for (;;) {
     try {
-      published = fetch();
+      const TpuHostKeys now = fetch();
+      if (!published) published.emplace();
+      for (const auto& [worker, keys] : now) {
+        if (published->contains(worker) || keys.empty()) continue;
+        (*published)[worker] = OneKeyPerType(keys);
+      }
       error.clear();
     } catch (const Error& e) {
       error = e.what();

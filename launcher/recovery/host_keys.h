@@ -68,7 +68,9 @@ PublishWait DefaultPublishWait();
 using PublishedKeysFetch = std::function<TpuHostKeys()>;
 
 // Asks `fetch` until every worker of `workers` has published a key or `wait` ends (said once:
-// "waiting up to 2m for 3 of 4 workers of NODE to publish their host keys"), then PinHostKeys.
+// "waiting up to 2m for 3 of 4 workers of NODE to publish their host keys"), then PinHostKeys
+// with each worker's keys from the first answer that had any (later answers, which any process
+// on the VM could have written, change nothing), one key per type (the first).
 // When `fetch` never told them, says why and leaves every worker to first use (old keys
 // forgotten). `what` names the node in messages. Throws as PinHostKeys.
 PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::string& what,

@@ -157,6 +157,33 @@ TEST_F(HostKeysTest, PublishedKeysAreWaitedForUntilEveryWorkerPublishes) {
   EXPECT_EQ("", Find("[10.0.0.11]:2222"));
 }
 
+// Any process on a VM may write its guest attributes: the first keys a worker publishes are
+// pinned, one per type, and what it publishes later (while another worker is waited for) is not.
+TEST_F(HostKeysTest, TheFirstKeysAWorkerPublishesArePinnedOnePerType) {
+  const std::string planted = NewKey("planted");
+  int calls = 0;
+  PublishWait wait{.limit = std::chrono::seconds(60),
+                   .poll = std::chrono::seconds(5),
+                   .sleep = [](std::chrono::seconds) { return true; }};
+  auto fetch = [&] {
+    ++calls;
+    TpuHostKeys keys;
+    if (calls == 1) {
+      keys[0] = {{"ssh-ed25519", new_keys_[0]}, {"ssh-ed25519", planted}};
+    } else {
+      keys[0] = {{"ssh-ed25519", planted}};
+      keys[1] = published_[1];
+    }
+    return keys;
+  };
+  PinnedHostKeys done = PinPublishedHostKeys(fetch, "mig s", known_hosts_, node_, wait);
+  EXPECT_EQ(2, calls);
+  EXPECT_EQ((std::vector<int>{0, 1}), done.pinned);
+  EXPECT_EQ(new_keys_[0], Find("10.0.0.10"));
+  EXPECT_EQ(new_keys_[1], Find("[10.0.0.11]:2222"));
+  EXPECT_EQ(std::string::npos, Read(known_hosts_).find(planted)) << Read(known_hosts_);
+}
+
 TEST_F(HostKeysTest, AHashedFileGetsHashedNamesAndANewFileIs0600) {
   std::ofstream(known_hosts_) << "10.0.0.10 ssh-ed25519 " << old_key_ << "\n"
                               << "10.0.0.99 ssh-ed25519 " << other_key_ << "\n";

@@ -157,6 +157,8 @@ ExitCode Keeper::Run(JobStore& store, const JobRecord& job) {
 }
 
 ExitCode Keeper::Keep(JobStore& store, JobRecord job, const std::vector<AttemptRecord>& attempts) {
+  // Its folder is /: an older store's relative spec path is never resolved here.
+  RefuseRelativeSpecPath(job);
   std::optional<Heartbeat> heartbeat(std::in_place, store.path(), job.id);
   JobSpec spec = RecordedSpec(store, job);
   std::filesystem::path local_root;

@@ -8,7 +8,11 @@ namespace podrun {
 
 std::vector<std::string> KeeperEnvironment(const char* const* environ,
                                            const std::vector<std::string>& secret_names) {
-  static constexpr std::string_view kNames[] = {"HOME", "PATH", "SSH_AUTH_SOCK"};
+  // The proxies reach gcloud (and ProxyCommand's programs) as they reach them in a shell; curl
+  // and Python read both cases.
+  static constexpr std::string_view kNames[] = {"HOME",        "PATH",        "SSH_AUTH_SOCK",
+                                                "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+                                                "http_proxy",  "NO_PROXY",    "no_proxy"};
   static constexpr std::string_view kPrefixes[] = {"CLOUDSDK_", "PODRUN_"};
   std::vector<std::string> kept;
   for (const char* const* e = environ; e && *e; ++e) {

@@ -1,8 +1,9 @@
 // The keeper's environment (docs/design.md decision 21): an allow-list of what it needs from
 // the environment of whoever started it, not that whole environment (a keeper lives for days
 // and outlives the terminal): HOME and PATH; SSH_AUTH_SOCK (the user's agent, for SSH);
-// CLOUDSDK_* (gcloud's own settings); PODRUN_* (podrun's); and the values of the job's
-// secret_env names, which a restart hands to the workers again (never written anywhere).
+// CLOUDSDK_* (gcloud's own settings); HTTPS_PROXY, HTTP_PROXY, NO_PROXY and their lower-case
+// forms (so gcloud reaches Google behind a proxy); PODRUN_* (podrun's); and the values of the
+// job's secret_env names, which a restart hands to the workers again (never written anywhere).
 #pragma once
 
 #include <string>

@@ -27,5 +27,18 @@ TEST(KeeperEnvironmentTest, KeepsTheAllowListAndTheSecretsOnly) {
   EXPECT_TRUE(KeeperEnvironment(nullptr, {}).empty());
 }
 
+// gcloud behind a proxy: a keeper's gcloud must reach the API as the launcher's did.
+TEST(KeeperEnvironmentTest, KeepsTheProxiesInBothCases) {
+  const char* environ[] = {"HTTPS_PROXY=http://proxy:3128",     "https_proxy=http://proxy:3128",
+                           "HTTP_PROXY=http://proxy:3128",      "http_proxy=http://proxy:3128",
+                           "NO_PROXY=metadata.google.internal", "no_proxy=localhost",
+                           "FTP_PROXY=http://not-kept",         nullptr};
+  EXPECT_EQ(
+      (std::vector<std::string>{"HTTPS_PROXY=http://proxy:3128", "https_proxy=http://proxy:3128",
+                                "HTTP_PROXY=http://proxy:3128", "http_proxy=http://proxy:3128",
+                                "NO_PROXY=metadata.google.internal", "no_proxy=localhost"}),
+      KeeperEnvironment(environ, {}));
+}
+
 }  // namespace
 }  // namespace podrun

@@ -1,10 +1,11 @@
 // KeeperSignals: the keeper's SIGTERM (`podrun stop`, `podrun down`; docs/reference.md, "The
 // keeper"). While the keeper follows or starts an attempt, SIGTERM ends it at once, as before
 // (`stop` then stops the workers itself). While it recovers between two attempts (recreating a
-// node, waiting for one, the restart's backoff), SIGTERM gives the recovery up instead: the
-// running gcloud is stopped, every wait ends, the provisioner deletes the queued resource it made,
-// and the keeper records the job stopped before it exits, so that a stop never leaves a queued
-// resource holding quota nor a job that reads `recovering` for ever.
+// TPU node or a MIG slice, waiting for one, the restart's backoff), SIGTERM gives the recovery up
+// instead: the running gcloud is stopped, every wait ends, the provisioner deletes what its
+// create made (a queued resource; a MIG slice's group, and the template and policy podrun made
+// for it), and the keeper records the job stopped before it exits, so that a stop never leaves
+// capacity or quota held nor a job that reads `recovering` for ever.
 #pragma once
 
 #include <atomic>

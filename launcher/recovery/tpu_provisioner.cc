@@ -221,8 +221,8 @@ void TpuProvisioner::Create() {
   ForgetCachedTpuNode(node_, PodrunHome() / "cache");  // the new node's addresses differ
   Say(fmt::format("creating {}: {}{} (gcloud)", what, DescribeTpuCreate(create_),
                   create_.queued ? fmt::format(" through queued resource {}", node_.name) : ""));
-  const std::vector<std::string> argv = create_.queued ? GcloudCreateQueuedCommand(node_, create_)
-                                                       : GcloudCreateNodeCommand(node_, create_);
+  const GcloudCommand argv = create_.queued ? GcloudCreateQueuedCommand(node_, create_)
+                                            : GcloudCreateNodeCommand(node_, create_);
   const std::chrono::seconds limit = CapacityWaitOf(create_);
   const auto began = options_.clock();
   std::chrono::seconds backoff = options_.first_capacity_backoff;

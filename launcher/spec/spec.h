@@ -52,7 +52,7 @@ struct JobSpec {
   std::optional<int> preemptions;
   int grace_seconds = 10;
   int stall_seconds = 0;  // 0: no stall detection
-  // `progress:`: the regex whose one group is a worker's step (spec/progress_pattern.h); empty
+  // `progress:`: the regex whose one group is a worker's step (proto/progress_pattern.h); empty
   // for `progress: none`.
   std::string progress;
   double straggler_ratio = 0.5;  // a rate below this fraction of the gang's median ...

@@ -3,12 +3,23 @@
 
 #include <fmt/format.h>
 
+#include "launcher/base/error.h"
 #include "launcher/output/say.h"
 
 namespace podrun {
 
 std::string AbsoluteSpecPath(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+void RefuseRelativeSpecPath(const JobRecord& job) {
+  if (job.spec_path.empty() || !std::filesystem::path(job.spec_path).is_relative()) return;
+  throw Error(ExitCode::kUsage,
+              fmt::format("job {} was recorded with the relative spec path '{}' (by an older "
+                          "podrun): a keeper cannot tell which folder it was launched from; run "
+                          "`podrun rerun {}` in that folder (it records the path, and keepers "
+                          "follow it from then on)",
+                          job.id, job.spec_path, job.id));
 }
 
 JobSpec RecordedSpec(JobStore& store, JobRecord& job) {

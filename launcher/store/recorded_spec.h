@@ -21,4 +21,9 @@ std::string AbsoluteSpecPath(const std::string& path);
 // updated to match.
 JobSpec RecordedSpec(JobStore& store, JobRecord& job);
 
+// Throws Error(kUsage) when the job's spec path was recorded relative (by an older podrun),
+// saying to run `podrun rerun JOB` in the folder it was launched from: a keeper, whose folder
+// is /, never resolves it (`sync: .` would be the whole filesystem).
+void RefuseRelativeSpecPath(const JobRecord& job);
+
 }  // namespace podrun

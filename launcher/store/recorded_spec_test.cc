@@ -1,11 +1,14 @@
 // Tests of the recorded spec: read from the store whatever the current folder, its sync:
-// directory gone or not; an old store's relative path resolved once and recorded.
+// directory gone or not; an old store's relative path resolved once and recorded, or refused
+// where it must not be resolved (a keeper).
 #include "launcher/store/recorded_spec.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+
+#include "launcher/base/error.h"
 
 namespace podrun {
 namespace {
@@ -57,6 +60,24 @@ TEST_F(RecordedSpecTest, AnOldStoresRelativePathIsResolvedOnceAndRecorded) {
   EXPECT_EQ(resolved, again.spec_path);
   EXPECT_EQ((std::filesystem::canonical(dir_) / "code").string(),
             SyncDirectory(RecordedSpec(store, again)).string());
+}
+
+// A keeper's folder is /: it never resolves an old relative path (sync: . would be the whole
+// filesystem); it says to rerun from the launch's folder, and the store keeps the path as it was.
+TEST_F(RecordedSpecTest, ARelativePathIsRefusedWhereItMustNotBeResolved) {
+  JobStore store(dir_ / "podrun.db");
+  const JobRecord job = Job(store, "train.yaml");
+  try {
+    RefuseRelativeSpecPath(job);
+    ADD_FAILURE() << "a relative spec path was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kUsage, e.code());
+    EXPECT_NE(std::string::npos,
+              std::string(e.what()).find("run `podrun rerun " + job.id + "` in that folder"))
+        << e.what();
+  }
+  EXPECT_EQ("train.yaml", store.GetJob(job.id).spec_path);
+  EXPECT_NO_THROW(RefuseRelativeSpecPath(Job(store, "/launch/folder/train.yaml")));
 }
 
 }  // namespace

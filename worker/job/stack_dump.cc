@@ -233,11 +233,14 @@ std::vector<std::string> StackCommand(const StackTools& tools, const std::string
     argv.insert(argv.end(), {tool, "dump", "--pid", std::to_string(pid)});
   } else {
     // No argument values in the stack (they may hold a program's data, its secrets): only
-    // whether a frame has arguments.
-    argv.insert(argv.end(),
-                {tool, "-p", std::to_string(pid), "-batch", "-nx", "-q", "-iex",
-                 "set debuginfod enabled off", "-iex", "set print frame-arguments presence", "-ex",
-                 "thread apply all bt 32"});
+    // whether a frame has arguments ("presence", gdb 10 and later); an older gdb refuses that
+    // setting and keeps "none" from the line before. No script the process's files name is
+    // loaded (auto-load: a job's libraries would run code in a root gdb).
+    argv.insert(
+        argv.end(),
+        {tool, "-p", std::to_string(pid), "-batch", "-nx", "-q", "-iex", "set auto-load off",
+         "-iex", "set debuginfod enabled off", "-iex", "set print frame-arguments none", "-iex",
+         "set print frame-arguments presence", "-ex", "thread apply all bt 32"});
   }
   return argv;
 }

@@ -1,18 +1,21 @@
 // Tests of taking stacks for `podrun why`: which processes get one, the tools' command lines,
 // a real gdb stack of a sleeping child (which goes on sleeping), and fake tools in a directory of
-// their own (only root can write it: tools anywhere else are never run): py-spy's output, a
-// failing tool, no tool at all, tools that hang past the deadline (stopped with their whole
-// process group, even one that ignores SIGTERM), and a stack dropped when its pid names another
-// process by the time the tool is done.
+// their own (only root can write it, wherever the build tree is: tools anywhere else are never
+// run): py-spy's output, a failing tool, no tool at all, tools that hang past the deadline
+// (stopped with their whole process group, even one that ignores SIGTERM), and a stack dropped
+// when its pid names another process by the time the tool is done.
 #include "worker/job/stack_dump.h"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -59,16 +62,33 @@ bool AwaitGone(pid_t pid) {
   return false;
 }
 
+// A new directory (0700) for fake tools that, run as root, only root can write from "/" down, as
+// tools must be in, wherever the repository was cloned (the build tree may lie in /var/tmp, which
+// all can write): in the first of the build tree, the home, /run, /var/lib and "/" whose chain is
+// trusted (as not root: the build tree). "" when none can be made.
+std::filesystem::path MakeToolDirectory() {
+  std::vector<std::filesystem::path> parents = {std::filesystem::current_path()};
+  if (::geteuid() == 0) {
+    if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_dir[0] == '/') {
+      parents.emplace_back(pw->pw_dir);
+    }
+    parents.insert(parents.end(), {"/run", "/var/lib", "/"});
+    std::erase_if(parents, [](const auto& p) { return !IsTrustedDirectory(p.string()); });
+  }
+  for (const std::filesystem::path& parent : parents) {
+    std::string tmpl = (parent / "podrun-stacks-test.XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) return tmpl;
+  }
+  return {};
+}
+
 class StackDumpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Beside the test (the build tree): a directory only root can write, as tools must be in
-    // (the system's temporary directory is writable by all: tools there are never run).
-    std::string tmpl = (std::filesystem::current_path() / "stacks.XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    dir_ = MakeToolDirectory();
+    ASSERT_FALSE(dir_.empty()) << "no directory for the fake tools: " << std::strerror(errno);
     ASSERT_TRUE(::geteuid() != 0 || IsTrustedDirectory(dir_))
-        << dir_ << ": the build tree must be writable by its owner only";
+        << dir_ << ": tools there would never be run";
   }
   void TearDown() override {
     for (pid_t child : children_) {
@@ -112,13 +132,34 @@ TEST_F(StackDumpTest, ChoosesNonShellProcessesFirstAndNoZombies) {
   EXPECT_EQ(chosen.back(), 4u + 14);  // python3 and the first 15 workers: no shell fits
 }
 
+// Run from a directory all can write (the repository cloned into /var/tmp, as root), the fake
+// tools still get a directory only root can write.
+TEST(StackDumpToolDirectoryTest, IsTrustedWhereverTheTestRuns) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root's tools must be in a trusted directory";
+  const std::filesystem::path was = std::filesystem::current_path();
+  std::string open_tmpl =
+      (std::filesystem::temp_directory_path() / "podrun-open-cwd.XXXXXX").string();
+  ASSERT_NE(::mkdtemp(open_tmpl.data()), nullptr);
+  const std::filesystem::path open = open_tmpl;
+  ::chmod(open.c_str(), 01777);
+  std::filesystem::current_path(open);
+  const std::filesystem::path dir = MakeToolDirectory();
+  std::filesystem::current_path(was);
+  EXPECT_FALSE(dir.empty());
+  EXPECT_TRUE(IsTrustedDirectory(dir.string())) << dir;
+  EXPECT_EQ(std::filesystem::perms::owner_all,
+            std::filesystem::status(dir).permissions() & std::filesystem::perms::all);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(open);
+}
+
 TEST_F(StackDumpTest, ToolCommandLines) {
   StackTools tools{.py_spy = "/x/py-spy", .gdb = "/usr/bin/gdb"};
-  EXPECT_EQ(
-      StackCommand(tools, tools.gdb, 42, 10s),
-      (std::vector<std::string>{
-          "/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off",
-          "-iex", "set print frame-arguments presence", "-ex", "thread apply all bt 32"}));
+  EXPECT_EQ(StackCommand(tools, tools.gdb, 42, 10s),
+            (std::vector<std::string>{
+                "/usr/bin/gdb", "-p", "42", "-batch", "-nx", "-q", "-iex", "set auto-load off",
+                "-iex", "set debuginfod enabled off", "-iex", "set print frame-arguments none",
+                "-iex", "set print frame-arguments presence", "-ex", "thread apply all bt 32"}));
   EXPECT_EQ(StackCommand(tools, tools.py_spy, 42, 10s),
             (std::vector<std::string>{"/x/py-spy", "dump", "--pid", "42"}));
   tools.use_sudo = true;
