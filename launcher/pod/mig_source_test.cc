@@ -164,8 +164,8 @@ TEST_F(MigSourceTest, ATerminatedVmIsPreemptedOnlyWhereTheGroupDoesNotRepairIt) 
   EXPECT_EQ(1u, CallsWith("instance-groups managed describe"));
 
   const std::unique_ptr<PodSource> spot = MakePodSource({PodSourceKind::kMig, query_}, dir_);
-  Answer("group-describe", R"({"name": "slice-1",
-                               "instanceLifecyclePolicy": {"defaultActionOnFailure": "DO_NOTHING"}})");
+  Answer("group-describe", R"({"name": "slice-1", "instanceLifecyclePolicy":
+                                {"defaultActionOnFailure": "DO_NOTHING"}})");
   now = spot->Now();
   EXPECT_EQ(SourceCondition::kPreempted, now.condition) << now.why;
   EXPECT_EQ("TERMINATED", now.state);
