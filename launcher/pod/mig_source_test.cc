@@ -116,7 +116,8 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
            (description.empty() ? "podrun: workload policy of MIG slice-1 (settings " +
                                       MigPolicyDigest(query_, Spot()) + ")"
                                 : description) +
-           R"(", "selfLink": "https://www.googleapis.com/compute/v1/projects/proj-1/regions/us-central1/resourcePolicies/slice-1-podrun"})";
+           R"(", "selfLink": "https://www.googleapis.com/compute/v1/projects/proj-1/regions/)"
+           R"(us-central1/resourcePolicies/slice-1-podrun"})";
   }
   std::string TemplateJson(const std::string& description = "") const {
     return R"({"name": "slice-1-podrun", "description": ")" +
@@ -163,9 +164,8 @@ TEST_F(MigSourceTest, ATerminatedVmIsPreemptedOnlyWhereTheGroupDoesNotRepairIt) 
   EXPECT_EQ(1u, CallsWith("instance-groups managed describe"));
 
   const std::unique_ptr<PodSource> spot = MakePodSource({PodSourceKind::kMig, query_}, dir_);
-  Answer(
-      "group-describe",
-      R"({"name": "slice-1", "instanceLifecyclePolicy": {"defaultActionOnFailure": "DO_NOTHING"}})");
+  Answer("group-describe", R"({"name": "slice-1", "instanceLifecyclePolicy":
+                                {"defaultActionOnFailure": "DO_NOTHING"}})");
   now = spot->Now();
   EXPECT_EQ(SourceCondition::kPreempted, now.condition) << now.why;
   EXPECT_EQ("TERMINATED", now.state);
