@@ -513,7 +513,8 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
 
 TEST_F(SpotTest, FourLostWorkersOfOneNodeCostOneDescribeAndTheirReasonIsSaidOnce) {
   const std::string spec = WriteSpec(
-      "four", "node-four", "accelerator_type: v4-32, version: base, spot: true", "run: sleep 60\n");
+      "four", "node-four", "accelerator_type: v4-32, version: base, spot: true",
+      "preemptions: 0\nrun: sleep 60\n");  // no recovery: the run ends with the preemption
   std::atomic<size_t> preempted_at{0};
   std::thread preempt([&] {
     // Once the job runs on every worker (its attempt reads running), not after a guessed time.
