@@ -9,7 +9,9 @@ ICI/DCN on TPU). Each process prints, at a steady rate,
 
   step N loss X
 
-(`(checkpoint saved)` after it every CHECKPOINT_EVERY steps) and at the end
+(`(checkpoint saved)` after it every CHECKPOINT_EVERY steps; the first step says how long it
+took to compile and run; the first line, how long importing JAX and joining the gang took) and
+at the end
 
   final weights sha256: <hex>
 
@@ -47,6 +49,7 @@ import signal
 import sys
 import time
 
+STARTED = time.monotonic()
 sys.stdout.reconfigure(line_buffering=True)
 sys.stderr.reconfigure(line_buffering=True)
 faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
@@ -64,6 +67,7 @@ except ImportError as e:
           "jax and optax", file=sys.stderr)
     sys.exit(2)
 
+IMPORTED = time.monotonic()
 FEATURES = 16
 KEEP_CHECKPOINTS = 3
 
@@ -194,6 +198,7 @@ def load_checkpoint(step, process, like):
 
 def main():
     initialize()
+    joined = time.monotonic()
     process, processes = jax.process_index(), jax.process_count()
     local_devices = jax.local_device_count()
     me = f"process {process}/{processes}"
@@ -232,7 +237,8 @@ def main():
           f"({local_devices} local, {jax.devices()[0].platform}), attempt "
           f"{os.environ.get('PODRUN_ATTEMPT', '1')}"
           + (f" (resumed from: {resumed_from})" if resumed_from else "")
-          + f", starting at step {start + 1} of {STEPS}, checkpoints in {CHECKPOINT_DIR}")
+          + f", starting at step {start + 1} of {STEPS}, checkpoints in {CHECKPOINT_DIR}; "
+          f"import {IMPORTED - STARTED:.2f} s, initialize {joined - IMPORTED:.2f} s")
 
     w1, w2 = teacher()
     params, opt_state = state
@@ -243,7 +249,7 @@ def main():
         y = jax.make_array_from_process_local_data(batch_sharding, y)
         params, opt_state, loss = train_step(params, opt_state, x, y)
         loss = float(loss.addressable_data(0))
-        note = ""
+        note = f" (first: compiled and run in {time.monotonic() - began:.2f} s)" if step == start + 1 else ""
         if step % CHECKPOINT_EVERY == 0 or step == STEPS:
             save_checkpoint(step, process, (params, opt_state))
             note = " (checkpoint saved)"
