@@ -44,12 +44,14 @@ TEST(ProgressPatternTest, TheDefaultReadsTheStepLinesOfJaxTrainers) {
   // ends with a carriage return; the reader takes the text before it).
   EXPECT_EQ(120, p.Step("train:  12%|\u2588\u258f        | 120/1000 [01:23<10:12,  1.44it/s, "
                         "loss=3.45]"));
-  EXPECT_EQ(1000, p.Step("train: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| "
-                         "1000/1000 [11:34<00:00,  1.44it/s, loss=2.1]"));
+  EXPECT_EQ(1000,
+            p.Step("train: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| "
+                   "1000/1000 [11:34<00:00,  1.44it/s, loss=2.1]"));
   // This project's JAX example.
   EXPECT_EQ(37, p.Step("step 37 loss 0.230212 (checkpoint saved)"));
   // Not steps: another bar (data loading, evaluation), a rate, a count of steps.
-  EXPECT_EQ(std::nullopt, p.Step("eval:  50%|\u2588\u2588\u2588\u2588\u2588     | 5/10 [00:01<00:01]"));
+  EXPECT_EQ(std::nullopt,
+            p.Step("eval:  50%|\u2588\u2588\u2588\u2588\u2588     | 5/10 [00:01<00:01]"));
   EXPECT_EQ(std::nullopt, p.Step("Loading checkpoint shards:  50%|\u2588\u2588\u2588     | 1/2"));
   EXPECT_EQ(std::nullopt, p.Step("steps_per_second=1.583725"));
   EXPECT_EQ(std::nullopt, p.Step("training for 1000 steps"));

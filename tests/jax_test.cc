@@ -96,9 +96,9 @@ TEST_F(JaxTest, TheMultihostExampleSumsOverEveryProcessOfThePod) {
         << r.output;
   }
   // The gang met at worker 0 on the pod's network, from podrun's variables.
-  EXPECT_NE(std::string::npos, r.output.find("[w0] process 0/4: jax 0.10.2, coordinator " +
-                                             pod_->address(0) +
-                                             ":8476, from podrun's JAX_* variables"))
+  EXPECT_NE(std::string::npos,
+            r.output.find("[w0] process 0/4: jax 0.10.2, coordinator " + pod_->address(0) +
+                          ":8476, from podrun's JAX_* variables"))
       << r.output;
 }
 
@@ -130,7 +130,8 @@ print(f"process {me}: joined", flush=True)
   // w2 is the root cause, with its last line; the others were stopped because of it.
   EXPECT_NE(std::string::npos, r.output.find("failed: w2 (" + pod_->hosts()[2] + "): exit code 3"))
       << r.output;
-  EXPECT_NE(std::string::npos, r.output.find("| process 2: cannot open the accelerator")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("| process 2: cannot open the accelerator"))
+      << r.output;
   EXPECT_NE(std::string::npos, r.output.find("stopped by podrun because of that failure: w0-1,3"))
       << r.output;
   EXPECT_EQ(0, pod_->CountProcesses("init-fail[.]py"));
@@ -140,9 +141,9 @@ print(f"process {me}: joined", flush=True)
 // stall_seconds the hang is reported; `stacks:` makes every process print its Python stack
 // (faulthandler) first, and the stopped worker comes first among the suspects.
 TEST_F(JaxTest, AHangInACollectiveIsReportedWithEveryProcesssPythonStack) {
-  const std::string spec = Spec("collective-hang",
-                                "stall_seconds: 30\ngrace_seconds: 2\nstacks: {signal: SIGUSR1}\n",
-                                R"(import faulthandler, os, signal, sys, time
+  const std::string spec =
+      Spec("collective-hang", "stall_seconds: 30\ngrace_seconds: 2\nstacks: {signal: SIGUSR1}\n",
+           R"(import faulthandler, os, signal, sys, time
 faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
 import jax, jax.numpy as jnp
 me = int(os.environ["JAX_PROCESS_ID"])
@@ -176,14 +177,16 @@ for step in range(1, 1000):
   std::smatch m;
   EXPECT_TRUE(std::regex_search(
       out, m,
-      std::regex(R"(podrun: why: job \S+ attempt 1: 4 workers, gathered in [0-9.]+ s; 1 suspect first\npodrun: w2: suspect: step 4 \(others 5\), python3 pid \d+ )")))
+      std::regex(
+          R"(podrun: why: job \S+ attempt 1: 4 workers, gathered in [0-9.]+ s; 1 suspect first\npodrun: w2: suspect: step 4 \(others 5\), python3 pid \d+ )")))
       << out;
   const std::regex suspect_line(R"(\npodrun: w\d+: suspect:)");
   EXPECT_EQ(1, std::distance(std::sregex_iterator(out.begin(), out.end(), suspect_line),
                              std::sregex_iterator()))
       << out;
   // Each process's own Python stack: w2 where it stopped, the others in the collective.
-  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[w2\] .*line \d+ in stop_before_the_collective)")))
+  EXPECT_TRUE(
+      std::regex_search(out, std::regex(R"(\[w2\] .*line \d+ in stop_before_the_collective)")))
       << out;
   for (int k : {0, 1, 3}) {
     EXPECT_TRUE(std::regex_search(
@@ -201,16 +204,16 @@ for step in range(1, 1000):
 // mid-training: podrun restarts the gang (restarts: 2), every process resumes from the newest
 // step all of them saved (PODRUN_RESUMED_FROM), and the final weights are the same bytes.
 TEST_F(JaxTest, TheTrainingExampleKilledMidRunResumesToTheSameWeights) {
-  const std::string launch = Podrun() + " launch " + Examples() + "/jax-train/podrun.yaml" +
-                             Options() + " -e STEPS=50";
+  const std::string launch =
+      Podrun() + " launch " + Examples() + "/jax-train/podrun.yaml" + Options() + " -e STEPS=50";
   CommandResult reference = RunCommand(launch + " -n jax-train-reference");
   ASSERT_EQ(0, reference.exit_code) << reference.output;
   const std::map<int, std::string> want = Digests(reference.output);
   ASSERT_EQ(4u, want.size()) << reference.output;
   for (const auto& [worker, digest] : want) EXPECT_EQ(want.at(0), digest) << worker;
   for (int k = 0; k < kWorkers; ++k) {
-    EXPECT_NE(std::string::npos, reference.output.find("[w" + std::to_string(k) +
-                                                       "] step 50 loss "))
+    EXPECT_NE(std::string::npos,
+              reference.output.find("[w" + std::to_string(k) + "] step 50 loss "))
         << reference.output;
   }
   // Steps were read from the processes' lines: the report has the run's first step and steps.
@@ -227,7 +230,8 @@ TEST_F(JaxTest, TheTrainingExampleKilledMidRunResumesToTheSameWeights) {
                         std::chrono::seconds(120)))
       << ReadTextFile(log);
   const std::string ns = "pr" + std::to_string(pod_->id()) + "-w1";
-  RunCommand("ip netns pids " + ns + " | while read -r p; do tr '\\0' ' ' </proc/$p/cmdline | "
+  RunCommand("ip netns pids " + ns +
+             " | while read -r p; do tr '\\0' ' ' </proc/$p/cmdline | "
              "grep -q 'train[.]py' && kill -9 $p; done; true");
   int status = 0;
   ASSERT_EQ(launcher, waitpid(launcher, &status, 0));
@@ -236,7 +240,9 @@ TEST_F(JaxTest, TheTrainingExampleKilledMidRunResumesToTheSameWeights) {
   EXPECT_EQ(0, WEXITSTATUS(status)) << out;
   // Attempt 2 resumed where all had a checkpoint (20, or later if one more was written).
   EXPECT_TRUE(std::regex_search(
-      out, std::regex(R"(\[w1\] process 1/4: .*attempt 2 \(resumed from: failure\), starting at step [234]1 of 50)")))
+      out,
+      std::regex(
+          R"(\[w1\] process 1/4: .*attempt 2 \(resumed from: failure\), starting at step [234]1 of 50)")))
       << out;
   const std::map<int, std::string> got = Digests(out);
   ASSERT_EQ(4u, got.size()) << out;
@@ -315,14 +321,16 @@ print(f"{kind}: jax {got}, podrun {want}: {'same' if got == want else 'DIFFERENT
       const int per_slice = c.slices.empty() ? 4 : 2;
       const int first = w / per_slice * per_slice;
       std::string workers;
-      for (int i = first; i < first + per_slice; ++i) workers += (workers.empty() ? "" : ",") + addresses[i];
+      for (int i = first; i < first + per_slice; ++i)
+        workers += (workers.empty() ? "" : ",") + addresses[i];
       std::string command = "env -i";
       for (const auto& [name, value] : env.vars) command += " " + ShellQuote(name + "=" + value);
       command += " " + Python() + " " + script + " " + c.kind + " " + std::to_string(w - first) +
                  " " + workers;
       CommandResult r = RunCommand(command);
       EXPECT_EQ(0, r.exit_code) << r.output;
-      EXPECT_NE(std::string::npos, r.output.find(": same")) << c.kind << " w" << w << ": " << r.output;
+      EXPECT_NE(std::string::npos, r.output.find(": same"))
+          << c.kind << " w" << w << ": " << r.output;
     }
   }
 }
