@@ -6,13 +6,16 @@
 // own cluster detection computes (single slice, TPU VMs given by --hosts, multislice).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "launcher/spec/job_env.h"
@@ -39,7 +42,7 @@ std::string Examples() { return std::string(PODRUN_SOURCE_DIR) + "/examples"; }
 // Each distinct "final weights sha256: <hex>" of `output`, by worker.
 std::map<int, std::string> Digests(const std::string& output) {
   std::map<int, std::string> digests;
-  const std::regex done(R"(\[w(\d)\] process \d/4: final weights sha256: ([0-9a-f]{64}))");
+  const std::regex done(R"(\[w(\d)\] process \d/\d: final weights sha256: ([0-9a-f]{64}))");
   for (std::sregex_iterator it(output.begin(), output.end(), done), end; it != end; ++it) {
     digests[std::stoi((*it)[1])] = (*it)[2];
   }
@@ -247,6 +250,110 @@ TEST_F(JaxTest, TheTrainingExampleKilledMidRunResumesToTheSameWeights) {
   const std::map<int, std::string> got = Digests(out);
   ASSERT_EQ(4u, got.size()) << out;
   for (const auto& [worker, digest] : got) EXPECT_EQ(want.at(0), digest) << worker << "\n" << out;
+}
+
+// A preemption mid-training on a Spot TPU node made by podrun (pod.create), through the TPU API
+// stand-in (tests/fake-gcloud: a v4-16 node takes 2 of the pod's workers; preempted, they lose
+// every process and their homes, and the node is made again at other workers). The keeper
+// recreates it, setup runs on the fresh VMs, and both processes resume from the checkpoint on
+// storage they share (a bind mount of a directory under /var/tmp) with the same final weights
+// as an uninterrupted 2-process run. Last of the suite: it gives the workers new host keys.
+TEST_F(JaxTest, ZAPreemptedSpotRunResumesOnItsRecreatedNodeToTheSameWeights) {
+  const std::string train = Examples() + "/jax-train";
+  CommandResult reference = RunCommand(Podrun() + " launch " + train +
+                                       "/podrun.yaml --local 2 -e STEPS=30 -n jax-spot-reference");
+  KillLocalAgents(Home());
+  ASSERT_EQ(0, reference.exit_code) << reference.output;
+  const std::map<int, std::string> want = Digests(reference.output);
+  ASSERT_EQ(2u, want.size()) << reference.output;
+
+  const std::string state = Dir() + "/gcloud";
+  const std::string shared = "/var/tmp/podrun-jax-test-" + std::to_string(::getpid());
+  RunCommand("rm -rf " + shared);
+  std::filesystem::create_directories(state);
+  std::filesystem::create_directories(shared + "/ckpt");
+  std::string pool;
+  for (int i = 0; i < kWorkers; ++i) pool += (i ? ", \"" : "\"") + pod_->address(i) + "\"";
+  std::ofstream(state + "/config.json")
+      << "{\"project\": \"fake-project\", \"create_seconds\": 1, \"queue_seconds\": 2, "
+         "\"delete_seconds\": 0.2, \"host_keys_dir\": \""
+      << pod_->dir() << "\", \"pool\": [" << pool << "]}";
+  const std::string podrun = "env PODRUN_HOME=" + Home() + " FAKE_GCLOUD_STATE=" + state +
+                             " CLOUDSDK_CONFIG=" + state + " PODRUN_GCLOUD=" + PODRUN_SOURCE_DIR +
+                             "/tests/fake-gcloud PODRUN_TPU_POLL_SECONDS=1 " + PODRUN_BINARY;
+  // The example's spec, on a Spot node that podrun creates, with the checkpoints on the mount.
+  std::string spec = std::regex_replace(ReadTextFile(train + "/podrun.yaml"),
+                                        std::regex(R"(\nsync: \.[^\n]*)"), "\nsync: " + train);
+  spec += "pod:\n  tpu: node-jax\n  zone: zone-a\n  user: root\n  identity: " + pod_->identity() +
+          "\n  known_hosts: " + pod_->known_hosts() +
+          "\n  create: {accelerator_type: v4-16, version: base, spot: true}\n"
+          "mounts:\n  - {type: bind, source: " +
+          shared + "/ckpt, path: /mnt/ckpt}\n";
+  const std::string spec_path = Dir() + "/jax-spot.yaml";
+  std::ofstream(spec_path) << spec;
+  CommandResult r = RunCommand("setsid " + podrun + " launch -d " + spec_path +
+                               " -e STEPS=30 -e STEP_SECONDS=0.3 -e CHECKPOINT_DIR=/mnt/ckpt "
+                               "-n jax-spot < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("job: (\\S+)"))) << r.output;
+  const std::string job = m[1];
+  const std::string keeper_log = Home() + "/jobs/" + job + "/keeper.log";
+  // Mid-run: once both processes saved step 10.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return std::filesystem::exists(shared + "/ckpt/ckpt-00000010.p0.npz") &&
+               std::filesystem::exists(shared + "/ckpt/ckpt-00000010.p1.npz");
+      },
+      std::chrono::seconds(180)))
+      << ReadTextFile(keeper_log);
+  // The preemption, as spot_test does it: PREEMPTED, every process of its VMs killed, homes
+  // wiped, new host keys.
+  std::istringstream preempted(RunCommand("env FAKE_GCLOUD_STATE=" + state + " CLOUDSDK_CONFIG=" +
+                                              state + " " + PODRUN_SOURCE_DIR +
+                                              "/tests/fake-gcloud --admin preempt node-jax "
+                                              "--zone zone-a",
+                                          false)
+                                   .output);
+  int machines = 0;
+  for (std::string address; std::getline(preempted, address);) {
+    for (int i = 0; i < kWorkers; ++i) {
+      if (pod_->address(i) != address) continue;
+      const std::string key = pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key";
+      RunCommand("rm -f " + key + " " + key + ".pub && ssh-keygen -q -t ed25519 -N '' -f " + key +
+                 " < /dev/null");
+      pod_->Reboot(i);
+      pod_->Exec(i, "find ~ -mindepth 1 -maxdepth 1 ! -name .ssh -exec rm -rf {} +");
+      ++machines;
+    }
+  }
+  ASSERT_EQ(2, machines);
+  // The keeper sees it through: the job's second attempt succeeds, and the keeper ends.
+  std::string status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        status = RunCommand(podrun + " status " + job + " --json", false).output;
+        const nlohmann::json s = nlohmann::json::parse(status, nullptr, false);
+        return !s.is_discarded() && s["attempt"]["state"] == "succeeded" &&
+               s["keeper"]["state"] == "ended";
+      },
+      std::chrono::seconds(300)))
+      << status << ReadTextFile(keeper_log);
+  const nlohmann::json final_status = nlohmann::json::parse(status);
+  EXPECT_EQ(2, final_status["attempt"]["number"]) << status;
+  EXPECT_EQ("preemption", final_status["attempt"]["resumed_from"]) << status;
+  const std::string logs = RunCommand(podrun + " logs " + job, false).output;
+  EXPECT_TRUE(std::regex_search(
+      logs,
+      std::regex(
+          R"(process 0/2: .*attempt 2 \(resumed from: preemption\), starting at step [1-3]1 of 30)")))
+      << logs << status;
+  const std::map<int, std::string> got = Digests(logs);
+  ASSERT_EQ(2u, got.size()) << logs;
+  for (const auto& [worker, digest] : got) EXPECT_EQ(want.at(0), digest) << worker << "\n" << logs;
+  RunCommand(podrun + " down --tpu node-jax --zone zone-a -y");
+  RunCommand("pkill -f '^podrun watch " + job + "' || true");
+  RunCommand("rm -rf " + shared);
 }
 
 // JAX reads JAX_COORDINATOR_ADDRESS itself (jax/_src/distributed.py) and takes the process count
