@@ -147,7 +147,7 @@ TEST_F(JaxTest, AHangInACollectiveIsReportedWithEveryProcesssPythonStack) {
   const std::string spec =
       Spec("collective-hang", "stall_seconds: 30\ngrace_seconds: 2\nstacks: {signal: SIGUSR1}\n",
            R"(import faulthandler, os, signal, sys, time
-faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=False)
+faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 import jax, jax.numpy as jnp
 me = int(os.environ["JAX_PROCESS_ID"])
 jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]), process_id=me)
