@@ -284,6 +284,10 @@ TEST_F(JaxTest, ZAPreemptedSpotRunResumesOnItsRecreatedNodeToTheSameWeights) {
   // The example's spec, on a Spot node that podrun creates, with the checkpoints on the mount.
   std::string spec = std::regex_replace(ReadTextFile(train + "/podrun.yaml"),
                                         std::regex(R"(\nsync: \.[^\n]*)"), "\nsync: " + train);
+  spec =
+      std::regex_replace(spec, std::regex(R"(\nenv:\n)"), "\nenv:\n  CHECKPOINT_DIR: /mnt/ckpt\n");
+  spec = std::regex_replace(spec, std::regex(R"(STEPS: "60")"), R"(STEPS: "30")");
+  spec = std::regex_replace(spec, std::regex(R"(STEP_SECONDS: "0.1")"), R"(STEP_SECONDS: "0.3")");
   spec += "pod:\n  tpu: node-jax\n  zone: zone-a\n  user: root\n  identity: " + pod_->identity() +
           "\n  known_hosts: " + pod_->known_hosts() +
           "\n  create: {accelerator_type: v4-16, version: base, spot: true}\n"
@@ -291,9 +295,8 @@ TEST_F(JaxTest, ZAPreemptedSpotRunResumesOnItsRecreatedNodeToTheSameWeights) {
           shared + "/ckpt, path: /mnt/ckpt}\n";
   const std::string spec_path = Dir() + "/jax-spot.yaml";
   std::ofstream(spec_path) << spec;
-  CommandResult r = RunCommand("setsid " + podrun + " launch -d " + spec_path +
-                               " -e STEPS=30 -e STEP_SECONDS=0.3 -e CHECKPOINT_DIR=/mnt/ckpt "
-                               "-n jax-spot < /dev/null");
+  CommandResult r =
+      RunCommand("setsid " + podrun + " launch -d " + spec_path + " -n jax-spot < /dev/null");
   ASSERT_EQ(0, r.exit_code) << r.output;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex("job: (\\S+)"))) << r.output;
