@@ -109,7 +109,7 @@ TEST_F(JaxTest, TheMultihostExampleSumsOverEveryProcessOfThePod) {
 // up while the others wait for it in jax.distributed.initialize() (for up to 5 minutes). podrun
 // names that worker as the root cause with its last lines and stops the waiting ones.
 TEST_F(JaxTest, AWorkerThatFailsBeforeInitializeIsTheRootCauseAndTheWaitingOnesAreStopped) {
-  const std::string spec = Spec("init-fail", "grace_seconds: 5\n", R"(import os, sys
+  const std::string spec = Spec("init-fail", "grace_seconds: 5\n", R"PY(import os, sys
 me = int(os.environ["JAX_PROCESS_ID"])
 import jax
 if me == 2:
@@ -118,7 +118,7 @@ if me == 2:
 print(f"process {me}: joining the gang", flush=True)
 jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]), process_id=me)
 print(f"process {me}: joined", flush=True)
-)");
+)PY");
   CommandResult r = RunCommand(Podrun() + " launch " + spec + Options());
   EXPECT_EQ(1, r.exit_code) << r.output;
   // The processes' own lines: w2's failure; the others reached initialize() and never left it.
@@ -146,7 +146,7 @@ print(f"process {me}: joined", flush=True)
 TEST_F(JaxTest, AHangInACollectiveIsReportedWithEveryProcesssPythonStack) {
   const std::string spec =
       Spec("collective-hang", "stall_seconds: 30\ngrace_seconds: 2\nstacks: {signal: SIGUSR1}\n",
-           R"(import faulthandler, os, signal, sys, time
+           R"PY(import faulthandler, os, signal, sys, time
 faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 import jax, jax.numpy as jnp
 me = int(os.environ["JAX_PROCESS_ID"])
@@ -165,7 +165,7 @@ for step in range(1, 1000):
         stop_before_the_collective()  # the others go on into step 6's collective
     print(f"step {step} sum {value}", flush=True)
     time.sleep(0.2)
-)");
+)PY");
   CommandResult r = RunCommand(Podrun() + " launch " + spec + Options());
   const std::string& out = r.output;
   EXPECT_EQ(1, r.exit_code) << out;
@@ -364,7 +364,7 @@ TEST_F(JaxTest, ZAPreemptedSpotRunResumesOnItsRecreatedNodeToTheSameWeights) {
 // is its worker's, and JAX_PLATFORMS is left to JAX (a TPU VM picks its TPU).
 TEST_F(JaxTest, PodrunsVariablesAreWhatJaxInitializeTakesOnLocalWorkers) {
   const std::string spec = Spec("env-check", "pod: {local: 4}\ncoordinator_port: 28476\n",
-                                R"(import os
+                                R"PY(import os
 import jax
 from jax._src import distributed
 jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
@@ -374,7 +374,7 @@ print(f"process {jax.process_index()}/{jax.process_count()}: worker "
       f"JAX_PLATFORMS {os.environ.get('JAX_PLATFORMS', 'unset')}, platform {jax.devices()[0].platform}, "
       f"{jax.device_count()} devices")
 jax.distributed.shutdown()
-)");
+)PY");
   CommandResult r = RunCommand(Podrun() + " launch " + spec);
   KillLocalAgents(Home());
   ASSERT_EQ(0, r.exit_code) << r.output;
@@ -397,7 +397,7 @@ jax.distributed.shutdown()
 TEST(JaxEnvTest, PodrunsVariablesMatchJaxsOwnTpuClusterDetection) {
   const std::vector<std::string> addresses = {"10.0.0.2", "10.0.0.3", "10.0.1.2", "10.0.1.3"};
   const std::string script = ::testing::TempDir() + "/jax-env-check.py";
-  std::ofstream(script) << R"(import os, sys
+  std::ofstream(script) << R"PY(import os, sys
 from jax._src.clusters import cloud_tpu_cluster as tpu
 # The TPU metadata, never the network: a single slice's tpu-env has no MEGASCALE_* line.
 tpu.get_metadata = lambda key: ("", 200) if key == "tpu-env" else sys.exit(f"metadata {key}?")
@@ -413,7 +413,7 @@ want = (os.environ["JAX_PROCESS_ID"], os.environ["JAX_NUM_PROCESSES"],
         os.environ["JAX_COORDINATOR_ADDRESS"].rsplit(":", 1)[0])
 got = (str(Vm.get_process_id()), str(Vm.get_process_count()), host)
 print(f"{kind}: jax {got}, podrun {want}: {'same' if got == want else 'DIFFERENT'}")
-)";
+)PY";
   struct Case {
     std::string kind;         // gce: a discovered TPU node; gke: TPU VMs given by --hosts
     std::vector<int> slices;  // each worker's slice (empty: one slice)
