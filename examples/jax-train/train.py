@@ -10,8 +10,8 @@ ICI/DCN on TPU). Each process prints, at a steady rate,
   step N loss X
 
 (`(checkpoint saved)` after it every CHECKPOINT_EVERY steps; the first step says how long it
-took to compile and run; the first line, how long importing JAX and joining the gang took) and
-at the end
+took to compile and run, the first line how long importing JAX, joining the gang and preparing
+the model took) and at the end
 
   final weights sha256: <hex>
 
@@ -233,12 +233,14 @@ def main():
         for old in my_checkpoints(process):
             os.remove(checkpoint_path(old, process))
     state = replicated(host_state, everywhere)
+    # No "step N" in this line: podrun's default progress pattern would take it for a step.
     print(f"{me}: jax {jax.__version__}, {jax.device_count()} devices "
           f"({local_devices} local, {jax.devices()[0].platform}), attempt "
           f"{os.environ.get('PODRUN_ATTEMPT', '1')}"
           + (f" (resumed from: {resumed_from})" if resumed_from else "")
-          + f", starting at step {start + 1} of {STEPS}, checkpoints in {CHECKPOINT_DIR}; "
-          f"import {IMPORTED - STARTED:.2f} s, initialize {joined - IMPORTED:.2f} s")
+          + f", steps {start + 1}-{STEPS}, checkpoints in {CHECKPOINT_DIR}; "
+          f"import {IMPORTED - STARTED:.2f} s, initialize {joined - IMPORTED:.2f} s, "
+          f"prepare {time.monotonic() - joined:.2f} s")
 
     w1, w2 = teacher()
     params, opt_state = state
