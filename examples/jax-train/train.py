@@ -118,14 +118,17 @@ def local_batch(step, process, local_devices, w1, w2):
 
 
 def init_params():
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(SEED), 3)
-    scale = lambda fan_in: 1.0 / np.sqrt(fan_in)  # noqa: E731
+    """The initial weights (numpy, seeded: no XLA compilation before the first step)."""
+    rng = np.random.default_rng([SEED, 0x1417])
+
+    def dense(fan_in, fan_out):
+        return (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
     return {
-        "w1": np.asarray(jax.random.normal(k1, (FEATURES, HIDDEN)) * scale(FEATURES), np.float32),
+        "w1": dense(FEATURES, HIDDEN),
         "b1": np.zeros((HIDDEN,), np.float32),
-        "w2": np.asarray(jax.random.normal(k2, (HIDDEN, HIDDEN)) * scale(HIDDEN), np.float32),
+        "w2": dense(HIDDEN, HIDDEN),
         "b2": np.zeros((HIDDEN,), np.float32),
-        "w3": np.asarray(jax.random.normal(k3, (HIDDEN, 1)) * scale(HIDDEN), np.float32),
+        "w3": dense(HIDDEN, 1),
     }
 
 
@@ -198,6 +201,7 @@ def load_checkpoint(step, process, like):
 
 def main():
     initialize()
+    jax.devices()  # the backend (on CPU: with its cross-process collectives) is made here
     joined = time.monotonic()
     process, processes = jax.process_index(), jax.process_count()
     local_devices = jax.local_device_count()
