@@ -26,9 +26,12 @@ class FilteredRE2;
 namespace podrun {
 
 // The default pattern: "step 12", "Step: 12", "step=12", "Step 12/1000", "global_step 12",
-// "train_step 12", "iter 12", "Iteration 12", any case.
+// "train_step 12", "iter 12", "Iteration 12" (MaxText's "completed step: 12, ..." among them), any
+// case; a tqdm bar whose description starts with "train" ("train:  12%|█▏  | 120/1000 [...",
+// levanter's); and the step of CLU's metric writer ("logging_writer.py:35] [400] ...", the flax
+// examples').
 inline constexpr const char* kDefaultProgressPattern =
-    R"((?i)\b(?:global[_ ]|train[_ ])?(?:step|iter|iteration)\b\s*[:=#]?\s*(\d+))";
+    R"((?i)(?:\b(?:global[_ ]|train[_ ])?(?:step|iter|iteration)\b\s*[:=#]?\s*|\btrain\w*:\s*\d+%\|[^|]*\|\s*|logging_writer\.py:\d+\]\s*\[)(\d+))";
 
 class ProgressPattern {
  public:

@@ -25,6 +25,38 @@ TEST(ProgressPatternTest, TheDefaultCatchesTheCommonTrainingLoopLines) {
   EXPECT_EQ(std::nullopt, p.Step("stepping 4"));
 }
 
+// Lines quoted from the output of common JAX trainers.
+TEST(ProgressPatternTest, TheDefaultReadsTheStepLinesOfJaxTrainers) {
+  ProgressPattern p(kDefaultProgressPattern);
+  // MaxText (AI-Hypercomputer/maxtext, its metric logger), bare and through absl logging.
+  EXPECT_EQ(9, p.Step("completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, "
+                      "Tokens/s/device: 8672.758, total_weights: 196608, loss: 10.374"));
+  EXPECT_EQ(15107, p.Step("completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191"));
+  EXPECT_EQ(2, p.Step("I0811 21:55:06.119312 138304841739136 metric_logger.py:226] completed step: "
+                      "2, seconds: 10.228, TFLOP/s/device: 350.869, Tokens/s/device: 19222.175, "
+                      "total_weights: 1572864, loss: 12.980, lm_loss: 12.980, perplexity: "
+                      "433463.719"));
+  // The flax examples (imagenet), through CLU's LoggingWriter: the step in brackets.
+  EXPECT_EQ(400, p.Step("I1002 21:38:13.425730 139917864867392 logging_writer.py:35] [400] "
+                        "steps_per_second=1.583725, train_accuracy=0.3724340796470642, "
+                        "train_learning_rate=0.35846155881881714, train_loss=3.219879150390625"));
+  // levanter's bar: tqdm(desc="train") with set_postfix(loss=...), as tqdm draws it (each redraw
+  // ends with a carriage return; the reader takes the text before it).
+  EXPECT_EQ(120, p.Step("train:  12%|\u2588\u258f        | 120/1000 [01:23<10:12,  1.44it/s, "
+                        "loss=3.45]"));
+  EXPECT_EQ(1000,
+            p.Step("train: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| "
+                   "1000/1000 [11:34<00:00,  1.44it/s, loss=2.1]"));
+  // This project's JAX example.
+  EXPECT_EQ(37, p.Step("step 37 loss 0.230212 (checkpoint saved)"));
+  // Not steps: another bar (data loading, evaluation), a rate, a count of steps.
+  EXPECT_EQ(std::nullopt,
+            p.Step("eval:  50%|\u2588\u2588\u2588\u2588\u2588     | 5/10 [00:01<00:01]"));
+  EXPECT_EQ(std::nullopt, p.Step("Loading checkpoint shards:  50%|\u2588\u2588\u2588     | 1/2"));
+  EXPECT_EQ(std::nullopt, p.Step("steps_per_second=1.583725"));
+  EXPECT_EQ(std::nullopt, p.Step("training for 1000 steps"));
+}
+
 TEST(ProgressPatternTest, AUserPatternTakesItsOneGroupAndNoneIsOff) {
   ProgressPattern p(R"(it=(\d+) )");
   EXPECT_EQ(41, p.Step("it=41 loss=2"));
