@@ -44,6 +44,14 @@ TEST(Cli, BadUsageExits2WithMessage) {
   }
 }
 
+TEST(Cli, NoPersistIsAPodOptionOfTheContract) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(2, RunPodrun({"exec", "--no-persist", "--", "true"}));  // taken; only no pod is wrong
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("no pod selected")) << err;
+  EXPECT_EQ(std::string::npos, err.find("--no-persist")) << err;
+}
+
 TEST(Cli, BadTpuZoneOrProjectNamesExit2BeforeGcloudRuns) {
   ::setenv("PODRUN_GCLOUD", "/nonexistent/gcloud-must-not-run", 1);
   ::testing::internal::CaptureStderr();

@@ -84,6 +84,13 @@ void AddPodOptions(CLI::App& app, PodSettings& pod) {
          "Seconds per worker to connect and authenticate (default 10)")
       ->group("SSH")
       ->check(CLI::PositiveNumber);
+  // The contract's name for fresh connections: what every command does today (no connection
+  // holder yet), so the flag changes nothing and scripts that pass it keep working.
+  app.add_flag_function(
+         "--no-persist", [](std::int64_t) {},
+         "Open fresh connections and keep none (podrun keeps no connections between "
+         "commands yet; also PODRUN_PERSIST=0)")
+      ->group("SSH");
 }
 
 PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
