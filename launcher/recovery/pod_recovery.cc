@@ -126,7 +126,7 @@ std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(JobStore& store, At
         plan.pod, plan.home / "cache", ReadyPollInterval(), wait,
         [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); },
         [&plan](const SourceNow& n) { return SpecCreateFor(plan.spec.pod, n.ref).has_value(); },
-        SliceWaitLimit(plan));
+        OutageLimit(plan));
     if (!moved) return ExitCode::kInterrupted;
     return *moved;
   } catch (const SliceToRecreate&) {
@@ -400,8 +400,6 @@ std::chrono::seconds OutageLimit(const AttemptPlan& plan) {
   }
   return kDefaultCapacityWait;
 }
-
-std::chrono::seconds SliceWaitLimit(const AttemptPlan& plan) { return OutageLimit(plan); }
 
 RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
                            SourceStates& nodes, const TpuWait& wait) {

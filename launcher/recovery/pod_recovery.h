@@ -53,7 +53,6 @@ RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesU
 // How long the API's bad minutes and a slice's busy states are waited out in a recovery: the
 // capacity_wait of the spec's create: for the pod (kDefaultCapacityWait without one).
 std::chrono::seconds OutageLimit(const AttemptPlan& plan);
-std::chrono::seconds SliceWaitLimit(const AttemptPlan& plan);
 
 // How long a worker lost while its node reads READY is waited for before it is handled as lost:
 // 5 min, or $PODRUN_LOST_READY_LIMIT_SECONDS (tests).
