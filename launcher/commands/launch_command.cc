@@ -39,7 +39,7 @@ ExitCode RunLaunch(const LaunchRequest& request) {
     }
     spec.name = request.name;
   }
-  const PodSettings settings = MergePodSettings(request.pod, spec.pod);
+  PodSettings settings = MergePodSettings(request.pod, spec.pod);
   if (spec.pod.create && !settings.create) {
     Say(fmt::format(
         "the spec's create: is for {} {} (zone {}); the pod chosen on the command line "
@@ -50,7 +50,7 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   // pod.create: the node is made to exist and be READY first (nothing is recorded before; its
   // time is recorded with the first attempt once the job exists, for `podrun report`).
   const int64_t provision_began = NowUnixNs();
-  const std::vector<PodSourceRef> created = ProvisionSpecSlices(settings);
+  const std::vector<PodSourceRef> created = ProvisionSpecSlices(&settings);
   const int64_t provision_ended = NowUnixNs();
   Pod pod = ResolvePod(settings);
   // New VMs, new host keys: pin the ones each created slice publishes (only its workers).

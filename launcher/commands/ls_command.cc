@@ -2,6 +2,7 @@
 #include "launcher/commands/ls_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/connect/job_pod.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
@@ -39,8 +41,13 @@ void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
   // STEP only when some job prints steps: nothing changes for jobs that do not.
   const bool steps =
       std::any_of(jobs.begin(), jobs.end(), [](const JobSummary& j) { return j.step; });
+  // ZONE only when some job's slices were discovered (--tpu, --mig): where they live now.
+  std::vector<std::string> zones;
+  for (const JobSummary& job : jobs) zones.push_back(fmt::format("{}", fmt::join(JobZones(store.GetJob(job.id)), ",")));
+  const bool zoned = std::any_of(zones.begin(), zones.end(), [](const auto& z) { return !z.empty(); });
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION"}};
+  if (zoned) rows[0].insert(rows[0].begin() + 3, "ZONE");
   if (steps) rows[0].push_back("STEP");
   rows[0].push_back("RESTARTS");
   rows[0].push_back("PREEMPTED");
@@ -49,6 +56,10 @@ void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
     rows.push_back({job.id, job.name, job.pod, StateText(store, job), std::to_string(job.attempts),
                     FormatLocalTime(job.started_ns.value_or(job.created_ns)),
                     duration ? FormatDuration(*duration) + (job.ended_ns ? "" : "+") : "-"});
+    if (zoned) {
+      const std::string& zone = zones[rows.size() - 2];
+      rows.back().insert(rows.back().begin() + 3, zone.empty() ? "-" : zone);
+    }
     if (steps) rows.back().push_back(job.step ? std::to_string(*job.step) : "-");
     rows.back().push_back(RestartsCell(store, job.id));
     rows.back().push_back(PreemptionsCell(store, job.id));
@@ -81,6 +92,7 @@ void PrintJson(JobStore& store, const std::vector<JobSummary>& jobs) {
         {"id", job.id},
         {"name", job.name},
         {"pod", job.pod},
+        {"zones", JobZones(store.GetJob(job.id))},
         {"state", job.state ? nlohmann::json(StateText(store, job)) : nlohmann::json()},
         {"recovering", RecoveringJson(store, job.id)},
         {"attempts", job.attempts},

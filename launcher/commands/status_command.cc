@@ -3,6 +3,7 @@
 #include "launcher/commands/status_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "launcher/connect/job_pod.h"
 #include "launcher/base/exit_status.h"
 #include "launcher/commands/status_progress.h"
 #include "launcher/connect/job_agents.h"
@@ -183,6 +185,7 @@ void PrintJson(const JobRecord& job, const std::optional<AttemptRecord>& attempt
   out["job"] = {{"id", job.id},
                 {"name", job.name},
                 {"pod", job.pod},
+                {"zones", JobZones(job)},
                 {"created", FormatRfc3339(job.created_ns)},
                 {"created_ns", job.created_ns}};
   if (attempt) {
@@ -237,6 +240,9 @@ void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attemp
                 const std::vector<WorkerRecord>& workers, const Notes& notes,
                 const Progress& progress, const std::optional<std::string>& recovering) {
   std::string out = fmt::format("job {} ({})  pod {}", job.id, job.name, job.pod);
+  if (const std::vector<std::string> zones = JobZones(job); !zones.empty()) {
+    out += fmt::format("  zone {}", fmt::join(zones, ","));
+  }
   if (!attempt) {
     WriteAll(STDOUT_FILENO, out + "  no attempt yet\n");
     return;

@@ -2,9 +2,11 @@
 #include "launcher/commands/up_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -77,7 +79,7 @@ namespace {
 class ProvisionInterrupts {
  public:
   ProvisionInterrupts() : watcher_([this] { cancel_.Cancel(); }) {}
-  TpuWait wait() { return cancel_.AsWait(); }
+  ProvisionWait wait() { return cancel_.AsWait(); }
 
  private:
   WaitCancel cancel_;
@@ -86,20 +88,26 @@ class ProvisionInterrupts {
 
 }  // namespace
 
-std::vector<PodSourceRef> ProvisionSpecSlices(const PodSettings& settings) {
+std::vector<PodSourceRef> ProvisionSpecSlices(PodSettings* settings) {
   std::vector<PodSourceRef> created;
-  const PodSourceKind kind = settings.mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;
-  const std::optional<std::string>& list = settings.mig ? settings.mig : settings.tpu;
-  if (!settings.create || !list || !settings.zone) return created;
+  const PodSourceKind kind = settings->mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;
+  const std::optional<std::string>& list = settings->mig ? settings->mig : settings->tpu;
+  if (!settings->create || !list || !settings->zone) return created;
   ProvisionInterrupts interrupts;
+  TpuCreate create = *settings->create;
   for (const std::string& name : SplitTpuNames(*list)) {
-    const PodSourceRef ref{kind, TpuQuery{name, *settings.zone, settings.project}};
-    if (MakeProvisioner(ref, *settings.create, CacheDir(), TpuPollInterval(kCreatePoll),
-                        interrupts.wait())
-            ->Ensure()
-            .action != TpuNodeAction::kExisted) {
-      created.push_back(ref);
+    const PodSourceRef home{kind, TpuQuery{name, *settings->zone, settings->project}};
+    const SliceReady ready = MakeProvisioner(home, create, CacheDir(),
+                                             ProvisionPollInterval(kCreatePoll), interrupts.wait())
+                                 ->Ensure();
+    if (ready.where.query.zone != *settings->zone) {
+      Say(fmt::format("{} {} lives in zone {} (a fallback zone of {})", PodSourceNoun(kind), name,
+                      ready.where.query.zone, *settings->zone));
     }
+    // A multislice job's slices stay together: the next ones only in the first one's zone.
+    settings->zone = ready.where.query.zone;
+    create.fallback_zones.clear();
+    if (ready.action != SliceAction::kExisted) created.push_back(ready.where);
   }
   return created;
 }
@@ -135,7 +143,10 @@ ExitCode RunUp(const UpRequest& request) {
   }
   ProvisionInterrupts interrupts;
   std::vector<PodSourceRef> created;
-  for (const PodSourceRef& ref : slices) {
+  std::optional<std::string> together;  // a multislice's slices live in the first one's zone
+  for (const PodSourceRef& home : slices) {
+    PodSourceRef ref = home;
+    if (together) ref.query.zone = *together;
     std::unique_ptr<PodSource> source = MakePodSource(ref, CacheDir());
     if (!request.yes && ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO) &&
         source->Now().deleted() &&
@@ -143,10 +154,14 @@ ExitCode RunUp(const UpRequest& request) {
       Say(fmt::format("{}: nothing created", source->What()));
       continue;
     }
+    TpuCreate slice_create = create;
+    if (together) slice_create.fallback_zones.clear();
     const SliceReady ready =
-        MakeProvisioner(ref, create, CacheDir(), TpuPollInterval(kCreatePoll), interrupts.wait(),
-                        {.keep_queued = request.keep_queued})
+        MakeProvisioner(ref, slice_create, CacheDir(), ProvisionPollInterval(kCreatePoll),
+                        interrupts.wait(), {.keep_queued = request.keep_queued})
             ->Ensure();
+    source = MakePodSource(ready.where, CacheDir());
+    settings.zone = together = ready.where.query.zone;
     std::string workers;
     for (size_t i = 0; i < ready.state.workers.size(); ++i) {
       const SourceWorker& e = ready.state.workers[i];
@@ -155,9 +170,9 @@ ExitCode RunUp(const UpRequest& request) {
                              e.external_ip.value_or(e.internal_ip));
     }
     Say(fmt::format("{} is {}{}: {} workers ({})", source->What(), mig ? "RUNNING" : "READY",
-                    ready.action == TpuNodeAction::kExisted ? " (it existed: used as it is)" : "",
+                    ready.action == SliceAction::kExisted ? " (it existed: used as it is)" : "",
                     ready.state.workers.size(), workers));
-    if (ready.action != TpuNodeAction::kExisted) created.push_back(ref);
+    if (ready.action != SliceAction::kExisted) created.push_back(ready.where);
   }
   if (!created.empty()) {
     // New VMs, new host keys: pinned from what they publish, as a launch pins them, so that
@@ -169,8 +184,14 @@ ExitCode RunUp(const UpRequest& request) {
 
 namespace {
 
-// Ends the keepers of this machine's jobs that run on `slice`, so that none recreates it.
-void EndKeepersOfSlice(const PodSourceRef& slice) {
+// Whether `zone` is one of `zones`.
+bool InZones(const std::string& zone, const std::vector<std::string>& zones) {
+  return std::find(zones.begin(), zones.end(), zone) != zones.end();
+}
+
+// Ends the keepers of this machine's jobs that run on `slice` in any of `zones` (where it may
+// live), so that none recreates it.
+void EndKeepersOfSlice(const PodSourceRef& slice, const std::vector<std::string>& zones) {
   const TpuQuery& node = slice.query;
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
@@ -181,7 +202,7 @@ void EndKeepersOfSlice(const PodSourceRef& slice) {
     const Pod pod = PodOfJob(job, &local_root);
     for (const PodSourceRef& s : PodSourcesOf(pod)) {
       const TpuQuery& q = s.query;
-      if (s.kind != slice.kind || q.name != node.name || q.zone != node.zone) continue;
+      if (s.kind != slice.kind || q.name != node.name || !InZones(q.zone, zones)) continue;
       if (node.project && q.project && *node.project != *q.project) continue;
       EndKeeper(store, home, job.id,
                 fmt::format("ended by podrun down: {} {} was deleted", PodSourceNoun(slice.kind),
@@ -191,13 +212,14 @@ void EndKeepersOfSlice(const PodSourceRef& slice) {
 }
 
 // Forgets every job's intent to create `node` again (a keeper killed between its delete and its
-// create leaves one), so that no later `podrun watch` brings back the node deleted here.
-void ClearRecreationIntents(const TpuQuery& node) {
+// create leaves one), in any of `zones`, so that no later `podrun watch` brings back the node
+// deleted here.
+void ClearRecreationIntents(const TpuQuery& node, const std::vector<std::string>& zones) {
   JobStore store(PodrunHome() / "podrun.db");
   RecoveryRecords records(store);
   for (const JobSummary& summary : store.ListJobs()) {
     for (const RecreationRecord& r : records.Recreations(summary.id)) {
-      if (r.node != node.name || r.zone != node.zone) continue;
+      if (r.node != node.name || !InZones(r.zone, zones)) continue;
       if (node.project && !r.project.empty() && *node.project != r.project) continue;
       records.EndRecreation(summary.id, r);
       Say(fmt::format("job {}: it will not create {} again", summary.id, node.name));
@@ -208,13 +230,22 @@ void ClearRecreationIntents(const TpuQuery& node) {
 }  // namespace
 
 ExitCode RunDown(const DownRequest& request) {
-  const std::vector<PodSourceRef> slices = SlicesOf(request.spec_path, request.pod, nullptr);
+  PodSettings settings;
+  const std::vector<PodSourceRef> slices = SlicesOf(request.spec_path, request.pod, &settings);
+  // A spec's slices may live in its fallback zones: deleted wherever they are.
+  const TpuCreate create = request.spec_path.empty() ? TpuCreate{} : settings.create.value_or(
+                                                                         TpuCreate{});
   std::vector<std::unique_ptr<Provisioner>> provisioners;
   std::string what;
   for (const PodSourceRef& slice : slices) {
-    provisioners.push_back(MakeProvisioner(slice, TpuCreate{}, CacheDir(),
-                                           TpuPollInterval(kCreatePoll), SleepUnlessInterrupted));
+    provisioners.push_back(MakeProvisioner(slice, create, CacheDir(),
+                                           ProvisionPollInterval(kCreatePoll),
+                                           SleepUnlessInterrupted));
     what += (what.empty() ? "" : ", ") + provisioners.back()->What();
+  }
+  if (!create.fallback_zones.empty()) {
+    what += fmt::format(" (in whichever of {} it lives in)",
+                        fmt::join(SliceZones(create, slices.front().query.zone), ", "));
   }
   const char* with = slices.front().kind == PodSourceKind::kMig
                          ? "the instance template and workload policy podrun made"
@@ -230,8 +261,9 @@ ExitCode RunDown(const DownRequest& request) {
     }
   }
   for (size_t i = 0; i < slices.size(); ++i) {
-    EndKeepersOfSlice(slices[i]);  // first: a keeper would create again what is torn down
-    ClearRecreationIntents(slices[i].query);  // and so would the next podrun watch
+    const std::vector<std::string> zones = SliceZones(create, slices[i].query.zone);
+    EndKeepersOfSlice(slices[i], zones);  // first: a keeper would create again what is torn down
+    ClearRecreationIntents(slices[i].query, zones);  // and so would the next podrun watch
     const std::string one = provisioners[i]->What();
     if (!provisioners[i]->Delete()) {
       Say(fmt::format("{} does not exist: nothing to delete", one));

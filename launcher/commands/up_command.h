@@ -11,7 +11,7 @@
 #include "launcher/base/error.h"
 #include "launcher/commands/command.h"
 #include "launcher/connect/pod.h"
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 
 namespace podrun {
 
@@ -40,8 +40,10 @@ ExitCode RunDown(const DownRequest& request);
 
 // For `launch`: with pod.create (and a tpu or mig, and a zone), makes each slice it names ready
 // (several for a multislice spec), before the pod is resolved; the slices podrun created, none
-// without pod.create. Throws as Provisioner::Ensure.
-std::vector<PodSourceRef> ProvisionSpecSlices(const PodSettings& settings);
+// without pod.create. The slices live in one zone: the first one's, found or made among
+// create.fallback_zones, the others only there; settings->zone is set to it. Throws as
+// Provisioner::Ensure.
+std::vector<PodSourceRef> ProvisionSpecSlices(PodSettings* settings);
 // Pins the host keys the VMs of the `created` slices of `pod` publish (only theirs).
 void PinCreatedSlices(const Pod& pod, const std::vector<PodSourceRef>& created);
 

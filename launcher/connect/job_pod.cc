@@ -24,6 +24,46 @@ std::vector<JobHost> JobHostsOf(const Pod& pod, const std::vector<std::string>& 
   return hosts;
 }
 
+namespace {
+
+// The pod's slices, as the record keeps them under "tpu_nodes" and "migs".
+void PutSlices(const Pod& pod, nlohmann::json& j) {
+  auto sources = [&](const char* key, const std::vector<TpuQuery>& queries) {
+    j.erase(key);
+    for (const TpuQuery& q : queries) {
+      nlohmann::json source = {{"name", q.name}, {"zone", q.zone}};
+      if (q.project) source["project"] = *q.project;
+      j[key].push_back(source);
+    }
+  };
+  sources("tpu_nodes", pod.tpu_nodes);
+  sources("migs", pod.migs);
+}
+
+}  // namespace
+
+std::string WithPodSlices(const std::string& options_json, const Pod& pod) {
+  nlohmann::json j = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) j = nlohmann::json::object();
+  PutSlices(pod, j);
+  return j.dump();
+}
+
+std::vector<std::string> JobZones(const JobRecord& job) {
+  const nlohmann::json j = nlohmann::json::parse(job.options_json, nullptr, false);
+  std::vector<std::string> zones;
+  if (!j.is_object()) return zones;
+  for (const char* key : {"tpu_nodes", "migs"}) {
+    if (!j.contains(key) || !j[key].is_array()) continue;
+    for (const nlohmann::json& source : j[key]) {
+      if (!source.is_object() || !source.contains("zone") || !source["zone"].is_string()) continue;
+      const std::string zone = source["zone"].get<std::string>();
+      if (std::find(zones.begin(), zones.end(), zone) == zones.end()) zones.push_back(zone);
+    }
+  }
+  return zones;
+}
+
 std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_root) {
   nlohmann::json j;
   j["local"] = pod.local;
@@ -39,15 +79,7 @@ std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_ro
   j["connect_timeout_ms"] = pod.ssh.connect_timeout.count();
   j["cloud_tpu"] = pod.cloud_tpu;
   j["internal_ip"] = pod.internal_ip;
-  auto sources = [&](const char* key, const std::vector<TpuQuery>& queries) {
-    for (const TpuQuery& q : queries) {
-      nlohmann::json source = {{"name", q.name}, {"zone", q.zone}};
-      if (q.project) source["project"] = *q.project;
-      j[key].push_back(source);
-    }
-  };
-  sources("tpu_nodes", pod.tpu_nodes);
-  sources("migs", pod.migs);
+  PutSlices(pod, j);
   if (pod.slices > 1) {
     std::vector<int> slices;
     for (const PodWorker& w : pod.workers) slices.push_back(w.slice);

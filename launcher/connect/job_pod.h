@@ -17,6 +17,13 @@ std::vector<JobHost> JobHostsOf(const Pod& pod, const std::vector<std::string>& 
 // The connection settings of `pod` (SSH options, fan-out, --local root), as JSON for the store.
 std::string PodOptionsJson(const Pod& pod, const std::filesystem::path& local_root);
 
+// `options_json` (PodOptionsJson) with `pod`'s slices (their zones) instead of its own.
+std::string WithPodSlices(const std::string& options_json, const Pod& pod);
+
+// The zones the recorded job's slices live in (each once, in slice order); none for a pod that
+// was not discovered (--hosts, --local) or a record that cannot be read.
+std::vector<std::string> JobZones(const JobRecord& job);
+
 // Rebuilds the pod of a recorded job (all workers selected) and its --local root.
 // Throws Error(kUsage) if the record cannot be read.
 Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root);

@@ -224,6 +224,9 @@ class MigSource final : public PodSource {
     return DeleteOwnedMigParts(query_, What()) || group;
   }
 
+  // A group's parts are matched to create: by their digest when it is made (mig_parts.h).
+  std::string DiffersFrom(const TpuCreate&) override { return ""; }
+
   TpuHostKeys PublishedHostKeys() override {
     // The answer a wait for the slice just cached serves (else gcloud is asked).
     const SourceState state = Describe(/*refresh=*/false, nullptr);

@@ -75,6 +75,12 @@ struct SourceNow {
   // kBusy because it is being deleted (a TPU node DELETING, a group whose every VM is being
   // deleted): it reads kGone once that ends, and never comes back by itself.
   bool deleting = false;
+  // kBusy because the API is making its VMs (a TPU node CREATING, its queued resource
+  // PROVISIONING): a slice podrun created that stays so past the creating deadline is made again.
+  bool creating = false;
+  // The API gave up making it (a queued resource FAILED: it expired or could not be satisfied):
+  // not a preemption of what ran, nothing to wait for.
+  bool failed = false;
 
   bool ready() const { return condition == SourceCondition::kReady; }
   bool preempted() const { return condition == SourceCondition::kPreempted; }
@@ -114,6 +120,9 @@ class PodSource {
   // instance template and workload policy podrun made for it) and waits until it is gone. False
   // when nothing existed. Throws as Create.
   virtual bool Delete(DeleteScope scope = DeleteScope::kEverything) = 0;
+  // Why an existing source is not what `create` makes (a TPU node of another accelerator type or
+  // software version: naming both), or "" (also when it does not exist). Throws as Describe.
+  virtual std::string DiffersFrom(const TpuCreate& create) = 0;
   // The SSH host keys its VMs publish (guest attributes `hostkeys/`), by TPU worker number.
   virtual TpuHostKeys PublishedHostKeys() = 0;
 };

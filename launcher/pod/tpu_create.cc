@@ -135,6 +135,14 @@ std::optional<std::chrono::seconds> ParseTpuDuration(const std::string& text) {
   return std::chrono::seconds(n * unit);
 }
 
+std::vector<std::string> SliceZones(const TpuCreate& create, const std::string& zone) {
+  std::vector<std::string> zones = {zone};
+  for (const std::string& z : create.fallback_zones) {
+    if (std::find(zones.begin(), zones.end(), z) == zones.end()) zones.push_back(z);
+  }
+  return zones;
+}
+
 std::chrono::seconds CapacityWaitOf(const TpuCreate& create) {
   if (!create.capacity_wait) return kDefaultCapacityWait;
   return ParseTpuDuration(*create.capacity_wait).value_or(kDefaultCapacityWait);

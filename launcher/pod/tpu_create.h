@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace podrun {
 
@@ -19,6 +20,9 @@ struct TpuCreate {
   // How long a create refused for capacity (a stockout) is tried again, e.g. "6h"; "0": not
   // tried again; unset: kDefaultCapacityWait.
   std::optional<std::string> capacity_wait = {};
+  // Zones tried, in order, when a create is refused for capacity in the slice's own zone
+  // (docs/reference.md, "Provisioning and recovery"): the slice lives where it was made.
+  std::vector<std::string> fallback_zones = {};
 
   // A MIG slice (pod.mig): its VMs' machine type (e.g. tpu7x-standard-4t: 4 chips a VM), the
   // slice's accelerator topology (e.g. 2x2x4: 16 chips, so 4 VMs), their boot image, and how
@@ -48,6 +52,10 @@ std::string MigProvisioningOf(const TpuCreate& create);
 // The number of VMs of a MIG slice: the topology's chips over the chips of one VM (the machine
 // type's "-Nt" suffix); nullopt when either cannot be read or they do not divide.
 std::optional<int> MigVmCount(const TpuCreate& create);
+
+// The zones a slice of `create` whose own zone is `zone` may live in, in the order creates try
+// them: `zone` first, then create.fallback_zones (each once).
+std::vector<std::string> SliceZones(const TpuCreate& create, const std::string& zone);
 
 // capacity_wait when create: does not say it.
 inline constexpr std::chrono::seconds kDefaultCapacityWait = std::chrono::hours(1);

@@ -49,6 +49,7 @@ class TpuNodeSource final : public PodSource {
     if (NeedsRecreation(node, qr)) {
       now.condition = SourceCondition::kPreempted;
       now.state = node && IsNodeGone(node->state) ? node->state : qr->state;
+      now.failed = qr && qr->state == "FAILED";
     } else if (node && node->state == "READY") {
       now.condition = SourceCondition::kReady;
       now.state = "READY";
@@ -57,6 +58,9 @@ class TpuNodeSource final : public PodSource {
       now.condition = SourceCondition::kBusy;
       now.state = node ? (node->state.empty() ? "in no state" : node->state) : qr->state;
       now.deleting = now.state == "DELETING";
+      // A queued resource ACTIVE whose node is not listed yet is still making it.
+      if (now.state == "ACTIVE") now.state = "PROVISIONING";
+      now.creating = now.state == "CREATING" || now.state == "PROVISIONING";
       now.why = fmt::format("TPU node {} is {}, not READY", query_.name, now.state);
       return now;
     }
@@ -70,12 +74,31 @@ class TpuNodeSource final : public PodSource {
               What());
   }
 
+  // The queued resource with its node (--force), then a node made without one. Asked again after
+  // a transient failure, a delete that went through reads NOT_FOUND: nothing is left either way.
   bool Delete(DeleteScope) override {
+    ForgetCache();
+    bool deleted = false;
     if (FindQueuedResource(query_)) {
-      RunGcloud(GcloudDeleteQueuedCommand(query_), What());
-      return true;
+      deleted = RunGcloudUnlessNotFound(GcloudDeleteQueuedCommand(query_), What()).has_value();
     }
-    return RunGcloudUnlessNotFound(GcloudDeleteNodeCommand(query_), What()).has_value();
+    if (!deleted || FindTpuNode(query_)) {
+      deleted =
+          RunGcloudUnlessNotFound(GcloudDeleteNodeCommand(query_), What()).has_value() || deleted;
+    }
+    return deleted;
+  }
+
+  std::string DiffersFrom(const TpuCreate& create) override {
+    const std::optional<TpuNode> node = FindTpuNode(query_);
+    if (!node || (node->accelerator_type == create.accelerator_type &&
+                  (node->runtime_version.empty() || node->runtime_version == create.version))) {
+      return "";
+    }
+    return fmt::format("{} exists as {}, {}; the spec's create: asks for {}, {}: podrun does not "
+                       "replace it (delete it with podrun down, or change create:)",
+                       What(), node->accelerator_type, node->runtime_version,
+                       create.accelerator_type, create.version);
   }
 
   TpuHostKeys PublishedHostKeys() override {

@@ -19,7 +19,7 @@ namespace podrun {
 
 class ApiOutage {
  public:
-  // Sleeps for the given time; false when the wait was given up (as TpuWait).
+  // Sleeps for the given time; false when the wait was given up (as ProvisionWait).
   using Wait = std::function<bool(std::chrono::seconds)>;
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
 

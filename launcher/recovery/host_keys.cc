@@ -15,7 +15,7 @@
 #include "launcher/output/control_escape.h"
 #include "launcher/output/say.h"
 #include "launcher/pod/tpu_gcloud.h"
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 #include "launcher/ssh/host_key_policy.h"
 #include "launcher/ssh/known_hosts_editor.h"
 
@@ -144,7 +144,7 @@ PublishWait DefaultPublishWait() {
   if (const char* env = std::getenv("PODRUN_HOST_KEYS_WAIT_SECONDS")) {
     wait.limit = std::chrono::seconds(std::max(0L, std::strtol(env, nullptr, 10)));
   }
-  wait.poll = TpuPollInterval(std::chrono::seconds(5));
+  wait.poll = ProvisionPollInterval(std::chrono::seconds(5));
   wait.sleep = SleepUnlessInterrupted;
   return wait;
 }

@@ -60,7 +60,7 @@ struct PublishWait {
   // Sleeps between two asks; false when interrupted (the wait ends there).
   std::function<bool(std::chrono::seconds)> sleep;
 };
-// The limit is $PODRUN_HOST_KEYS_WAIT_SECONDS (tests) or 120 s; the poll TpuPollInterval(5 s);
+// The limit is $PODRUN_HOST_KEYS_WAIT_SECONDS (tests) or 120 s; the poll ProvisionPollInterval(5 s);
 // the sleep ends on Ctrl-C.
 PublishWait DefaultPublishWait();
 

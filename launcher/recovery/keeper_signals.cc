@@ -62,7 +62,7 @@ void KeeperSignals::OnTerm() {
   ::raise(SIGTERM);
 }
 
-TpuWait KeeperSignals::wait() {
+ProvisionWait KeeperSignals::wait() {
   return [this](std::chrono::seconds wait) {
     const auto until = std::chrono::steady_clock::now() + wait;
     for (;;) {

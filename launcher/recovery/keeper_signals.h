@@ -33,7 +33,7 @@ class KeeperSignals {
 
   // The recovery's waits: given up by SIGTERM, or by a Ctrl-C (`watch --foreground` in a
   // terminal) as SleepUnlessInterrupted.
-  TpuWait wait();
+  ProvisionWait wait();
 
  private:
   void OnTerm();

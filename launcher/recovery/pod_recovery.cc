@@ -75,7 +75,7 @@ std::vector<int> LostWorkers(JobStore& store, const AttemptPlan& plan) {
 // LostWhileReadyLimit() has passed (false: the worker is handled as lost, the gang restarts
 // without waiting longer). nullopt: given up.
 std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vector<int>& lost,
-                                       SourceStates& nodes, const TpuWait& wait) {
+                                       SourceStates& nodes, const ProvisionWait& wait) {
   const auto poll = ReadyPollInterval();
   const auto limit = LostWhileReadyLimit();
   const auto until = std::chrono::steady_clock::now() + limit;
@@ -119,7 +119,7 @@ std::optional<bool> WaitForTheApiToSay(const AttemptPlan& plan, const std::vecto
 // slice slice-1 is repairing, for 41s)"): the workers whose address changed, or the exit code to
 // end with (gcloud failed: said; given up: 130).
 std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(JobStore& store, AttemptPlan& plan,
-                                                             const TpuWait& wait) {
+                                                             const ProvisionWait& wait) {
   RecoveryRecords records(store);
   try {
     auto moved = WaitForReadySlices(
@@ -154,15 +154,27 @@ std::vector<std::string> SliceHosts(const Pod& pod, int slice) {
 // now: the old one still deleting is waited for, a gone one created, a new one creating waited
 // for, a ready one taken; never a second create beside the first. A VM preempted while the slice
 // is made is one more preemption (recorded in `extra`), and the slice is made again.
-SourceState RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, const SourceNow& n,
-                          size_t slice, const TpuCreate& create, const TpuWait& wait,
+// It is made again beginning with the spec's own zone, then its fallback zones (a multislice's
+// slices stay together: in the zone they live in); the slice that lives elsewhere now is moved
+// there in the plan's pod, in `nodes` and in the job record.
+SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan& plan,
+                          const SourceNow& n, size_t slice, const TpuCreate& create,
+                          SourceStates& nodes, const ProvisionWait& wait,
                           std::vector<int64_t>* extra) {
   const std::vector<std::string> old_hosts = SliceHosts(plan.pod, static_cast<int>(slice));
   const bool resuming = PodrunIsRecreating(records, plan.job.id, n.ref.query);
   if (!resuming) records.BeginRecreation(plan.job.id, RecreationOf(n.ref.query));
+  PodSourceRef home = n.ref;
+  TpuCreate slice_create = create;
+  if (plan.pod.slices > 1) {
+    slice_create.fallback_zones.clear();
+  } else if (plan.spec.pod.zone) {
+    home.query.zone = *plan.spec.pod.zone;
+  }
   // What it waits for (a stockout, the queue, CREATING) is what status and ls show meanwhile.
   std::unique_ptr<Provisioner> provisioner = MakeProvisioner(
-      n.ref, create, plan.home / "cache", TpuPollInterval(std::chrono::seconds(10)), wait,
+      home, slice_create, plan.home / "cache", ProvisionPollInterval(std::chrono::seconds(10)),
+      wait,
       {.on_wait =
            [&records, &plan](const std::string& what) {
              records.SetRecovering(plan.job.id, "recreating: " + what);
@@ -181,11 +193,21 @@ SourceState RecreateSlice(RecoveryRecords& records, AttemptPlan& plan, const Sou
     Say(fmt::format("{} {} is {}: finishing the recreation podrun began", PodSourceNoun(n.ref.kind),
                     n.ref.query.name, n.state));
   }
-  SourceState state = resuming ? provisioner->Ensure(/*recreate_preempted=*/true).state
-                               : provisioner->Recreate().state;
+  const SliceReady ready =
+      resuming ? provisioner->Ensure(/*recreate_preempted=*/true) : provisioner->Recreate();
+  if (ready.where.query.zone != n.ref.query.zone) {
+    Say(fmt::format("{} {} now lives in zone {} (it was in {})", PodSourceNoun(n.ref.kind),
+                    n.ref.query.name, ready.where.query.zone, n.ref.query.zone));
+    std::vector<TpuQuery>& slices =
+        n.ref.kind == PodSourceKind::kMig ? plan.pod.migs : plan.pod.tpu_nodes;
+    if (slice < slices.size()) slices[slice].zone = ready.where.query.zone;
+    nodes.MoveSlice(slice, ready.where);
+    plan.job.options_json = WithPodSlices(plan.job.options_json, plan.pod);
+    store.SetJobOptions(plan.job.id, plan.job.options_json);
+  }
   records.EndRecreation(plan.job.id, RecreationOf(n.ref.query));
   ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
-  return state;
+  return ready.state;
 }
 
 // Pins the host keys the recreated slice `slice` publishes, at its workers' new addresses
@@ -200,7 +222,7 @@ void PinRecreatedSlice(const AttemptPlan& plan, const PodSourceRef& ref, size_t 
 // as a preemption, and the attempt as ended by one.
 RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<SourceNow> now,
                               SourceStates& nodes, const RecoveriesUsed& used,
-                              const TpuWait& wait) {
+                              const ProvisionWait& wait) {
   RecoveryRecords records(store);
   store.SetAttemptEnd(plan.job.id, plan.attempt, AttemptEnd::kPreemption);
   const bool finishing = !records.Recreations(plan.job.id).empty();
@@ -256,7 +278,7 @@ RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<So
         std::optional<TpuCreate> create = SpecCreateFor(plan.spec.pod, n.ref);
         if (!create || !ToRecreate(records, plan, n)) continue;
         const SourceState state =
-            RecreateSlice(records, plan, n, slice, *create, wait, &preemptions);
+            RecreateSlice(store, records, plan, n, slice, *create, nodes, wait, &preemptions);
         recreated.push_back(slice);
         if (!wait_any) {
           for (int k : PointSliceAt(plan.pod, slice, state)) moved.push_back(k);
@@ -275,7 +297,7 @@ RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<So
     moved = std::get<std::vector<int>>(changed);
   }
   try {
-    for (size_t slice : recreated) PinRecreatedSlice(plan, now[slice].ref, slice);
+    for (size_t slice : recreated) PinRecreatedSlice(plan, PodSourcesOf(plan.pod)[slice], slice);
   } catch (const Error& e) {
     RethrowIfTransient(e);
     Say(e.what());
@@ -306,7 +328,7 @@ std::chrono::seconds LostWhileReadyLimit() {
 }
 
 bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
-                            const TpuWait& wait) {
+                            const ProvisionWait& wait) {
   if (nodes.size() == 0) return false;
   RecoveryRecords records(store);
   ApiOutage outage(
@@ -330,7 +352,7 @@ bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStat
 namespace {
 
 RestartStep PrepareRestartOnce(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
-                               SourceStates& nodes, const TpuWait& wait) {
+                               SourceStates& nodes, const ProvisionWait& wait) {
   RecoveryRecords records(store);
   if (nodes.size() > 0) {
     try {
@@ -402,7 +424,7 @@ std::chrono::seconds OutageLimit(const AttemptPlan& plan) {
 }
 
 RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
-                           SourceStates& nodes, const TpuWait& wait) {
+                           SourceStates& nodes, const ProvisionWait& wait) {
   RecoveryRecords records(store);
   const std::vector<PodSourceRef> refs = PodSourcesOf(plan.pod);
   ApiOutage outage(ApiNameOf(refs.empty() ? PodSourceKind::kTpuNode : refs.front().kind),

@@ -21,7 +21,7 @@
 #include "launcher/attempt/attempt_plan.h"
 #include "launcher/base/error.h"
 #include "launcher/recovery/source_states.h"
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {
@@ -48,7 +48,7 @@ using RestartStep = std::variant<AttemptReason, ExitCode, NoRestart>;
 // and said in the job's recovering record. `wait` sleeps; false when the user gave up. `nodes`
 // answers for the pod's nodes (one describe per node per poll).
 RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesUsed& used,
-                           SourceStates& nodes, const TpuWait& wait);
+                           SourceStates& nodes, const ProvisionWait& wait);
 
 // How long the API's bad minutes and a slice's busy states are waited out in a recovery: the
 // capacity_wait of the spec's create: for the pod (kDefaultCapacityWait without one).
@@ -64,6 +64,6 @@ std::chrono::seconds LostWhileReadyLimit();
 // The API's bad minutes are waited out (`wait` sleeps); a permanent failure is said and reads
 // false.
 bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
-                            const TpuWait& wait);
+                            const ProvisionWait& wait);
 
 }  // namespace podrun

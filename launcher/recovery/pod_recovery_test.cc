@@ -126,7 +126,7 @@ class PodRecoveryTest : public ::testing::Test {
     plan.home = dir_ / "home";
     return plan;
   }
-  static TpuWait NoWait() {
+  static ProvisionWait NoWait() {
     return [](std::chrono::seconds) { return true; };
   }
 

@@ -102,7 +102,7 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
   ExitCode code = options.ended            ? *options.ended
                   : options.follow_running ? FollowAttempt(store, plan)
                                            : RunAttempt(store, plan);
-  const TpuWait wait = options.wait ? options.wait : TpuWait(SleepUnlessInterrupted);
+  const ProvisionWait wait = options.wait ? options.wait : ProvisionWait(SleepUnlessInterrupted);
   RecoveriesUsed used = options.used;
   // Whether a preemption could be recovered: a slice the spec's create: remakes, and budget left.
   bool recreatable = false;

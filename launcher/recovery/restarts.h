@@ -12,7 +12,7 @@
 #include "launcher/base/error.h"
 #include "launcher/recovery/keeper_signals.h"
 #include "launcher/recovery/pod_recovery.h"
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/recovery_records.h"
 
@@ -34,7 +34,7 @@ struct RestartOptions {
   std::optional<ExitCode> ended = std::nullopt;
   // Sleeps between questions to gcloud and for the backoff; false when given up. Default:
   // SleepUnlessInterrupted (Ctrl-C).
-  TpuWait wait;
+  ProvisionWait wait;
   // The keeper's SIGTERM (keeper_signals.h): a stop during a recovery gives it up, deletes the
   // queued resource the recovery made, and records the job stopped (its latest attempt's state,
   // the recovering record and the recreation intents cleared). Null outside a keeper.

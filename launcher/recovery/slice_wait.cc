@@ -9,11 +9,11 @@
 #include "launcher/base/error.h"
 #include "launcher/connect/worker_numbers.h"
 #include "launcher/output/say.h"
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 
 namespace podrun {
 
-std::chrono::seconds ReadyPollInterval() { return TpuPollInterval(std::chrono::seconds(30)); }
+std::chrono::seconds ReadyPollInterval() { return ProvisionPollInterval(std::chrono::seconds(30)); }
 
 namespace {
 

@@ -9,9 +9,9 @@ namespace podrun {
 
 SourceStates::SourceStates(const Pod& pod, std::filesystem::path cache_dir,
                            std::chrono::seconds max_age)
-    : max_age_(max_age) {
+    : cache_dir_(std::move(cache_dir)), max_age_(max_age) {
   for (const PodSourceRef& ref : PodSourcesOf(pod)) {
-    sources_.push_back(MakePodSource(ref, cache_dir));
+    sources_.push_back(MakePodSource(ref, cache_dir_));
   }
   for (const PodWorker& w : pod.workers) {
     if (slice_of_.size() <= static_cast<size_t>(w.index)) slice_of_.resize(w.index + 1, 0);
@@ -46,6 +46,14 @@ std::vector<SourceNow> SourceStates::All() {
 void SourceStates::Forget() {
   std::lock_guard lock(mutex_);
   answers_.clear();
+}
+
+void SourceStates::MoveSlice(size_t slice, const PodSourceRef& where) {
+  std::lock_guard one_question(*asking_.at(slice));  // nobody asks the old source meanwhile
+  std::unique_ptr<PodSource> moved = MakePodSource(where, cache_dir_);
+  std::lock_guard lock(mutex_);
+  sources_[slice] = std::move(moved);
+  answers_.erase(slice);
 }
 
 std::optional<std::string> SourceStates::LostWorkerReason(int index) {

@@ -33,6 +33,8 @@ class SourceStates {
   std::vector<SourceNow> All();
   // Drops every answer: the next question asks gcloud (a new poll, or a slice just recreated).
   void Forget();
+  // Slice `slice` lives at `where` from now on (recreated in another of its zones).
+  void MoveSlice(size_t slice, const PodSourceRef& where);
   // The number of slices.
   size_t size() const { return sources_.size(); }
 
@@ -50,7 +52,8 @@ class SourceStates {
     SourceNow now;
   };
 
-  std::vector<std::unique_ptr<PodSource>> sources_;
+  std::filesystem::path cache_dir_;
+  std::vector<std::unique_ptr<PodSource>> sources_;  // replaced under asking_[slice] and mutex_
   std::vector<int> slice_of_;  // worker index -> slice
   std::chrono::seconds max_age_;
   mutable std::mutex mutex_;

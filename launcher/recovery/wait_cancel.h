@@ -9,7 +9,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 
 namespace podrun {
 
@@ -21,8 +21,8 @@ class WaitCancel {
 
   // Sleeps for `wait`; false when cancelled, before or during.
   bool Sleep(std::chrono::seconds wait);
-  // Sleep as a TpuWait; the WaitCancel must outlive it.
-  TpuWait AsWait() {
+  // Sleep as a ProvisionWait; the WaitCancel must outlive it.
+  ProvisionWait AsWait() {
     return [this](std::chrono::seconds wait) { return Sleep(wait); };
   }
 

@@ -9,7 +9,10 @@ namespace podrun {
 
 bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node, PodSourceKind kind) {
   const std::optional<std::string>& list = kind == PodSourceKind::kMig ? spec.mig : spec.tpu;
-  if (!spec.create || !list || !spec.zone || *spec.zone != node.zone) return false;
+  if (!spec.create || !list || !spec.zone) return false;
+  // The slice lives where it was made: in the spec's zone or one of its fallback zones.
+  const std::vector<std::string> zones = SliceZones(*spec.create, *spec.zone);
+  if (std::find(zones.begin(), zones.end(), node.zone) == zones.end()) return false;
   // A spec that names a project covers only a node known to be in it: a node chosen without a
   // project (`--tpu SAME --zone Z`, gcloud's default project) may be in any.
   if (spec.project && (!node.project || *spec.project != *node.project)) return false;

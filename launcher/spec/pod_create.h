@@ -15,7 +15,8 @@
 namespace podrun {
 
 // True when `spec` (a spec's `pod:` section) has `create:` and names `node`: one of the names of
-// its `tpu:` ("A" or "A,B"; its `mig:` for kind kMig), in its zone, in its project when it names
+// its `tpu:` ("A" or "A,B"; its `mig:` for kind kMig), in its zone or one of create:'s
+// fallback_zones (where the slice was made), in its project when it names
 // one (a node whose project podrun pinned from gcloud's default matches a spec that names none; a
 // node without a project is not covered by a spec that names one: it may be in another).
 bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node,

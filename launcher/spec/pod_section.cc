@@ -146,6 +146,21 @@ void ReadProject(const YamlReader& yaml, const Node& k, const Node& v, PodSettin
   pod->project = project;
 }
 
+// fallback_zones: a list of zones (or "a,b"), each a name the API allows, none twice.
+void ReadFallbackZones(const YamlReader& yaml, const Node& k, const Node& v, TpuCreate* create) {
+  std::vector<std::string> zones;
+  for (const auto& [zone, mark] : yaml.List(k, v, /*allow_comma_string=*/true)) {
+    if (std::string problem = ZoneNameProblem(zone); !problem.empty()) {
+      yaml.Fail(mark, "bad zone '" + zone + "' in fallback_zones: " + problem);
+    }
+    if (std::find(zones.begin(), zones.end(), zone) != zones.end()) {
+      yaml.Fail(mark, "zone '" + zone + "' is twice in fallback_zones");
+    }
+    zones.push_back(zone);
+  }
+  create->fallback_zones = std::move(zones);
+}
+
 // `create:` (tpu_create.h): every key of it; the whole is checked once the kind of pod is known.
 constexpr KeyReader<TpuCreate> kCreateKeys[] = {
     {"accelerator_type", ReadNonEmptyStringField<&TpuCreate::accelerator_type>},
@@ -155,6 +170,7 @@ constexpr KeyReader<TpuCreate> kCreateKeys[] = {
     {"queued", ReadBoolField<&TpuCreate::queued>},
     {"valid_until", ReadNonEmptyStringField<&TpuCreate::valid_until>},
     {"capacity_wait", ReadNonEmptyStringField<&TpuCreate::capacity_wait>},
+    {"fallback_zones", ReadFallbackZones},
     {"machine_type", ReadNonEmptyStringField<&TpuCreate::machine_type>},
     {"topology", ReadNonEmptyStringField<&TpuCreate::topology>},
     {"image_family", ReadNonEmptyStringField<&TpuCreate::image_family>},

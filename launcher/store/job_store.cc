@@ -115,6 +115,12 @@ void JobStore::SetJobHosts(const std::string& job_id, const std::vector<JobHost>
   if (db_->Changes() == 0) throw UsageError("no job '" + job_id + "'");
 }
 
+void JobStore::SetJobOptions(const std::string& job_id, const std::string& options_json) {
+  Statement s = db_->Prepare("UPDATE jobs SET options_json = ?2 WHERE id = ?1");
+  s.Bind(1, job_id).Bind(2, options_json).Run();
+  if (db_->Changes() == 0) throw UsageError("no job '" + job_id + "'");
+}
+
 void JobStore::SetSpecPath(const std::string& job_id, const std::string& spec_path) {
   Statement s = db_->Prepare("UPDATE jobs SET spec_path = ?2 WHERE id = ?1");
   s.Bind(1, job_id).Bind(2, spec_path).Run();

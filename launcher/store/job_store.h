@@ -129,6 +129,8 @@ class JobStore {
   void SetJobHosts(const std::string& job_id, const std::vector<JobHost>& hosts);
   // Replaces the job's recorded spec path (an old store's relative one, resolved: RecordedSpec).
   void SetSpecPath(const std::string& job_id, const std::string& spec_path);
+  // The job's pod settings (PodOptionsJson): its slices moved to another zone.
+  void SetJobOptions(const std::string& job_id, const std::string& options_json);
 
   // Adds the next attempt of the job (number 1, 2, ...) in state kStarting, with one worker
   // row (kPending, host from the job's hosts) per selected index, recording why it runs and

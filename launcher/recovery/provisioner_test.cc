@@ -1,8 +1,8 @@
-// Tests of TpuProvisioner with an injected gcloud (tests/fake-gcloud in a temporary state
+// Tests of the provisioning engine (Provisioner over a TPU node's PodSource) with an injected gcloud (tests/fake-gcloud in a temporary state
 // directory; no pod needed) and a clock its `wait` moves on instead of sleeping: stockouts
 // waited out until capacity_wait, a node stuck in CREATING deleted and created again, and a
 // queued resource podrun created never left behind when the wait fails or is given up.
-#include "launcher/recovery/tpu_provisioner.h"
+#include "launcher/recovery/provisioner.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -23,7 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-class TpuProvisionerTest : public ::testing::Test {
+const PodSourceRef kNode{PodSourceKind::kTpuNode, {"node-1", "zone-a", std::nullopt}};
+
+class ProvisionerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
@@ -56,13 +58,13 @@ class TpuProvisionerTest : public ::testing::Test {
 
   // A provisioner of node-1 in zone-a whose waits move clock_ on (never sleep) and are recorded;
   // the wait numbered `give_up_at` (1-based) is given up (Ctrl-C).
-  TpuProvisioner Provisioner(const TpuCreate& create, TpuProvisionerOptions options = {},
-                             int give_up_at = 0) {
+  std::unique_ptr<Provisioner> Make(const TpuCreate& create, ProvisionerOptions options = {},
+                                    int give_up_at = 0) {
     options.on_wait = [this](const std::string& what) { told_.push_back(what); };
     options.clock = [this] { return clock_; };
     options.first_capacity_backoff = seconds(30);
-    return TpuProvisioner(
-        {"node-1", "zone-a", std::nullopt}, create, seconds(10),
+    return MakeProvisioner(
+        kNode, create, dir_ / "home" / "cache", seconds(10),
         [this, give_up_at](seconds s) {
           if (s == seconds(0)) return true;  // "given up already?" before a create: no
           waits_.push_back(s);
@@ -101,13 +103,13 @@ class TpuProvisionerTest : public ::testing::Test {
   const TpuCreate spot_{.accelerator_type = "v4-16", .version = "base", .spot = true};
 };
 
-TEST_F(TpuProvisionerTest, AStockoutTwiceIsWaitedOutThenTheNodeIsCreated) {
+TEST_F(ProvisionerTest, AStockoutTwiceIsWaitedOutThenTheNodeIsCreated) {
   Configure({{"capacity_failures", 2}});
   TpuCreate create = spot_;
   create.capacity_wait = "6h";
-  TpuNodeReady ready = Provisioner(create).Ensure();
-  EXPECT_EQ(TpuNodeAction::kCreated, ready.action);
-  EXPECT_EQ("READY", ready.node.state);
+  SliceReady ready = Make(create)->Ensure();
+  EXPECT_EQ(SliceAction::kCreated, ready.action);
+  EXPECT_EQ("READY", ready.state.state);
   EXPECT_EQ(3, Calls("create"));
   // Backing off: 30 s, then twice that.
   ASSERT_EQ(2u, waits_.size());
@@ -124,18 +126,18 @@ TEST_F(TpuProvisionerTest, AStockoutTwiceIsWaitedOutThenTheNodeIsCreated) {
       told_[1]);
 }
 
-TEST_F(TpuProvisionerTest, PastCapacityWaitTheStockoutIsNamedWithTheTimeWaited) {
+TEST_F(ProvisionerTest, PastCapacityWaitTheStockoutIsNamedWithTheTimeWaited) {
   Configure({{"capacity_failures", 100}});
   TpuCreate create = spot_;
   create.capacity_wait = "1m";
   try {
-    Provisioner(create).Ensure();
+    Make(create)->Ensure();
     FAIL() << "created despite the stockout";
   } catch (const Error& e) {
     EXPECT_EQ(ExitCode::kUnreachable, e.code());
     const std::string what = e.what();
-    EXPECT_NE(std::string::npos, what.find("no capacity in zone-a (RESOURCE_EXHAUSTED): gave up "
-                                           "after waiting 1m (capacity_wait: 1m"))
+    EXPECT_NE(std::string::npos, what.find("no capacity in zone-a: gave up after waiting 1m "
+                                           "(capacity_wait: 1m"))
         << what;
     EXPECT_NE(std::string::npos, what.find("There is no more capacity in the zone")) << what;
   }
@@ -144,18 +146,18 @@ TEST_F(TpuProvisionerTest, PastCapacityWaitTheStockoutIsNamedWithTheTimeWaited) 
   EXPECT_EQ(0u, State()["nodes"].size());
 }
 
-TEST_F(TpuProvisionerTest, CapacityWaitZeroAndQuotaErrorsFailAtOnce) {
+TEST_F(ProvisionerTest, CapacityWaitZeroAndQuotaErrorsFailAtOnce) {
   Configure({{"capacity_failures", 1}});
   TpuCreate create = spot_;
   create.capacity_wait = "0";
-  EXPECT_THROW(Provisioner(create).Ensure(), Error);
+  EXPECT_THROW(Make(create)->Ensure(), Error);
   EXPECT_EQ(1, Calls("create"));
   // A quota is not raised by waiting: gcloud's words, at once, whatever capacity_wait says.
   Configure({{"create_error",
               "ERROR: (gcloud.compute.tpus.tpu-vm.create) RESOURCE_EXHAUSTED: Quota "
               "'TPUV4sPreemptiblePodPerProjectPerZoneForTPUAPI' exhausted."}});
   try {
-    Provisioner(spot_).Ensure();
+    Make(spot_)->Ensure();
     FAIL() << "created despite the quota";
   } catch (const Error& e) {
     EXPECT_NE(std::string::npos, std::string(e.what()).find("Quota")) << e.what();
@@ -164,45 +166,45 @@ TEST_F(TpuProvisionerTest, CapacityWaitZeroAndQuotaErrorsFailAtOnce) {
   EXPECT_TRUE(waits_.empty());
 }
 
-TEST_F(TpuProvisionerTest, CtrlCWhileQueuedDeletesTheQueuedResourceItCreated) {
+TEST_F(ProvisionerTest, CtrlCWhileQueuedDeletesTheQueuedResourceItCreated) {
   Configure({{"queue_seconds", 100000}});
   TpuCreate queued = spot_;
   queued.queued = true;
   try {
-    Provisioner(queued, {}, /*give_up_at=*/2).Ensure();
+    Make(queued, {}, /*give_up_at=*/2)->Ensure();
     FAIL() << "the queued resource was never waited for";
   } catch (const Error& e) {
     EXPECT_EQ(ExitCode::kInterrupted, e.code());
-    EXPECT_NE(std::string::npos, std::string(e.what()).find("queued resource node-1 deleted"))
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("tpu node-1 (zone zone-a) deleted"))
         << e.what();
   }
   EXPECT_EQ(0u, State()["qrs"].size()) << State().dump();
   EXPECT_EQ(1, Calls("delete"));
 }
 
-TEST_F(TpuProvisionerTest, KeepQueuedKeepsTheQueuedResourceAfterCtrlC) {
+TEST_F(ProvisionerTest, KeepQueuedKeepsTheQueuedResourceAfterCtrlC) {
   Configure({{"queue_seconds", 100000}});
   TpuCreate queued = spot_;
   queued.queued = true;
-  EXPECT_THROW(Provisioner(queued, {.keep_queued = true}, /*give_up_at=*/2).Ensure(), Error);
+  EXPECT_THROW(Make(queued, {.keep_queued = true}, /*give_up_at=*/2)->Ensure(), Error);
   EXPECT_EQ(1u, State()["qrs"].size()) << State().dump();
   EXPECT_EQ(0, Calls("delete"));
 }
 
-TEST_F(TpuProvisionerTest, AQueuedResourceThatExpiresIsDeleted) {
+TEST_F(ProvisionerTest, AQueuedResourceThatExpiresIsDeleted) {
   Configure({{"queue_seconds", 100000}});
   TpuCreate queued = spot_;
   queued.queued = true;
   queued.valid_until = "1s";
-  TpuProvisioner provisioner(
-      {"node-1", "zone-a", std::nullopt}, queued, seconds(1),
+  std::unique_ptr<Provisioner> provisioner = MakeProvisioner(
+      kNode, queued, dir_ / "home" / "cache", seconds(1),
       [](seconds) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the expiry is real time
         return true;
       },
       {});
   try {
-    provisioner.Ensure();
+    provisioner->Ensure();
     FAIL() << "an expired queued resource became READY";
   } catch (const Error& e) {
     EXPECT_EQ(ExitCode::kUnreachable, e.code());
@@ -211,23 +213,23 @@ TEST_F(TpuProvisionerTest, AQueuedResourceThatExpiresIsDeleted) {
   EXPECT_EQ(0u, State()["qrs"].size()) << State().dump();
 }
 
-TEST_F(TpuProvisionerTest, ANodeStuckInCreatingIsDeletedAndCreatedAgain) {
+TEST_F(ProvisionerTest, ANodeStuckInCreatingIsDeletedAndCreatedAgain) {
   Configure({{"stuck_creating", 1}});
-  TpuProvisionerOptions options;
+  ProvisionerOptions options;
   options.creating_deadline = seconds(60);
-  TpuNodeReady ready = Provisioner(spot_, options).Ensure();
-  EXPECT_EQ("READY", ready.node.state);
+  SliceReady ready = Make(spot_, options)->Ensure();
+  EXPECT_EQ("READY", ready.state.state);
   EXPECT_EQ(2, Calls("create"));
   EXPECT_EQ(1, Calls("delete"));
   EXPECT_NE(std::string::npos, Joined(told_).find("still CREATING after 1m")) << Joined(told_);
 }
 
-TEST_F(TpuProvisionerTest, ANodeThatNeverLeavesCreatingIsGivenUpAndDeleted) {
+TEST_F(ProvisionerTest, ANodeThatNeverLeavesCreatingIsGivenUpAndDeleted) {
   Configure({{"stuck_creating", -1}});
-  TpuProvisionerOptions options;
+  ProvisionerOptions options;
   options.creating_deadline = seconds(60);
   try {
-    Provisioner(spot_, options).Ensure();
+    Make(spot_, options)->Ensure();
     FAIL() << "a stuck node became READY";
   } catch (const Error& e) {
     EXPECT_EQ(ExitCode::kUnreachable, e.code());
@@ -235,6 +237,93 @@ TEST_F(TpuProvisionerTest, ANodeThatNeverLeavesCreatingIsGivenUpAndDeleted) {
   }
   EXPECT_EQ(kStuckCreateRetries + 1, Calls("create"));
   EXPECT_EQ(0u, State()["nodes"].size()) << State().dump();
+}
+
+// Zone failover (create.fallback_zones): a stockout in the slice's own zone moves on to the
+// next zone at once; the slice lives where it was made.
+TEST_F(ProvisionerTest, AStockoutInTheOwnZoneMovesToTheNextZoneAtOnce) {
+  Configure({{"stockout_zones", {"zone-a"}}});
+  TpuCreate create = spot_;
+  create.fallback_zones = {"zone-b", "zone-c"};
+  SliceReady ready = Make(create)->Ensure();
+  EXPECT_EQ(SliceAction::kCreated, ready.action);
+  EXPECT_EQ("zone-b", ready.where.query.zone);
+  EXPECT_EQ("READY", ready.state.state);
+  EXPECT_EQ(2, Calls("create"));
+  EXPECT_TRUE(waits_.empty()) << "no backoff before zone-b";
+  ASSERT_EQ(1u, State()["nodes"].size()) << State().dump();
+  EXPECT_EQ("zone-b", State()["nodes"].begin().value()["zone"]) << State().dump();
+  EXPECT_NE(std::string::npos, Joined(told_).find("no capacity in zone-a: trying zone-b at once"))
+      << Joined(told_);
+}
+
+TEST_F(ProvisionerTest, ASliceInAFallbackZoneIsFoundThereAndDeletedThere) {
+  Configure({{"stockout_zones", {"zone-a"}}});
+  TpuCreate create = spot_;
+  create.fallback_zones = {"zone-b"};
+  ASSERT_EQ("zone-b", Make(create)->Ensure().where.query.zone);
+  // A second Ensure (the next launch, `up` again) finds it where it lives: nothing created.
+  Configure({});
+  SliceReady again = Make(create)->Ensure();
+  EXPECT_EQ(SliceAction::kExisted, again.action);
+  EXPECT_EQ("zone-b", again.where.query.zone);
+  EXPECT_EQ(2, Calls("create"));
+  // `down` deletes it wherever it lives.
+  EXPECT_TRUE(Make(create)->Delete());
+  EXPECT_EQ(0u, State()["nodes"].size()) << State().dump();
+  EXPECT_FALSE(Make(create)->Delete());
+}
+
+TEST_F(ProvisionerTest, ARecreationStartsAgainWithTheOwnZone) {
+  Configure({{"stockout_zones", {"zone-a"}}});
+  TpuCreate create = spot_;
+  create.fallback_zones = {"zone-b"};
+  ASSERT_EQ("zone-b", Make(create)->Ensure().where.query.zone);
+  Configure({});  // capacity is back in zone-a
+  SliceReady ready = Make(create)->Recreate();
+  EXPECT_EQ(SliceAction::kRecreated, ready.action);
+  EXPECT_EQ("zone-a", ready.where.query.zone);
+  ASSERT_EQ(1u, State()["nodes"].size()) << State().dump();
+  EXPECT_EQ("zone-a", State()["nodes"].begin().value()["zone"]) << State().dump();
+}
+
+TEST_F(ProvisionerTest, EveryZoneShortIsWaitedOutCyclingFromTheOwnZoneThenGivenUp) {
+  Configure({{"stockout_zones", {"zone-a", "zone-b"}}});
+  TpuCreate create = spot_;
+  create.fallback_zones = {"zone-b"};
+  create.capacity_wait = "1m";
+  try {
+    Make(create)->Ensure();
+    FAIL() << "created despite the stockouts";
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kUnreachable, e.code());
+    EXPECT_NE(std::string::npos,
+              std::string(e.what()).find("no capacity in zone-a, zone-b: gave up after waiting 1m"))
+        << e.what();
+  }
+  // Both zones at once, then 30 s, both again, then 30 s (cut to the limit), both again.
+  EXPECT_EQ(6, Calls("create"));
+  ASSERT_EQ(2u, waits_.size());
+  EXPECT_EQ(seconds(30), waits_[0]);
+  EXPECT_EQ(seconds(30), waits_[1]);
+  EXPECT_NE(std::string::npos, Joined(told_).find("trying again in 30s with zone-a"))
+      << Joined(told_);
+  EXPECT_EQ(0u, State()["nodes"].size()) << State().dump();
+}
+
+TEST_F(ProvisionerTest, ANodeOfAnotherTypeIsNeverReplaced) {
+  TpuCreate other = spot_;
+  other.accelerator_type = "v4-32";
+  Make(other)->Ensure();
+  try {
+    Make(spot_)->Ensure();
+    FAIL() << "a v4-32 node was taken for a v4-16";
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kUsage, e.code());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("exists as v4-32")) << e.what();
+  }
+  EXPECT_EQ(1, Calls("create"));
+  EXPECT_EQ(0, Calls("delete"));
 }
 
 }  // namespace
