@@ -57,13 +57,15 @@ class SpotTest : public ::testing::Test {
   void SetUp() override {
     WriteConfig("");
     KillKeepers();
-    nlohmann::json nodes = nlohmann::json::parse(
-        Gcloud("compute tpus tpu-vm list --zone zone-a --format=json"), nullptr, false);
-    if (!nodes.is_array()) return;
-    for (const auto& node : nodes) {
-      const std::string name = node.value("name", "");
-      Gcloud("compute tpus tpu-vm delete " + name.substr(name.rfind('/') + 1) +
-             " --zone zone-a --quiet");
+    for (const std::string zone : {"zone-a", "zone-b"}) {  // zone-b: a fallback zone
+      nlohmann::json nodes = nlohmann::json::parse(
+          Gcloud("compute tpus tpu-vm list --zone " + zone + " --format=json"), nullptr, false);
+      if (!nodes.is_array()) continue;
+      for (const auto& node : nodes) {
+        const std::string name = node.value("name", "");
+        Gcloud("compute tpus tpu-vm delete " + name.substr(name.rfind('/') + 1) + " --zone " +
+               zone + " --quiet");
+      }
     }
   }
 
@@ -105,8 +107,8 @@ class SpotTest : public ::testing::Test {
   }
   // What a preemption does: the node reads PREEMPTED, its workers lose every process and the
   // contents of their homes, and come back as new VMs: with new host keys.
-  static void Preempt(const std::string& node) {
-    std::istringstream addresses(Gcloud("--admin preempt " + node + " --zone zone-a"));
+  static void Preempt(const std::string& node, const std::string& zone = "zone-a") {
+    std::istringstream addresses(Gcloud("--admin preempt " + node + " --zone " + zone));
     for (std::string address; std::getline(addresses, address);) {
       for (int i = 0; i < kWorkers; ++i) {
         if (pod_->address(i) != address) continue;
@@ -1197,6 +1199,62 @@ TEST_F(SpotTest, AKeeperKilledWhileTheOldNodeDeletesOrTheNewOneCreatesIsFinished
   EXPECT_NE(std::string::npos, r.output.find("attempt 3")) << r.output;
   RunCommand(Podrun() + " stop " + job + " --grace 1");
   RunCommand(Podrun() + " down --tpu node-ph --zone zone-a -y");
+}
+
+// A stockout in the spec's zone: the node is made in its fallback zone at once (no capacity
+// backoff), lives there (status and ls say so), is healed there after a preemption (the
+// recreation tries zone-a first, still short, then zone-b at once), and `down SPEC` deletes it
+// there.
+TEST_F(SpotTest, AStockoutInTheZoneMovesToAFallbackZoneWhereTheNodeIsHealedAndDeleted) {
+  WriteConfig("", {{"stockout_zones", {"zone-a"}}});
+  const std::string spec = WriteSpec(
+      "moved", "node-moved",
+      "accelerator_type: v4-16, version: base, spot: true, fallback_zones: [zone-b]",
+      "run: |\n  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n  sleep 300\n");
+  CommandResult r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("no capacity in zone-a: trying zone-b at once"))
+      << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("trying again in")) << r.output;  // no backoff
+  const std::string job = JobId(r.output);
+  const std::string keeper_log = Home() + "/jobs/" + job + "/keeper.log";
+  std::string calls = ReadTextFile(State() + "/calls.log");
+  EXPECT_EQ(2, Calls(calls, "create", "node-moved")) << calls;  // zone-a refused, zone-b made
+  nlohmann::json nodes = nlohmann::json::parse(Gcloud("--admin state"))["nodes"];
+  ASSERT_EQ(1u, nodes.size()) << nodes.dump();
+  EXPECT_EQ("zone-b", nodes.begin().value()["zone"]) << nodes.dump();
+  ASSERT_TRUE(WaitUntil([&] { return AttemptReads(Status(job), 1, "running"); },
+                        std::chrono::seconds(60)))
+      << Status(job).dump() << ReadTextFile(keeper_log);
+  EXPECT_EQ(nlohmann::json({"zone-b"}), Status(job)["job"]["zones"]) << Status(job).dump();
+  CommandResult ls = RunCommand(Podrun() + " ls", false);
+  EXPECT_TRUE(std::regex_search(ls.output, std::regex(job + R"(\s+moved\s+tpu:node-moved\s+zone-b\s)")))
+      << ls.output;
+
+  // Preempted where it lives: made again there (zone-a is still short), the job resumed.
+  const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
+  Preempt("node-moved", "zone-b");
+  ASSERT_TRUE(WaitUntil([&] { return AttemptReads(Status(job), 2, "running"); },
+                        std::chrono::seconds(120)))
+      << Status(job).dump() << ReadTextFile(keeper_log);
+  calls = ReadTextFile(State() + "/calls.log");
+  EXPECT_EQ(2, Calls(calls, "create", "node-moved", before)) << calls;  // zone-a first, then b
+  nodes = nlohmann::json::parse(Gcloud("--admin state"))["nodes"];
+  ASSERT_EQ(1u, nodes.size()) << nodes.dump();
+  EXPECT_EQ("zone-b", nodes.begin().value()["zone"]) << nodes.dump();
+  nlohmann::json status = Status(job);
+  EXPECT_EQ("preemption", status["attempt"]["resumed_from"]) << status.dump();
+  EXPECT_EQ(nlohmann::json({"zone-b"}), status["job"]["zones"]) << status.dump();
+  EXPECT_EQ(1, status["budget"]["preemptions_used"]) << status.dump();
+
+  // down SPEC: the keeper ends first, then the node is deleted where it lives.
+  r = RunCommand(Podrun() + " down " + spec + " -y");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  nodes = nlohmann::json::parse(Gcloud("--admin state"))["nodes"];
+  EXPECT_EQ(0u, nodes.size()) << nodes.dump() << r.output;
+  EXPECT_TRUE(WaitUntil([&] { return Status(job)["keeper"]["state"] != "running"; },
+                        std::chrono::seconds(30)))
+      << Status(job).dump();
 }
 
 }  // namespace

@@ -467,6 +467,27 @@ TEST(Spec, PodCreateCapacityWait) {
                 .find("spec.yaml:5:11: create: bad capacity_wait 'a while'"));
 }
 
+TEST(Spec, PodCreateFallbackZonesAreZonesOnceEachAndCoverTheNodeThere) {
+  JobSpec spec = ParseSpecText(
+      "run: x\npod:\n  tpu: n\n  zone: us-central2-b\n  create: {accelerator_type: v4-32, "
+      "version: v,\n    fallback_zones: [us-east5-a, europe-west4-a]}\n",
+      "spec.yaml");
+  ASSERT_TRUE(spec.pod.create);
+  EXPECT_EQ((std::vector<std::string>{"us-central2-b", "us-east5-a", "europe-west4-a"}),
+            SliceZones(*spec.pod.create, *spec.pod.zone));
+  // The node lives where it was made: the spec's create: covers it in every one of its zones.
+  EXPECT_TRUE(SpecCreateCovers(spec.pod, {"n", "us-east5-a", std::nullopt}));
+  EXPECT_FALSE(SpecCreateCovers(spec.pod, {"n", "us-west4-a", std::nullopt}));
+  const std::string bad = ParseError(
+      "run: x\npod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: a, version: v,\n"
+      "    fallback_zones: [us-east5-a, us-east5-a]}\n");
+  EXPECT_NE(std::string::npos, bad.find("spec.yaml:6:34: zone 'us-east5-a' is twice")) << bad;
+  const std::string odd = ParseError(
+      "run: x\npod:\n  tpu: n\n  zone: z\n  create: {accelerator_type: a, version: v,\n"
+      "    fallback_zones: [\"us east\"]}\n");
+  EXPECT_NE(std::string::npos, odd.find("bad zone 'us east' in fallback_zones")) << odd;
+}
+
 }  // namespace
 }  // namespace podrun
 
