@@ -623,7 +623,7 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
   // The keeper is gone, what it queued is deleted, and the job reads stopped from now on.
   EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
   EXPECT_EQ(std::string::npos, QueuedResources().find("node-sq")) << QueuedResources() << log;
-  EXPECT_NE(std::string::npos, log.find("deleting queued resource node-sq")) << log;
+  EXPECT_NE(std::string::npos, log.find("node-sq (zone zone-a): deleting what podrun made")) << log;
   nlohmann::json status = Status(job);
   EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
   EXPECT_TRUE(status["recovering"].is_null()) << status.dump();

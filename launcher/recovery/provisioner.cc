@@ -120,13 +120,15 @@ class SliceProvisioner final : public Provisioner {
 
   bool Delete() override {
     bool deleted = false;
+    size_t last = 0;  // What() names the zone it was deleted in afterwards
     for (at_ = 0; at_ < sources_.size(); ++at_) {
-      if (outage_.Run([&] { return source().Now(); }).deleted()) continue;
-      Say(fmt::format("deleting {} (gcloud)", What()));
-      TellWait("deleting " + What());
-      deleted = outage_.Run([&] { return source().Delete(); }) || deleted;
+      // In its own zone a MIG's template and policy may outlive its group: always asked.
+      if (at_ > 0 && outage_.Run([&] { return source().Now(); }).deleted()) continue;
+      if (!outage_.Run([&] { return source().Delete(); })) continue;
+      deleted = true;
+      last = at_;
     }
-    at_ = 0;
+    at_ = last;
     return deleted;
   }
 

@@ -56,7 +56,7 @@ bool SpecNeedsKeeper(const JobSpec& spec);
 // preemptions' sum. Ctrl-C during a wait ends it: 130.
 // Returns the last attempt's code. A detached plan (-d) is not restarted here: its keeper
 // (recovery/keeper.h) does that. A worker out of reach whose TPU node the API reports gone is
-// lost at once (NodeStates: one describe per node per 3 s).
+// lost at once (SourceStates: one describe per slice per 3 s).
 ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan,
                                  const RestartOptions& options = {});
 

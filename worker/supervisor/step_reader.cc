@@ -5,14 +5,15 @@
 
 namespace podrun::agent {
 
-void StepReader::Add(std::string_view data, int64_t time_ns) {
+void StepReader::Add(std::string_view data, int64_t time_ns, int stream) {
   if (!pattern_.enabled()) return;
+  std::string& line_ = lines_[stream == 1 ? 1 : 0];
   // A chunk's lines all get its one time, so of the lines it ends only the last one that holds
   // a step matters: they are looked at from the last one back, and the pattern runs on one line
   // of a chunk in the common case (a training loop's every line holds its step), not on each.
   const size_t first_end = data.find_first_of("\n\r");  // a progress bar's '\r' ends a line too
   if (first_end == std::string_view::npos) {
-    AppendToLine(data);  // the line goes on in the next chunk
+    AppendToLine(line_, data);  // the line goes on in the next chunk
     return;
   }
   const size_t last_end = data.find_last_of("\n\r");
@@ -35,23 +36,23 @@ void StepReader::Add(std::string_view data, int64_t time_ns) {
   if (found) {
     line_.clear();  // the chunk's first line (begun in an earlier chunk) is older
   } else {
-    AppendToLine(data.substr(0, first_end));
-    Line(time_ns);
+    AppendToLine(line_, data.substr(0, first_end));
+    Line(line_, time_ns);
   }
-  AppendToLine(data.substr(last_end + 1));
+  AppendToLine(line_, data.substr(last_end + 1));
 }
 
-void StepReader::AppendToLine(std::string_view data) {
-  if (line_.size() < kLineBytes) {
-    line_.append(data.data(), std::min(data.size(), kLineBytes - line_.size()));
+void StepReader::AppendToLine(std::string& line, std::string_view data) {
+  if (line.size() < kLineBytes) {
+    line.append(data.data(), std::min(data.size(), kLineBytes - line.size()));
   }
 }
 
-void StepReader::Line(int64_t time_ns) {
-  if (!line_.empty()) {
-    if (std::optional<int64_t> step = pattern_.Step(line_)) Stepped(time_ns, *step);
+void StepReader::Line(std::string& line, int64_t time_ns) {
+  if (!line.empty()) {
+    if (std::optional<int64_t> step = pattern_.Step(line)) Stepped(time_ns, *step);
   }
-  line_.clear();
+  line.clear();
 }
 
 void StepReader::Stepped(int64_t time_ns, int64_t step) {

@@ -28,21 +28,23 @@ class StepReader {
   explicit StepReader(const std::string& pattern) : pattern_(pattern) {}
 
   bool enabled() const { return pattern_.enabled(); }
-  // A chunk of the job's output (stdout or stderr alike), read at `time_ns`. Its lines share that
-  // time: of those it ends, only the last one holding a step counts.
-  void Add(std::string_view data, int64_t time_ns);
+  // A chunk of the job's output read at `time_ns` from `stream` (0 stdout, 1 stderr: each has its
+  // own partial line, so that a line cut by the other stream's output is read whole). Its lines
+  // share that time: of those it ends, only the last one holding a step counts.
+  void Add(std::string_view data, int64_t time_ns, int stream = 0);
   // The step changed since the last TakeRecord.
   bool changed() const { return changed_; }
   // The record as it stands (clears changed()); `now_ns` is its written_ns.
   v1::StepRecord TakeRecord(int64_t now_ns);
 
  private:
-  void Line(int64_t time_ns);
-  void AppendToLine(std::string_view data);  // up to kLineBytes of the current line
+  void Line(std::string& line, int64_t time_ns);
+  // Up to kLineBytes of the current line of its stream.
+  static void AppendToLine(std::string& line, std::string_view data);
   void Stepped(int64_t time_ns, int64_t step);
 
   ProgressPattern pattern_;
-  std::string line_;  // the current line's start (at most kLineBytes)
+  std::string lines_[2];  // each stream's current line's start (at most kLineBytes)
   std::optional<int64_t> step_;
   int64_t step_ns_ = 0, first_step_ns_ = 0;
   std::deque<StepPoint> recent_;

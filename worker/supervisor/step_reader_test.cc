@@ -34,6 +34,14 @@ TEST(StepReaderTest, StepsFromLinesCutAnywhereAndFromProgressBars) {
   EXPECT_EQ(4 * kSecond, second.written_ns());
 }
 
+TEST(StepReaderTest, EachStreamHasItsOwnLineSoStderrNeverCutsAStep) {
+  StepReader r(kDefaultProgressPattern);
+  r.Add("step 123", kSecond, /*stream=*/0);                  // stdout, the line not ended yet
+  r.Add("warning: slow disk\n", kSecond, /*stream=*/1);      // stderr in between
+  r.Add("45 loss 0.1\n", 2 * kSecond, /*stream=*/0);         // stdout ends its line
+  EXPECT_EQ(12345, r.TakeRecord(2 * kSecond).step());
+}
+
 TEST(StepReaderTest, AChunksLastStepCountsWhateverFollowsIt) {
   StepReader r(kDefaultProgressPattern);
   std::string chunk = "tail of an earlier line step 1\n";

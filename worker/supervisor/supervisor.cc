@@ -319,7 +319,7 @@ void Supervisor::ReadPipe(int s) {
   const std::string_view data(buf.data(), static_cast<size_t>(got));
   const int64_t now_ns = WallClockNs();
   writer_->Append(static_cast<LogStream>(s), data, now_ns);
-  if (steps_) steps_->Add(data, now_ns);
+  if (steps_) steps_->Add(data, now_ns, s);
 }
 
 void Supervisor::WriteSteps(bool force) {
