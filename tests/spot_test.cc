@@ -623,7 +623,9 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
   // The keeper is gone, what it queued is deleted, and the job reads stopped from now on.
   EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
   EXPECT_EQ(std::string::npos, QueuedResources().find("node-sq")) << QueuedResources() << log;
-  EXPECT_NE(std::string::npos, log.find("node-sq (zone zone-a): deleting what podrun made")) << log;
+  EXPECT_NE(std::string::npos,
+            log.find("node-sq (zone zone-a, project fake-project): deleting what podrun made"))
+      << log;
   nlohmann::json status = Status(job);
   EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
   EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
@@ -1207,10 +1209,10 @@ TEST_F(SpotTest, AKeeperKilledWhileTheOldNodeDeletesOrTheNewOneCreatesIsFinished
 // there.
 TEST_F(SpotTest, AStockoutInTheZoneMovesToAFallbackZoneWhereTheNodeIsHealedAndDeleted) {
   WriteConfig("", {{"stockout_zones", {"zone-a"}}});
-  const std::string spec = WriteSpec(
-      "moved", "node-moved",
-      "accelerator_type: v4-16, version: base, spot: true, fallback_zones: [zone-b]",
-      "run: |\n  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n  sleep 300\n");
+  const std::string spec =
+      WriteSpec("moved", "node-moved",
+                "accelerator_type: v4-16, version: base, spot: true, fallback_zones: [zone-b]",
+                "run: |\n  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n  sleep 300\n");
   CommandResult r = RunCommand("setsid " + Podrun() + " launch -d " + spec + " < /dev/null");
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("no capacity in zone-a: trying zone-b at once"))
@@ -1223,19 +1225,20 @@ TEST_F(SpotTest, AStockoutInTheZoneMovesToAFallbackZoneWhereTheNodeIsHealedAndDe
   nlohmann::json nodes = nlohmann::json::parse(Gcloud("--admin state"))["nodes"];
   ASSERT_EQ(1u, nodes.size()) << nodes.dump();
   EXPECT_EQ("zone-b", nodes.begin().value()["zone"]) << nodes.dump();
-  ASSERT_TRUE(WaitUntil([&] { return AttemptReads(Status(job), 1, "running"); },
-                        std::chrono::seconds(60)))
+  ASSERT_TRUE(
+      WaitUntil([&] { return AttemptReads(Status(job), 1, "running"); }, std::chrono::seconds(60)))
       << Status(job).dump() << ReadTextFile(keeper_log);
   EXPECT_EQ(nlohmann::json({"zone-b"}), Status(job)["job"]["zones"]) << Status(job).dump();
   CommandResult ls = RunCommand(Podrun() + " ls", false);
-  EXPECT_TRUE(std::regex_search(ls.output, std::regex(job + R"(\s+moved\s+tpu:node-moved\s+zone-b\s)")))
+  EXPECT_TRUE(
+      std::regex_search(ls.output, std::regex(job + R"(\s+moved\s+tpu:node-moved\s+zone-b\s)")))
       << ls.output;
 
   // Preempted where it lives: made again there (zone-a is still short), the job resumed.
   const size_t before = LineCount(ReadTextFile(State() + "/calls.log"));
   Preempt("node-moved", "zone-b");
-  ASSERT_TRUE(WaitUntil([&] { return AttemptReads(Status(job), 2, "running"); },
-                        std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      WaitUntil([&] { return AttemptReads(Status(job), 2, "running"); }, std::chrono::seconds(120)))
       << Status(job).dump() << ReadTextFile(keeper_log);
   calls = ReadTextFile(State() + "/calls.log");
   EXPECT_EQ(2, Calls(calls, "create", "node-moved", before)) << calls;  // zone-a first, then b

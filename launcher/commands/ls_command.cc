@@ -43,8 +43,10 @@ void PrintTable(JobStore& store, const std::vector<JobSummary>& jobs) {
       std::any_of(jobs.begin(), jobs.end(), [](const JobSummary& j) { return j.step; });
   // ZONE only when some job's slices were discovered (--tpu, --mig): where they live now.
   std::vector<std::string> zones;
-  for (const JobSummary& job : jobs) zones.push_back(fmt::format("{}", fmt::join(JobZones(store.GetJob(job.id)), ",")));
-  const bool zoned = std::any_of(zones.begin(), zones.end(), [](const auto& z) { return !z.empty(); });
+  for (const JobSummary& job : jobs)
+    zones.push_back(fmt::format("{}", fmt::join(JobZones(store.GetJob(job.id)), ",")));
+  const bool zoned =
+      std::any_of(zones.begin(), zones.end(), [](const auto& z) { return !z.empty(); });
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "POD", "STATE", "ATTEMPTS", "STARTED", "DURATION"}};
   if (zoned) rows[0].insert(rows[0].begin() + 3, "ZONE");

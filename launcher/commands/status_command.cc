@@ -15,10 +15,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "launcher/connect/job_pod.h"
 #include "launcher/base/exit_status.h"
 #include "launcher/commands/status_progress.h"
 #include "launcher/connect/job_agents.h"
+#include "launcher/connect/job_pod.h"
 #include "launcher/insight/step_cache.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/time_format.h"

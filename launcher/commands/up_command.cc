@@ -233,14 +233,13 @@ ExitCode RunDown(const DownRequest& request) {
   PodSettings settings;
   const std::vector<PodSourceRef> slices = SlicesOf(request.spec_path, request.pod, &settings);
   // A spec's slices may live in its fallback zones: deleted wherever they are.
-  const TpuCreate create = request.spec_path.empty() ? TpuCreate{} : settings.create.value_or(
-                                                                         TpuCreate{});
+  const TpuCreate create =
+      request.spec_path.empty() ? TpuCreate{} : settings.create.value_or(TpuCreate{});
   std::vector<std::unique_ptr<Provisioner>> provisioners;
   std::string what;
   for (const PodSourceRef& slice : slices) {
-    provisioners.push_back(MakeProvisioner(slice, create, CacheDir(),
-                                           ProvisionPollInterval(kCreatePoll),
-                                           SleepUnlessInterrupted));
+    provisioners.push_back(MakeProvisioner(
+        slice, create, CacheDir(), ProvisionPollInterval(kCreatePoll), SleepUnlessInterrupted));
     what += (what.empty() ? "" : ", ") + provisioners.back()->What();
   }
   if (!create.fallback_zones.empty()) {

@@ -61,10 +61,13 @@ class TpuNodeSource final : public PodSource {
       // A queued resource ACTIVE whose node is not listed yet is still making it.
       if (now.state == "ACTIVE") now.state = "PROVISIONING";
       now.creating = now.state == "CREATING" || now.state == "PROVISIONING";
-      now.why = fmt::format("TPU node {} is {}, not READY", query_.name, now.state);
+      now.why = node ? fmt::format("TPU node {} is {}, not READY", query_.name, now.state)
+                     : fmt::format("queued resource {} is {}, no node yet", query_.name, now.state);
       return now;
     }
-    now.why = fmt::format("TPU node {} is {}", query_.name, now.state);
+    now.why = node && IsNodeGone(node->state)
+                  ? fmt::format("TPU node {} is {}", query_.name, now.state)
+                  : fmt::format("queued resource {} is {}", query_.name, now.state);
     return now;
   }
 
@@ -95,10 +98,11 @@ class TpuNodeSource final : public PodSource {
                   (node->runtime_version.empty() || node->runtime_version == create.version))) {
       return "";
     }
-    return fmt::format("{} exists as {}, {}; the spec's create: asks for {}, {}: podrun does not "
-                       "replace it (delete it with podrun down, or change create:)",
-                       What(), node->accelerator_type, node->runtime_version,
-                       create.accelerator_type, create.version);
+    return fmt::format(
+        "{} exists as {}, {}; the spec's create: asks for {}, {}: podrun does not "
+        "replace it (delete it with podrun down, or change create:)",
+        What(), node->accelerator_type, node->runtime_version, create.accelerator_type,
+        create.version);
   }
 
   TpuHostKeys PublishedHostKeys() override {

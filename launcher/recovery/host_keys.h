@@ -60,8 +60,8 @@ struct PublishWait {
   // Sleeps between two asks; false when interrupted (the wait ends there).
   std::function<bool(std::chrono::seconds)> sleep;
 };
-// The limit is $PODRUN_HOST_KEYS_WAIT_SECONDS (tests) or 120 s; the poll ProvisionPollInterval(5 s);
-// the sleep ends on Ctrl-C.
+// The limit is $PODRUN_HOST_KEYS_WAIT_SECONDS (tests) or 120 s; the poll ProvisionPollInterval(5
+// s); the sleep ends on Ctrl-C.
 PublishWait DefaultPublishWait();
 
 // What the node's VMs publish now (a call of gcloud); throws Error when it cannot be told.

@@ -154,9 +154,8 @@ std::vector<std::string> SliceHosts(const Pod& pod, int slice) {
 // now: the old one still deleting is waited for, a gone one created, a new one creating waited
 // for, a ready one taken; never a second create beside the first. A VM preempted while the slice
 // is made is one more preemption (recorded in `extra`), and the slice is made again.
-// It is made again beginning with the spec's own zone, then its fallback zones (a multislice's
-// slices stay together: in the zone they live in); the slice that lives elsewhere now is moved
-// there in the plan's pod, in `nodes` and in the job record.
+// Made again from the spec's own zone on (a multislice's slices stay in the zone they live in);
+// a slice made elsewhere moves there in the plan's pod, in `nodes` and in the job record.
 SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan& plan,
                           const SourceNow& n, size_t slice, const TpuCreate& create,
                           SourceStates& nodes, const ProvisionWait& wait,
@@ -195,12 +194,7 @@ SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan
   }
   const SliceReady ready =
       resuming ? provisioner->Ensure(/*recreate_preempted=*/true) : provisioner->Recreate();
-  if (ready.where.query.zone != n.ref.query.zone) {
-    Say(fmt::format("{} {} now lives in zone {} (it was in {})", PodSourceNoun(n.ref.kind),
-                    n.ref.query.name, ready.where.query.zone, n.ref.query.zone));
-    std::vector<TpuQuery>& slices =
-        n.ref.kind == PodSourceKind::kMig ? plan.pod.migs : plan.pod.tpu_nodes;
-    if (slice < slices.size()) slices[slice].zone = ready.where.query.zone;
+  if (MoveSliceTo(plan.pod, slice, ready.where)) {
     nodes.MoveSlice(slice, ready.where);
     plan.job.options_json = WithPodSlices(plan.job.options_json, plan.pod);
     store.SetJobOptions(plan.job.id, plan.job.options_json);

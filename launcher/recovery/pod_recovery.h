@@ -20,8 +20,8 @@
 
 #include "launcher/attempt/attempt_plan.h"
 #include "launcher/base/error.h"
-#include "launcher/recovery/source_states.h"
 #include "launcher/recovery/provisioner.h"
+#include "launcher/recovery/source_states.h"
 #include "launcher/store/job_store.h"
 
 namespace podrun {

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 
 #include "launcher/output/live_progress.h"
@@ -20,15 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 std::chrono::seconds Seconds(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d);
-}
-
-// A positive number of seconds from the environment variable `name`, else `fallback`.
-std::chrono::seconds SecondsFromEnv(const char* name, std::chrono::seconds fallback) {
-  if (const char* env = std::getenv(name)) {
-    const int seconds = std::atoi(env);
-    if (seconds > 0) return std::chrono::seconds(seconds);
-  }
-  return fallback;
 }
 
 // The zones joined for a message: "us-central2-b, us-east5-a".
@@ -197,8 +187,8 @@ class SliceProvisioner final : public Provisioner {
                                 stuck_text, kStuckCreateRetries + 1));
       }
       ++stuck;
-      Say(fmt::format("{}: deleting it and creating it again (try {} of {})", stuck_text,
-                      stuck + 1, kStuckCreateRetries + 1));
+      Say(fmt::format("{}: deleting it and creating it again (try {} of {})", stuck_text, stuck + 1,
+                      kStuckCreateRetries + 1));
       TellWait(stuck_text + ": creating it again");
       outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
     }
@@ -319,8 +309,8 @@ class SliceProvisioner final : public Provisioner {
             outage_.Run([&] { return source().Describe(/*refresh=*/true, nullptr); });
         if (state.not_ready.empty()) {
           live.End();
-          Say(fmt::format("{} {} ({} workers, after {})", What(), state.state,
-                          state.workers.size(), FormatSpan(Seconds(options_.clock() - began))));
+          Say(fmt::format("{} {} ({} workers, after {})", What(), state.state, state.workers.size(),
+                          FormatSpan(Seconds(options_.clock() - began))));
           return state;
         }
       } else if (now.deleted()) {
@@ -369,9 +359,9 @@ class SliceProvisioner final : public Provisioner {
       }
       TellWait(fmt::format("{}: {}", Name(), state));
       if (!wait_(poll_)) {
-        throw Error(ExitCode::kInterrupted,
-                    fmt::format("{}: interrupted while waiting for it (it is still {})", What(),
-                                state));
+        throw Error(
+            ExitCode::kInterrupted,
+            fmt::format("{}: interrupted while waiting for it (it is still {})", What(), state));
       }
     }
   }
@@ -402,12 +392,12 @@ class SliceProvisioner final : public Provisioner {
 
   Error GaveUp(const std::vector<std::string>& zones, std::chrono::seconds waited,
                std::chrono::seconds limit, const std::string& said) const {
-    return Error(ExitCode::kUnreachable,
-                 fmt::format("{}: no capacity in {}: gave up after waiting {} (capacity_wait: {}; "
-                             "set create: capacity_wait to wait longer{}). The API said: {}",
-                             Name(), Joined(zones), FormatSpan(waited), FormatSpan(limit),
-                             zones_.size() > 1 ? "" : ", or fallback_zones to try other zones",
-                             said));
+    return Error(
+        ExitCode::kUnreachable,
+        fmt::format("{}: no capacity in {}: gave up after waiting {} (capacity_wait: {}; "
+                    "set create: capacity_wait to wait longer{}). The API said: {}",
+                    Name(), Joined(zones), FormatSpan(waited), FormatSpan(limit),
+                    zones_.size() > 1 ? "" : ", or fallback_zones to try other zones", said));
   }
 
   void TellWait(const std::string& what) const {
@@ -415,7 +405,7 @@ class SliceProvisioner final : public Provisioner {
   }
 
   const PodSourceRef home_;
-  const std::vector<std::string> zones_;  // SliceZones: the slice's own zone first
+  const std::vector<std::string> zones_;             // SliceZones: the slice's own zone first
   std::vector<std::unique_ptr<PodSource>> sources_;  // one per zone
   size_t at_ = 0;  // the zone the slice lives in (or is being made in) now
   const TpuCreate create_;
@@ -426,18 +416,6 @@ class SliceProvisioner final : public Provisioner {
 };
 
 }  // namespace
-
-std::chrono::seconds ProvisionPollInterval(std::chrono::seconds fallback) {
-  return SecondsFromEnv("PODRUN_TPU_POLL_SECONDS", fallback);
-}
-
-std::chrono::seconds CapacityBackoff() {
-  return SecondsFromEnv("PODRUN_TPU_CAPACITY_BACKOFF_SECONDS", std::chrono::seconds(30));
-}
-
-std::chrono::seconds CreatingDeadline() {
-  return SecondsFromEnv("PODRUN_TPU_CREATING_DEADLINE_SECONDS", std::chrono::minutes(30));
-}
 
 std::unique_ptr<Provisioner> MakeProvisioner(const PodSourceRef& home, const TpuCreate& create,
                                              SourceMaker make_source, std::chrono::seconds poll,

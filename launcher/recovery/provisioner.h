@@ -16,6 +16,7 @@
 #include "launcher/base/error.h"
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_create.h"
+#include "launcher/recovery/provision_limits.h"
 
 namespace podrun {
 
@@ -42,19 +43,6 @@ struct SliceReady {
   SliceAction action = SliceAction::kExisted;
   double waited_seconds = 0;  // from the first gcloud call to ready
 };
-
-// The first wait after every zone refused a create for capacity:
-// $PODRUN_TPU_CAPACITY_BACKOFF_SECONDS (tests), else 30 s. Each next wait doubles, up to
-// kMaxCapacityBackoff.
-std::chrono::seconds CapacityBackoff();
-inline constexpr std::chrono::seconds kMaxCapacityBackoff = std::chrono::minutes(10);
-// How long a slice podrun created may stay CREATING (a queued resource PROVISIONING) before it
-// is deleted and created again: $PODRUN_TPU_CREATING_DEADLINE_SECONDS (tests), else 30 min.
-std::chrono::seconds CreatingDeadline();
-// How many times a slice stuck in CREATING is deleted and created again before podrun gives up.
-inline constexpr int kStuckCreateRetries = 2;
-// `gcloud ... describe` every `fallback`, or every $PODRUN_TPU_POLL_SECONDS (tests).
-std::chrono::seconds ProvisionPollInterval(std::chrono::seconds fallback);
 
 // How a Provisioner waits and what it tells about it; the defaults suit the commands.
 struct ProvisionerOptions {

@@ -1,7 +1,8 @@
-// Tests of the provisioning engine (Provisioner over a TPU node's PodSource) with an injected gcloud (tests/fake-gcloud in a temporary state
-// directory; no pod needed) and a clock its `wait` moves on instead of sleeping: stockouts
-// waited out until capacity_wait, a node stuck in CREATING deleted and created again, and a
-// queued resource podrun created never left behind when the wait fails or is given up.
+// Tests of the provisioning engine (Provisioner over a TPU node's PodSource) with an injected
+// gcloud (tests/fake-gcloud in a temporary state directory; no pod needed) and a clock its `wait`
+// moves on instead of sleeping: stockouts waited out until capacity_wait, a node stuck in CREATING
+// deleted and created again, and a queued resource podrun created never left behind when the wait
+// fails or is given up.
 #include "launcher/recovery/provisioner.h"
 
 #include <gtest/gtest.h>

@@ -45,6 +45,15 @@ std::string SliceName(const Pod& pod, size_t slice) {
 
 }  // namespace
 
+bool MoveSliceTo(Pod& pod, size_t slice, const PodSourceRef& where) {
+  std::vector<TpuQuery>& slices = where.kind == PodSourceKind::kMig ? pod.migs : pod.tpu_nodes;
+  if (slice >= slices.size() || slices[slice].zone == where.query.zone) return false;
+  Say(fmt::format("{} {} now lives in zone {} (it was in {})", PodSourceNoun(where.kind),
+                  where.query.name, where.query.zone, slices[slice].zone));
+  slices[slice].zone = where.query.zone;
+  return true;
+}
+
 std::vector<int> PointSliceAt(Pod& pod, size_t slice, const SourceState& state) {
   const std::vector<int> indexes = SliceIndexes(pod, slice);
   if (state.workers.size() != indexes.size()) {

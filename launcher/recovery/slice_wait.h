@@ -21,6 +21,10 @@ namespace podrun {
 // number of workers, or its VMs' numbers are not 0..n-1.
 std::vector<int> PointSliceAt(Pod& pod, size_t slice, const SourceState& state);
 
+// Moves slice `slice` of `pod` to `where` (recreated in another of its zones), saying so; false
+// when it is there already.
+bool MoveSliceTo(Pod& pod, size_t slice, const PodSourceRef& where);
+
 // Thrown by WaitForReadySlices for a slice that reads preempted or gone while a recreation can
 // bring it back (`recreatable`): the recovery loop recreates it.
 class SliceToRecreate : public Error {

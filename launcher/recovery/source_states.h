@@ -54,7 +54,7 @@ class SourceStates {
 
   std::filesystem::path cache_dir_;
   std::vector<std::unique_ptr<PodSource>> sources_;  // replaced under asking_[slice] and mutex_
-  std::vector<int> slice_of_;  // worker index -> slice
+  std::vector<int> slice_of_;                        // worker index -> slice
   std::chrono::seconds max_age_;
   mutable std::mutex mutex_;
   std::map<size_t, Answer> answers_;                      // guarded by mutex_

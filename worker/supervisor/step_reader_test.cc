@@ -36,9 +36,9 @@ TEST(StepReaderTest, StepsFromLinesCutAnywhereAndFromProgressBars) {
 
 TEST(StepReaderTest, EachStreamHasItsOwnLineSoStderrNeverCutsAStep) {
   StepReader r(kDefaultProgressPattern);
-  r.Add("step 123", kSecond, /*stream=*/0);                  // stdout, the line not ended yet
-  r.Add("warning: slow disk\n", kSecond, /*stream=*/1);      // stderr in between
-  r.Add("45 loss 0.1\n", 2 * kSecond, /*stream=*/0);         // stdout ends its line
+  r.Add("step 123", kSecond, /*stream=*/0);              // stdout, the line not ended yet
+  r.Add("warning: slow disk\n", kSecond, /*stream=*/1);  // stderr in between
+  r.Add("45 loss 0.1\n", 2 * kSecond, /*stream=*/0);     // stdout ends its line
   EXPECT_EQ(12345, r.TakeRecord(2 * kSecond).step());
 }
 
