@@ -588,7 +588,8 @@ TEST_F(SpotTest, CtrlCToUpsProcessGroupWhileGcloudCreatesDeletesWhatItQueuedAndE
   EXPECT_EQ(130, WEXITSTATUS(status)) << said;
   EXPECT_LT(took, 10.0) << said;
   EXPECT_NE(std::string::npos,
-            said.find("interrupted: deleting queued resource node-int that podrun created"))
+            said.find("tpu node-int (zone zone-a): deleting what podrun made, so that nothing is "
+                      "left"))
       << said;
   EXPECT_EQ("[]", QueuedResources().substr(0, 2)) << said;
   EXPECT_EQ(std::string::npos,
