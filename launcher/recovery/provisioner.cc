@@ -167,10 +167,21 @@ class SliceProvisioner final : public Provisioner {
         outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
         continue;
       } catch (const StockoutWhileMade& s) {
-        Say(fmt::format("{}: no capacity in {} ({}): deleting what was made, trying {}", What(),
-                        zone(), s.said, zones_[(at_ + 1) % zones_.size()]));
-        outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
+        const std::chrono::seconds waited = Seconds(options_.clock() - began);
+        if (waited >= CapacityWaitOf(create_)) {
+          Undo(GaveUp(zones_, waited, CapacityWaitOf(create_), s.said));
+        }
         first = (at_ + 1) % zones_.size();
+        Say(fmt::format("{}: no capacity in {} ({}): deleting what was made, trying {}", What(),
+                        zone(), s.said, zones_[first]));
+        outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
+        // Every zone tried: a pause before the round begins again with the own zone.
+        if (first == 0 &&
+            !wait_(std::min(options_.first_capacity_backoff, CapacityWaitOf(create_) - waited))) {
+          throw Error(ExitCode::kInterrupted,
+                      fmt::format("interrupted while waiting for capacity for {} (nothing is left)",
+                                  What()));
+        }
         continue;
       } catch (const Error& e) {
         Undo(e);
