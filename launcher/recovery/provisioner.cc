@@ -2,6 +2,7 @@
 #include "launcher/recovery/provisioner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,10 +24,11 @@ std::chrono::seconds Seconds(Clock::duration d) {
 
 // The zones joined for a message: "us-central2-b, us-east5-a".
 std::string Joined(const std::vector<std::string>& zones) {
-  std::string out;
-  for (const std::string& z : zones) out += (out.empty() ? "" : ", ") + z;
-  return out;
+  return fmt::format("{}", fmt::join(zones, ", "));
 }
+
+// Ready answers in a row whose workers cannot be read, asked again before the error stands.
+constexpr int kUnreadableAnswers = 3;
 
 // The API stopped making the VMs in a zone for lack of capacity (a MIG's instances stuck with a
 // stockout), while other zones may have it.
@@ -69,19 +71,16 @@ class SliceProvisioner final : public Provisioner {
         if (!recreate_preempted) throw Error(ExitCode::kUnreachable, now.why);
         Say(fmt::format("{}: deleting it and creating it again", now.why));
         return Recreate();
+      case SourceCondition::kBusy:
+        if (!now.deleting) {  // made or repaired by someone (or an earlier podrun): waited for
+          ready.state = *WaitUntilReady(/*created_here=*/false);
+          break;
+        }
+        WaitUntilDeleted();  // an earlier podrun's delete (a keeper killed in it): then made
+        [[fallthrough]];
       case SourceCondition::kGone:
         ready.state = CreateAndWait();
         ready.action = SliceAction::kCreated;
-        break;
-      case SourceCondition::kBusy:
-        if (now.deleting) {  // an earlier podrun's delete (a keeper killed in it): then made
-          WaitUntilDeleted();
-          ready.state = CreateAndWait();
-          ready.action = SliceAction::kCreated;
-          break;
-        }
-        // Being made or repaired by someone (or an earlier podrun): waited for, never deleted.
-        ready.state = *WaitUntilReady(/*created_here=*/false);
         break;
     }
     ready.where = RefIn(zones_[at_]);
@@ -96,8 +95,7 @@ class SliceProvisioner final : public Provisioner {
     if (Locate().deleted()) {
       Say(fmt::format("{} had no VMs left to delete", What()));  // an earlier keeper's delete
     } else {
-      Say(fmt::format("deleting the VMs of {} (gcloud)", What()));
-      TellWait("deleting the VMs of " + What());
+      SayAndTell(fmt::format("deleting the VMs of {} (gcloud)", What()));
       outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
     }
     SliceReady ready;
@@ -137,13 +135,14 @@ class SliceProvisioner final : public Provisioner {
   // What the slice is now in the first of its zones where it exists (at_ set to it); gone in its
   // own zone when it exists nowhere.
   SourceNow Locate() {
-    for (size_t i = 0; i < sources_.size(); ++i) {
-      at_ = i;
+    SourceNow own;
+    for (at_ = 0; at_ < sources_.size(); ++at_) {
       SourceNow now = outage_.Run([&] { return source().Now(); });
       if (!now.deleted()) return now;
+      if (at_ == 0) own = now;
     }
     at_ = 0;
-    return outage_.Run([&] { return source().Now(); });
+    return own;
   }
 
   // Create (moving zones after a stockout), then WaitUntilReady; what was made is deleted when
@@ -179,8 +178,7 @@ class SliceProvisioner final : public Provisioner {
         if (first == 0 &&
             !wait_(std::min(options_.first_capacity_backoff, CapacityWaitOf(create_) - waited))) {
           throw Error(ExitCode::kInterrupted,
-                      fmt::format("interrupted while waiting for capacity for {} (nothing is left)",
-                                  What()));
+                      fmt::format("interrupted while waiting for capacity for {}", What()));
         }
         continue;
       } catch (const Error& e) {
@@ -198,9 +196,8 @@ class SliceProvisioner final : public Provisioner {
                                 stuck_text, kStuckCreateRetries + 1));
       }
       ++stuck;
-      Say(fmt::format("{}: deleting it and creating it again (try {} of {})", stuck_text, stuck + 1,
-                      kStuckCreateRetries + 1));
-      TellWait(stuck_text + ": creating it again");
+      SayAndTell(fmt::format("{}: deleting it and creating it again (try {} of {})", stuck_text,
+                             stuck + 1, kStuckCreateRetries + 1));
       outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
     }
   }
@@ -258,12 +255,9 @@ class SliceProvisioner final : public Provisioner {
         if (e.failure() != GcloudFailure::kStockout) throw;
         refused.push_back(zone());
         if (refused.size() < zones_.size()) {
-          const std::string next = zones_[(at_ + 1) % zones_.size()];
-          const std::string message =
-              fmt::format("{}: no capacity in {}: trying {} at once", Name(), zone(), next);
-          Say(message);
-          TellWait(message);
           at_ = (at_ + 1) % zones_.size();
+          SayAndTell(fmt::format("{}: no capacity in {}: trying {} at once", Name(), refused.back(),
+                                 zone()));
           continue;
         }
         const std::chrono::seconds waited = Seconds(options_.clock() - began);
@@ -274,7 +268,7 @@ class SliceProvisioner final : public Provisioner {
             "{}: no capacity in {} (RESOURCE_EXHAUSTED): trying again in {}{} (waited {} of {})",
             Name(), Joined(refused), FormatSpan(pause), again, FormatSpan(waited),
             FormatSpan(limit));
-        Say(message);
+        SayAndTell(message);
         if (!live) {
           live.emplace(STDERR_FILENO);
           live->BeginPhase(Name(), {0});
@@ -282,12 +276,9 @@ class SliceProvisioner final : public Provisioner {
         live->SetDetail(fmt::format("no capacity in {}: again in {} (waited {} of {})",
                                     Joined(refused), FormatSpan(pause), FormatSpan(waited),
                                     FormatSpan(limit)));
-        TellWait(message);
         if (!wait_(pause)) {
           throw Error(ExitCode::kInterrupted,
-                      fmt::format("interrupted while waiting for capacity for {} (nothing was "
-                                  "created)",
-                                  What()));
+                      fmt::format("interrupted while waiting for capacity for {}", What()));
         }
         backoff = std::min(backoff * 2, kMaxCapacityBackoff);
         refused.clear();
@@ -311,13 +302,22 @@ class SliceProvisioner final : public Provisioner {
     LiveProgress live(STDERR_FILENO);
     live.BeginPhase(Name(), {0});
     const auto began = options_.clock();
-    std::string said;  // the condition last said on stderr (a stockout's wait is not repeated)
+    std::string said;    // the condition last said on stderr (a stockout's wait is not repeated)
+    int unreadable = 0;  // ready answers whose workers could not be read, in a row
     for (;;) {
       // A poll that fails is asked again (the API's bad minutes): it never undoes what is made.
       const SourceNow now = outage_.Run([&] { return source().Now(); });
       if (now.ready()) {
-        SourceState state =
-            outage_.Run([&] { return source().Describe(/*refresh=*/true, nullptr); });
+        SourceState state;
+        try {
+          state = outage_.Run([&] { return source().Describe(/*refresh=*/true, nullptr); });
+          unreadable = 0;
+        } catch (const Error& e) {
+          // The VMs changed between the two answers (one repaired, its address not shown yet):
+          // asked again at the next poll, a few times, never undoing what is made for it.
+          if (e.code() == ExitCode::kInterrupted || ++unreadable > kUnreadableAnswers) throw;
+          state.not_ready = e.what();
+        }
         if (state.not_ready.empty()) {
           live.End();
           Say(fmt::format("{} {} ({} workers, after {})", What(), state.state, state.workers.size(),
@@ -414,6 +414,8 @@ class SliceProvisioner final : public Provisioner {
   void TellWait(const std::string& what) const {
     if (options_.on_wait) options_.on_wait(what);
   }
+  // On stderr and to on_wait.
+  void SayAndTell(const std::string& what) const { Say(what), TellWait(what); }
 
   const PodSourceRef home_;
   const std::vector<std::string> zones_;             // SliceZones: the slice's own zone first
