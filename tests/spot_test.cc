@@ -139,14 +139,14 @@ class SpotTest : public ::testing::Test {
     }
     return n;
   }
+  // The keepers of job `job` (or of every job of this test's): processes of this test's own
+  // PODRUN_HOME, never another test's keepers elsewhere on the machine.
+  static std::vector<pid_t> Keepers(const std::string& job = "") {
+    return PodrunProcesses("podrun watch " + (job.empty() ? "" : job + " "), Home());
+  }
   // Ends the keepers of this test's jobs (and only those).
   static void KillKeepers() {
-    nlohmann::json jobs = nlohmann::json::parse(RunCommand(Podrun() + " ls --json", false).output,
-                                                nullptr, /*allow_exceptions=*/false);
-    if (!jobs.is_array()) return;
-    for (const auto& job : jobs) {
-      RunCommand("pkill -f '^podrun watch " + job["id"].get<std::string>() + "' || true");
-    }
+    for (pid_t keeper : Keepers()) ::kill(keeper, SIGTERM);
   }
 
   static std::unique_ptr<TestPod> pod_;
@@ -335,14 +335,14 @@ TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
   status = Status(job);
   EXPECT_EQ("running", status["keeper"]["state"]) << status.dump();
   EXPECT_NE(keeper, status["keeper"]["pid"].get<int>());
-  EXPECT_EQ(1, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(1u, Keepers(job).size());
   // stop ends the job and its keeper.
   r = RunCommand(Podrun() + " stop " + job + " --grace 1");
   ASSERT_EQ(0, r.exit_code) << r.output;
   status = Status(job);
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
   EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
-  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(0u, Keepers(job).size());
 }
 
 // How many lines of `text` contain `needle`.
@@ -619,7 +619,7 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
   EXPECT_NE(std::string::npos, r.output.find("keeper of job " + job)) << r.output;
   const std::string log = ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
   // The keeper is gone, what it queued is deleted, and the job reads stopped from now on.
-  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(0u, Keepers(job).size());
   EXPECT_EQ(std::string::npos, QueuedResources().find("node-sq")) << QueuedResources() << log;
   EXPECT_NE(std::string::npos, log.find("deleting queued resource node-sq")) << log;
   nlohmann::json status = Status(job);
@@ -1060,7 +1060,7 @@ TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
                                                std::to_string(launch) + " on " + host + ")"))
         << r.output;
   }
-  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(0u, Keepers(job).size());
   EXPECT_TRUE(Status(job)["keeper"].is_null()) << Status(job).dump();
   std::ofstream(release) << "go\n";
   int wstatus = 0;

@@ -224,9 +224,7 @@ class MigSource final : public PodSource {
     return DeleteOwnedMigParts(query_, What()) || group;
   }
 
-  TpuHostKeys PublishedHostKeys() override {
-    // The answer a wait for the slice just cached serves (else gcloud is asked).
-    const SourceState state = Describe(/*refresh=*/false, nullptr);
+  TpuHostKeys PublishedHostKeys(const SourceState& state) override {
     if (!state.not_ready.empty()) return {};
     return ReadHostKeys(query_, What(), state.workers);
   }

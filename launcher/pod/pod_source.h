@@ -114,8 +114,11 @@ class PodSource {
   // instance template and workload policy podrun made for it) and waits until it is gone. False
   // when nothing existed. Throws as Create.
   virtual bool Delete(DeleteScope scope = DeleteScope::kEverything) = 0;
-  // The SSH host keys its VMs publish (guest attributes `hostkeys/`), by TPU worker number.
-  virtual TpuHostKeys PublishedHostKeys() = 0;
+  // The SSH host keys the VMs of `state` (a ready answer of Describe) publish (guest attributes
+  // `hostkeys/`), keyed by each VM's place in state.workers, so that each VM's keys are pinned
+  // to its own address before anything connects to it, whether or not the API shows the TPU
+  // worker numbers (where it does, the place is the number). Throws as Describe.
+  virtual TpuHostKeys PublishedHostKeys(const SourceState& state) = 0;
 };
 
 // The source `ref` names; its answers are cached under `cache_dir`. Throws Error(kUsage) for a

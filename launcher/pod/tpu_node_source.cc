@@ -78,7 +78,8 @@ class TpuNodeSource final : public PodSource {
     return RunGcloudUnlessNotFound(GcloudDeleteNodeCommand(query_), What()).has_value();
   }
 
-  TpuHostKeys PublishedHostKeys() override {
+  TpuHostKeys PublishedHostKeys(const SourceState&) override {
+    // By worker id, which is the endpoint's place in the node's answer (SourceStateOfNode).
     return ParseTpuHostKeys(RunGcloud(GcloudGuestAttributesCommand(query_), What()), What());
   }
 
