@@ -9,11 +9,17 @@
 // multislice job with MEGASCALE_*; an instance not RUNNING refused naming it and its state.
 // Then MIG slices podrun makes (`up`, `down`, `create:`; the stand-in gives a created group's
 // TPU worker K the pool address of testpod worker K and publishes that worker's host keys): a
-// Spot slice made and unmade with nothing left; a multislice job under a keeper whose one Spot
-// VM is preempted (the VM rebooted with a new host key), the keeper SIGKILLed while it deletes
-// the slice and the next keeper remaking it as a whole, the other left alone, and the job
-// resumed from its checkpoint; a standard slice Compute Engine repairs,
-// waited for and said in status, the gang restarted without remaking anything.
+// Spot slice made and unmade with nothing left; a slice whose API does not show the worker
+// numbers, its VMs' published keys pinned by name before anything connects (--strict-host-keys
+// works) and a VM answering with another key than it publishes refused naming both; a
+// multislice job under a keeper whose one Spot VM is preempted (the VM rebooted with a new host
+// key), the keeper SIGKILLed while it deletes the slice and the next keeper remaking it as a
+// whole, the other left alone, and the job resumed from its checkpoint; a standard slice Compute
+// Engine repairs, waited for and said in status, the gang restarted without remaking anything;
+// a keeper SIGKILLed while the old group is DELETING, then while the new one is CREATING, each
+// recreation finished by the next keeper (one create, one preemption, the intent closed, the
+// keys pinned). Waits are on events (the stand-in's state and counters, `status --json`), and
+// only this test's own processes (by their PODRUN_HOME) are counted or signalled.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -396,8 +396,8 @@ TEST_F(SpotTest, TheKeepersBudgetCountsOnlyTheRestartsSinceTheLastRerun) {
   nlohmann::json status = Status(job);
   EXPECT_EQ("restart-after-failure", status["attempt"]["reason"]) << status.dump();
   EXPECT_EQ("failure", status["attempt"]["resumed_from"]) << status.dump();
-  // Still 4 a while later: the keeper used one restart, no more.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // The keeper used one restart, no more: it has ended, and nothing makes a fifth attempt.
+  ASSERT_TRUE(WaitUntil([&] { return Keepers(job).empty(); }, std::chrono::seconds(10)));
   EXPECT_EQ(4, Status(job)["attempt"]["number"]);
   KillLocalAgents(Home());
 }
@@ -422,7 +422,8 @@ TEST_F(SpotTest, ARerunWhileTheKeeperRunsIsRefusedAndDownEndsTheKeeperFirst) {
   r = RunCommand(Podrun() + " down --tpu node-dr --zone zone-a -y");
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("keeper of job " + job)) << r.output;
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // Its keeper is gone (no process of it left): nothing can create the node again.
+  ASSERT_TRUE(WaitUntil([&] { return Keepers(job).empty(); }, std::chrono::seconds(10)));
   EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-dr", before));
   EXPECT_EQ(std::string::npos,
             Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").find("node-dr"));
@@ -481,7 +482,12 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
       [&] { return Calls(ReadTextFile(State() + "/calls.log"), "delete", "node-mid", before) > 0; },
       std::chrono::seconds(30)));
   ASSERT_EQ(0, ::kill(keeper, SIGKILL));  // mid-delete: the node goes, nobody creates it
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").find("node-mid") ==
+               std::string::npos;
+      },
+      std::chrono::seconds(30)));
   EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-mid", before));
   // gcloud's default project changes meanwhile: the keeper keeps to the one pinned at launch.
   config["project"] = "elsewhere";
