@@ -590,8 +590,9 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
       },
       std::chrono::seconds(120));
   if (started) {
-    // Compute Engine repairs the slice (every VM of it, as a whole): w1 really restarts.
-    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=20");
+    // Compute Engine repairs the slice (every VM of it, as a whole): w1 really restarts. The
+    // repair lasts until status has said it (an event, not a time that a loaded machine outruns).
+    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=600");
     Reboot(1, /*new_key=*/false);
     bool said = false;
     WaitUntil(
@@ -600,8 +601,10 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
           said = s.is_object() && s.dump().find("MIG rep-1 repairing") != std::string::npos;
           return said;
         },
-        std::chrono::seconds(60));
+        std::chrono::seconds(120));
     EXPECT_TRUE(said) << Status("home-repair", "repair").dump();
+    // The repair is over: every VM RUNNING at its address again, the group stable.
+    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=0");
   } else {  // Ctrl-C to this test's launch: it deletes what it made
     for (pid_t launch : PodrunProcesses(std::string(PODRUN_BINARY) + " launch " + spec,
                                         Dir() + "/home-repair")) {
