@@ -9,11 +9,17 @@
 // multislice job with MEGASCALE_*; an instance not RUNNING refused naming it and its state.
 // Then MIG slices podrun makes (`up`, `down`, `create:`; the stand-in gives a created group's
 // TPU worker K the pool address of testpod worker K and publishes that worker's host keys): a
-// Spot slice made and unmade with nothing left; a multislice job under a keeper whose one Spot
-// VM is preempted (the VM rebooted with a new host key), the keeper SIGKILLed while it deletes
-// the slice and the next keeper remaking it as a whole, the other left alone, and the job
-// resumed from its checkpoint; a standard slice Compute Engine repairs,
-// waited for and said in status, the gang restarted without remaking anything.
+// Spot slice made and unmade with nothing left; a slice whose API does not show the worker
+// numbers, its VMs' published keys pinned by name before anything connects (--strict-host-keys
+// works) and a VM answering with another key than it publishes refused naming both; a
+// multislice job under a keeper whose one Spot VM is preempted (the VM rebooted with a new host
+// key), the keeper SIGKILLed while it deletes the slice and the next keeper remaking it as a
+// whole, the other left alone, and the job resumed from its checkpoint; a standard slice Compute
+// Engine repairs, waited for and said in status, the gang restarted without remaking anything;
+// a keeper SIGKILLed while the old group is DELETING, then while the new one is CREATING, each
+// recreation finished by the next keeper (one create, one preemption, the intent closed, the
+// keys pinned). Waits are on events (the stand-in's state and counters, `status --json`), and
+// only this test's own processes (by their PODRUN_HOME) are counted or signalled.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +30,10 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/run_command.h"
 #include "tests/testpod.h"
@@ -169,15 +177,34 @@ class MigTest : public ::testing::Test {
         RunCommand(Podrun(home) + " status " + job + " --json", false).output, nullptr,
         /*allow_exceptions=*/false);
   }
+  // Ends the keepers of this test's jobs: the processes of its own homes, no other.
   static void KillKeepers() {
-    for (const char* home : {"home-ckpt", "home-repair"}) {
-      const nlohmann::json s = nlohmann::json::parse(
-          RunCommand(Podrun(home) + " ls --json", false).output, nullptr, false);
-      if (!s.is_array()) continue;
-      for (const auto& job : s) {
-        RunCommand("pkill -f '^podrun watch " + job["id"].get<std::string>() + "' || true");
+    for (const char* home : {"home-ckpt", "home-repair", "home-phases"}) {
+      for (pid_t keeper : PodrunProcesses("podrun watch ", Dir() + "/" + home)) {
+        ::kill(keeper, SIGTERM);
       }
     }
+  }
+  // The current action of each VM of group `mig` as the stand-in holds it ("CREATING",
+  // "DELETING", "NONE", ...; none once the group is gone), e.g. "CREATING CREATING ".
+  static std::string GroupActions(const std::string& mig) {
+    const nlohmann::json state = Admin("GET", "state");
+    const std::string key = std::string(kZone) + "/" + mig;
+    std::string out;
+    if (!state.is_object() || !state.contains("migsNow") || !state["migsNow"].contains(key)) {
+      return out;
+    }
+    for (const auto& vm : state["migsNow"][key]) {
+      out += vm.value("currentAction", std::string("?")) + " ";
+    }
+    return out;
+  }
+  // From now on, the VM at `address` publishes `key` ("TYPE BASE64"; "": its own keys again).
+  static void PublishKey(const std::string& address, const std::string& key) {
+    const CommandResult r = RunCommand(
+        "curl -sf -X POST -G --data-urlencode " + ShellQuote("host_key=" + address + " " + key) +
+        " 'http://127.0.0.1:" + std::to_string(port_) + "/fake/admin/config'");
+    ASSERT_EQ(0, r.exit_code) << r.output;
   }
   // A spec of MIG slices `migs` that podrun makes with `create`, then `rest`.
   static std::string WriteSpec(const std::string& name, const std::string& migs,
@@ -338,6 +365,98 @@ TEST_F(MigTest, UpMakesASpotSliceAndDownLeavesNothing) {
   EXPECT_NE(std::string::npos, r.output.find("does not exist: nothing to delete")) << r.output;
 }
 
+// The SHA256 fingerprint of a public key file: "SHA256:...".
+std::string Fingerprint(const std::string& pub) {
+  std::smatch m;
+  const std::string out = RunCommand("ssh-keygen -lf " + pub).output;
+  return std::regex_search(out, m, std::regex("SHA256:[A-Za-z0-9+/]+")) ? m[0].str() : "";
+}
+// "TYPE BASE64" of a public key file.
+std::string KeyOf(const std::string& pub) {
+  const std::string key = RunCommand("cut -d' ' -f1,2 " + pub, false).output;
+  return key.substr(0, key.find('\n'));
+}
+
+// A Spot slice podrun makes whose API does not show the VMs' TPU worker numbers (the VMs are
+// asked them over SSH, through their agents): the keys each VM publishes are pinned to that
+// VM's own address, by name, before anything connects to it. So a --strict-host-keys launch runs
+// on the new slice (the stale keys of its addresses forgotten), and a VM that answers with
+// another key than the one it publishes is refused, naming both fingerprints, nothing started.
+TEST_F(MigTest, ASliceWithoutApiWorkerNumbersIsPinnedByNameAndItsImpostorIsRefusedNamingBoth) {
+  ASSERT_TRUE(Admin("POST", "config?api_worker_numbers=0").is_object());
+  const std::string stale = Dir() + "/stale_key";
+  const std::string impostor = Dir() + "/impostor_key";
+  RunCommand("rm -f " + stale + "* " + impostor + "* && ssh-keygen -q -t ed25519 -N '' -f " +
+             stale + " < /dev/null && ssh-keygen -q -t ed25519 -N '' -f " + impostor +
+             " < /dev/null");
+  ASSERT_NE("", Fingerprint(stale + ".pub"));
+  ASSERT_NE("", Fingerprint(impostor + ".pub"));
+  // Each spec's known_hosts holds a stale key (of VMs gone) for every address of the pool.
+  auto stale_known_hosts = [&](const std::string& name) {
+    std::ofstream out(Dir() + "/known_hosts-" + name);
+    for (int i = 0; i < kWorkers; ++i) out << pod_->address(i) << " " << KeyOf(stale + ".pub") << "\n";
+  };
+  const std::string slice = "machine_type: tpu7x-standard-4t, topology: 2x2x4, spot: true";
+  stale_known_hosts("strict");
+  const std::string strict = WriteSpec("strict", "nonum-1", slice,
+                                       "run: echo \"rank $PODRUN_WORKER_ID on $(hostname)\"\n");
+  CommandResult r = RunCommand(Podrun("home-nonum") + " launch " + strict + " --strict-host-keys");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("pinned the host keys its 4 of 4 workers publish through the TPU API"))
+      << r.output;
+  // In the order the VMs' own metadata gives (testpod worker i is TPU worker kNumber[i]).
+  for (int i = 0; i < kWorkers; ++i) {
+    EXPECT_NE(std::string::npos, r.output.find("[w" + std::to_string(kNumber[i]) + "] rank " +
+                                               std::to_string(kNumber[i]) + " on w" +
+                                               std::to_string(i)))
+        << r.output;
+  }
+  const std::string pinned = ReadTextFile(Dir() + "/known_hosts-strict");
+  EXPECT_EQ(std::string::npos, pinned.find(KeyOf(stale + ".pub"))) << pinned;
+  for (int i = 0; i < kWorkers; ++i) {
+    const std::string own = pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key.pub";
+    EXPECT_NE(std::string::npos,
+              pinned.find(pod_->address(i) + " " + KeyOf(own) + " podrun-pin:published-by-the-vm"))
+        << pinned;
+  }
+  r = RunCommand(Podrun("home-nonum") + " down " + strict + " -y");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+
+  // The VM at testpod w1's address publishes the impostor's key: the machine answering there
+  // (w1's sshd, with its own key) is not that VM.
+  PublishKey(pod_->address(1), KeyOf(impostor + ".pub"));
+  stale_known_hosts("impostor");
+  const std::string spec =
+      WriteSpec("impostor", "nonum-2", slice, "run: echo should not run\n");
+  r = RunCommand(Podrun("home-nonum") + " launch " + spec);
+  PublishKey(pod_->address(1), "");
+  Admin("POST", "config?api_worker_numbers=1");
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED for " + pod_->address(1)))
+      << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("pins ssh-ed25519 " + Fingerprint(impostor + ".pub") +
+                          ", the key the VM at this address published"))
+      << r.output;
+  EXPECT_NE(std::string::npos,
+            r.output.find("now offers ssh-ed25519 " +
+                          Fingerprint(pod_->dir() + "/w1/ssh_host_ed25519_key.pub")))
+      << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("not that VM")) << r.output;
+  // Only that VM is refused: the others' published keys were pinned, the stale ones forgotten.
+  EXPECT_EQ(std::string::npos, r.output.find(Fingerprint(stale + ".pub"))) << r.output;
+  for (int i : {0, 2, 3}) {
+    EXPECT_EQ(std::string::npos, r.output.find("HOST KEY CHANGED for " + pod_->address(i)))
+        << r.output;
+  }
+  EXPECT_EQ(std::string::npos, r.output.find("ssh-keygen -R")) << r.output;
+  EXPECT_EQ(std::string::npos, r.output.find("should not run")) << r.output;
+  r = RunCommand(Podrun("home-nonum") + " down " + spec + " -y");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  EXPECT_EQ("", Made("nonum-")) << Admin("GET", "state").dump();
+}
+
 TEST_F(MigTest, AStockoutIsWaitedOutUntilCapacityWaitAndCtrlCLeavesNothing) {
   // 8 VMs from a pool of 4: Compute Engine keeps trying, the instances carry
   // ZONE_RESOURCE_POOL_EXHAUSTED.
@@ -402,7 +521,9 @@ TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint
                         std::chrono::seconds(60)))
       << log();
   ASSERT_EQ(0, ::kill(keeper, SIGKILL));
-  std::this_thread::sleep_for(std::chrono::seconds(4));  // the group is gone: nobody remakes it
+  // The group goes (the delete was asked); with its keeper dead, nobody makes it again.
+  ASSERT_TRUE(WaitUntil([] { return GroupActions("ms-b").empty(); }, std::chrono::seconds(60)))
+      << GroupActions("ms-b") << log();
   EXPECT_EQ(inserts + 2, Calls("instanceGroupManagers.insert"));
   Admin("POST", "config?delete_seconds=1");
   // The next keeper finds podrun's own recreation half done, and finishes it.
@@ -469,8 +590,9 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
       },
       std::chrono::seconds(120));
   if (started) {
-    // Compute Engine repairs the slice (every VM of it, as a whole): w1 really restarts.
-    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=20");
+    // Compute Engine repairs the slice (every VM of it, as a whole): w1 really restarts. The
+    // repair lasts until status has said it (an event, not a time that a loaded machine outruns).
+    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=600");
     Reboot(1, /*new_key=*/false);
     bool said = false;
     WaitUntil(
@@ -479,10 +601,15 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
           said = s.is_object() && s.dump().find("MIG rep-1 repairing") != std::string::npos;
           return said;
         },
-        std::chrono::seconds(60));
+        std::chrono::seconds(120));
     EXPECT_TRUE(said) << Status("home-repair", "repair").dump();
-  } else {
-    RunCommand("pkill -INT -f 'launch " + spec + "' || true");  // Ctrl-C: it deletes what it made
+    // The repair is over: every VM RUNNING at its address again, the group stable.
+    Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=0");
+  } else {  // Ctrl-C to this test's launch: it deletes what it made
+    for (pid_t launch : PodrunProcesses(std::string(PODRUN_BINARY) + " launch " + spec,
+                                        Dir() + "/home-repair")) {
+      ::kill(launch, SIGINT);
+    }
   }
   launch.join();
   ASSERT_TRUE(started) << r.output;
@@ -498,6 +625,111 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
   EXPECT_NE(std::string::npos, r.output.find("[w3] attempt 3 on w3")) << r.output;
   r = RunCommand(Podrun("home-repair") + " down " + spec + " -y");
   EXPECT_EQ(0, r.exit_code) << r.output;
+}
+
+// A keeper SIGKILLed while the preempted slice's old group is DELETING, then (at the next
+// preemption) while its new group is CREATING: each time `podrun watch` starts a keeper that
+// finishes that recreation: the group made once, one preemption record (over), the recreation
+// intent closed, the old host keys forgotten and the new VMs' pinned, the job running again.
+TEST_F(MigTest, AKeeperKilledWhileTheOldGroupDeletesOrTheNewOneCreatesIsFinishedByTheNext) {
+  // Slow enough that the keeper dies in the middle of either.
+  ASSERT_TRUE(
+      Admin("POST", "config?delete_seconds=6&create_seconds=6&api_worker_numbers=1").is_object());
+  const std::string home = "home-phases";
+  const std::string job = "phases";
+  const std::string known_hosts = Dir() + "/known_hosts-phases";
+  // One Spot slice of 2 VMs: testpod w0 and w1 (the pool's first free addresses).
+  const std::string spec =
+      WriteSpec(job, "ph-1", "machine_type: tpu7x-standard-4t, topology: 2x4, spot: true",
+                "run: |\n  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n  sleep 300\n");
+  CommandResult r =
+      RunCommand("setsid " + Podrun(home) + " launch -d " + spec + " < /dev/null");
+  ASSERT_EQ(0, r.exit_code) << r.output;  // restarts: 0: pod.create alone starts a keeper
+  auto log = [&] { return RunCommand("cat " + Dir() + "/" + home + "/jobs/*/keeper.log", false).output; };
+  auto db = [&](const std::string& sql) {
+    return RunCommand("sqlite3 -readonly " + Dir() + "/" + home + "/podrun.db " + ShellQuote(sql),
+                      false)
+        .output;
+  };
+  auto own_key = [&](int i) {
+    return KeyOf(pod_->dir() + "/" + pod_->name(i) + "/ssh_host_ed25519_key.pub");
+  };
+  for (const std::string phase : {"DELETING", "CREATING"}) {
+    int attempt = 0;
+    int keeper = 0;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          const nlohmann::json s = Status(home, job);
+          if (!s.is_object() || s["keeper"].is_null() || s["keeper"]["state"] != "running" ||
+              s["attempt"]["state"] != "running") {
+            return false;
+          }
+          attempt = s["attempt"]["number"].get<int>();
+          keeper = s["keeper"]["pid"].get<int>();
+          return true;
+        },
+        std::chrono::seconds(60)))
+        << phase << " " << Status(home, job).dump() << log();
+    const int inserts = Calls("instanceGroupManagers.insert");
+    const int deletes = Calls("instanceGroupManagers.delete");
+    const std::string old_keys[] = {own_key(0), own_key(1)};
+    // ph-1's TPU worker 0 (testpod w0), a Spot VM, is preempted; the new group's VMs come with
+    // new host keys (both VMs are new ones).
+    const nlohmann::json preempted =
+        Admin("POST", std::string("preempt?zone=") + kZone + "&mig=ph-1");
+    ASSERT_TRUE(preempted.is_object()) << preempted.dump();
+    ASSERT_EQ(pod_->address(0), preempted.value("address", "")) << preempted.dump();
+    Reboot(0, /*new_key=*/true);
+    Reboot(1, /*new_key=*/true);
+    // Killed once the old group reads DELETING, or once the new one reads CREATING (each VM's
+    // current action, as the stand-in holds it).
+    const std::string actions = phase + " " + phase + " ";
+    ASSERT_TRUE(WaitUntil([&] { return GroupActions("ph-1") == actions; },
+                          std::chrono::seconds(90)))
+        << phase << " " << GroupActions("ph-1") << log();
+    ASSERT_EQ(0, ::kill(keeper, SIGKILL));
+    EXPECT_EQ(actions, GroupActions("ph-1")) << phase;  // still in that phase
+    r = RunCommand(Podrun(home) + " watch " + job);
+    ASSERT_EQ(0, r.exit_code) << r.output;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          const nlohmann::json s = Status(home, job);
+          return s.is_object() && s["attempt"]["number"] == attempt + 1 &&
+                 s["attempt"]["state"] == "running";
+        },
+        std::chrono::seconds(120)))
+        << phase << " " << Status(home, job).dump() << log();
+    // The group deleted once and made once: the next keeper went on from where the last stopped.
+    EXPECT_EQ(deletes + 1, Calls("instanceGroupManagers.delete")) << phase << log();
+    EXPECT_EQ(inserts + 1, Calls("instanceGroupManagers.insert")) << phase << log();
+    const nlohmann::json status = Status(home, job);
+    EXPECT_EQ("recovery-after-preemption", status["attempt"]["reason"]) << status.dump();
+    EXPECT_TRUE(status["recovering"].is_null()) << status.dump();
+    // One preemption per recreation, over, however many keepers it took.
+    ASSERT_EQ(static_cast<size_t>(attempt), status["preemptions"].size()) << status.dump();
+    EXPECT_EQ("ph-1", status["preemptions"].back()["node"]) << status.dump();
+    EXPECT_TRUE(status["preemptions"].back()["recreated"].get<bool>()) << status.dump();
+    EXPECT_FALSE(status["preemptions"].back()["back"].is_null()) << status.dump();
+    // The recreation intent is closed: a later keeper has nothing of it to finish.
+    EXPECT_EQ("0\n", db("SELECT count(*) FROM recreations")) << phase;
+    // The old keys of the slice's addresses forgotten, the new VMs' pinned from what they
+    // published (the job runs on them: known_hosts is checked strictly for a changed key).
+    const std::string known = ReadTextFile(known_hosts);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(std::string::npos, known.find(old_keys[i])) << phase << " w" << i << "\n" << known;
+      EXPECT_NE(std::string::npos, known.find(pod_->address(i) + " " + own_key(i) +
+                                              " podrun-pin:published-by-the-vm"))
+          << phase << " w" << i << "\n"
+          << known;
+    }
+    EXPECT_NE(std::string::npos, log().find("finishing the recreation podrun began")) << log();
+  }
+  r = RunCommand(Podrun(home) + " logs " + job, false);
+  EXPECT_NE(std::string::npos, r.output.find("[w1] attempt 3 on w1")) << r.output;
+  RunCommand(Podrun(home) + " stop " + job + " --grace 1");
+  r = RunCommand(Podrun(home) + " down " + spec + " -y");
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  Admin("POST", "config?delete_seconds=1&create_seconds=2");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -87,6 +88,34 @@ int CountProcesses(const std::string& marker) {
   // (Appended, not "[" + ...: GCC 12 at -O3 reports a false -Wrestrict on that.)
   std::string pattern = std::string("[").append(1, marker[0]).append("]").append(marker, 1);
   return std::stoi(RunCommand("pgrep -fc -- '" + pattern + "' || true").output);
+}
+
+std::vector<pid_t> PodrunProcesses(const std::string& prefix, const std::string& podrun_home) {
+  // A /proc file of NUL-separated strings, as its strings.
+  auto strings = [](const std::filesystem::path& path) {
+    std::vector<std::string> out;
+    std::ifstream in(path, std::ios::binary);
+    for (std::string s; std::getline(in, s, '\0');) out.push_back(s);
+    return out;
+  };
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string command;
+    for (const std::string& arg : strings(entry.path() / "cmdline")) {
+      command += (command.empty() ? "" : " ") + arg;
+    }
+    if (command.rfind(prefix, 0) != 0) continue;
+    for (const std::string& variable : strings(entry.path() / "environ")) {
+      if (variable == "PODRUN_HOME=" + podrun_home) {
+        pids.push_back(static_cast<pid_t>(std::stol(name)));
+        break;
+      }
+    }
+  }
+  return pids;
 }
 
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace podrun::testing {
 
@@ -43,6 +44,11 @@ void KillLocalAgents(const std::string& podrun_home);
 // workers, with a marker unique to the test run (a test with a pod counts inside it:
 // TestPod::CountProcesses).
 int CountProcesses(const std::string& marker);
+
+// This test's own podrun processes: those whose command line (its arguments joined by spaces)
+// starts with `prefix` (e.g. "podrun watch JOB": a keeper) and whose environment sets
+// PODRUN_HOME to `podrun_home`, never another test's or user's elsewhere on the machine.
+std::vector<pid_t> PodrunProcesses(const std::string& prefix, const std::string& podrun_home);
 
 // Polls `condition` every 100 ms until it holds or `limit` has passed; returns its last value.
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit);

@@ -141,14 +141,14 @@ class SpotTest : public ::testing::Test {
     }
     return n;
   }
+  // The keepers of job `job` (or of every job of this test's): processes of this test's own
+  // PODRUN_HOME, never another test's keepers elsewhere on the machine.
+  static std::vector<pid_t> Keepers(const std::string& job = "") {
+    return PodrunProcesses("podrun watch " + (job.empty() ? "" : job + " "), Home());
+  }
   // Ends the keepers of this test's jobs (and only those).
   static void KillKeepers() {
-    nlohmann::json jobs = nlohmann::json::parse(RunCommand(Podrun() + " ls --json", false).output,
-                                                nullptr, /*allow_exceptions=*/false);
-    if (!jobs.is_array()) return;
-    for (const auto& job : jobs) {
-      RunCommand("pkill -f '^podrun watch " + job["id"].get<std::string>() + "' || true");
-    }
+    for (pid_t keeper : Keepers()) ::kill(keeper, SIGTERM);
   }
 
   static std::unique_ptr<TestPod> pod_;
@@ -337,14 +337,14 @@ TEST_F(SpotTest, AKeeperKilledLeavesTheJobRunningAndStatusSaysHowToWatchAgain) {
   status = Status(job);
   EXPECT_EQ("running", status["keeper"]["state"]) << status.dump();
   EXPECT_NE(keeper, status["keeper"]["pid"].get<int>());
-  EXPECT_EQ(1, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(1u, Keepers(job).size());
   // stop ends the job and its keeper.
   r = RunCommand(Podrun() + " stop " + job + " --grace 1");
   ASSERT_EQ(0, r.exit_code) << r.output;
   status = Status(job);
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
   EXPECT_EQ("stopped", status["attempt"]["state"]) << status.dump();
-  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(0u, Keepers(job).size());
 }
 
 // How many lines of `text` contain `needle`.
@@ -398,8 +398,8 @@ TEST_F(SpotTest, TheKeepersBudgetCountsOnlyTheRestartsSinceTheLastRerun) {
   nlohmann::json status = Status(job);
   EXPECT_EQ("restart-after-failure", status["attempt"]["reason"]) << status.dump();
   EXPECT_EQ("failure", status["attempt"]["resumed_from"]) << status.dump();
-  // Still 4 a while later: the keeper used one restart, no more.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // The keeper used one restart, no more: it has ended, and nothing makes a fifth attempt.
+  ASSERT_TRUE(WaitUntil([&] { return Keepers(job).empty(); }, std::chrono::seconds(10)));
   EXPECT_EQ(4, Status(job)["attempt"]["number"]);
   KillLocalAgents(Home());
 }
@@ -424,7 +424,8 @@ TEST_F(SpotTest, ARerunWhileTheKeeperRunsIsRefusedAndDownEndsTheKeeperFirst) {
   r = RunCommand(Podrun() + " down --tpu node-dr --zone zone-a -y");
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("keeper of job " + job)) << r.output;
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // Its keeper is gone (no process of it left): nothing can create the node again.
+  ASSERT_TRUE(WaitUntil([&] { return Keepers(job).empty(); }, std::chrono::seconds(10)));
   EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-dr", before));
   EXPECT_EQ(std::string::npos,
             Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").find("node-dr"));
@@ -483,7 +484,12 @@ TEST_F(SpotTest, AKeeperKilledBetweenDeleteAndCreateFinishesTheRecreationWhenWat
       [&] { return Calls(ReadTextFile(State() + "/calls.log"), "delete", "node-mid", before) > 0; },
       std::chrono::seconds(30)));
   ASSERT_EQ(0, ::kill(keeper, SIGKILL));  // mid-delete: the node goes, nobody creates it
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Gcloud("compute tpus tpu-vm list --zone zone-a --format=json").find("node-mid") ==
+               std::string::npos;
+      },
+      std::chrono::seconds(30)));
   EXPECT_EQ(0, Calls(ReadTextFile(State() + "/calls.log"), "create", "node-mid", before));
   // gcloud's default project changes meanwhile: the keeper keeps to the one pinned at launch.
   config["project"] = "elsewhere";
@@ -622,7 +628,7 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
   EXPECT_NE(std::string::npos, r.output.find("keeper of job " + job)) << r.output;
   const std::string log = ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
   // The keeper is gone, what it queued is deleted, and the job reads stopped from now on.
-  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(0u, Keepers(job).size());
   EXPECT_EQ(std::string::npos, QueuedResources().find("node-sq")) << QueuedResources() << log;
   EXPECT_NE(std::string::npos,
             log.find("node-sq (zone zone-a, project fake-project): deleting what podrun made"))
@@ -1065,7 +1071,7 @@ TEST_F(SpotTest, WatchBesideAnAttachedLaunchStartsNothingAndNamesTheDriver) {
                                                std::to_string(launch) + " on " + host + ")"))
         << r.output;
   }
-  EXPECT_EQ(0, std::stoi(RunCommand("pgrep -c -f '^podrun watch " + job + "'", false).output));
+  EXPECT_EQ(0u, Keepers(job).size());
   EXPECT_TRUE(Status(job)["keeper"].is_null()) << Status(job).dump();
   std::ofstream(release) << "go\n";
   int wstatus = 0;

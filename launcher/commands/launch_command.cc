@@ -52,9 +52,9 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   const int64_t provision_began = NowUnixNs();
   const std::vector<PodSourceRef> created = ProvisionSpecSlices(&settings);
   const int64_t provision_ended = NowUnixNs();
-  Pod pod = ResolvePod(settings);
-  // New VMs, new host keys: pin the ones each created slice publishes (only its workers).
-  PinCreatedSlices(pod, created);
+  // New VMs, new host keys: the ones each created slice publishes are pinned (only its workers'),
+  // before anything connects to them.
+  Pod pod = ResolvePod(settings, PinCreatedSlices(created));
   EnsureOpenFiles(pod.selected.size());
   std::map<std::string, std::string> overrides = ParseEnvAssignments(request.env);
   // Before anything is recorded: an unreadable setup input is a bad spec (exit 2).

@@ -112,16 +112,15 @@ std::vector<PodSourceRef> ProvisionSpecSlices(PodSettings* settings) {
   return created;
 }
 
-void PinCreatedSlices(const Pod& pod, const std::vector<PodSourceRef>& created) {
-  const std::vector<PodSourceRef> slices = PodSourcesOf(pod);
-  for (const PodSourceRef& ref : created) {
-    for (size_t i = 0; i < slices.size(); ++i) {
-      if (slices[i].kind != ref.kind || slices[i].query.name != ref.query.name) continue;
-      std::unique_ptr<PodSource> source = MakePodSource(slices[i], CacheDir());
-      PinSourceHostKeys(*source, pod.ssh.known_hosts,
-                        SliceHostKeyAddresses(pod, static_cast<int>(i)));
+SliceDescribed PinCreatedSlices(const std::vector<PodSourceRef>& created) {
+  return [created](const Pod& pod, const PodSourceRef& slice, PodSource& source,
+                   const SourceState& state) {
+    for (const PodSourceRef& ref : created) {
+      if (slice.kind == ref.kind && slice.query.name == ref.query.name) {
+        PinSourceHostKeys(source, state, pod);
+      }
     }
-  }
+  };
 }
 
 ExitCode RunUp(const UpRequest& request) {
@@ -177,7 +176,7 @@ ExitCode RunUp(const UpRequest& request) {
   if (!created.empty()) {
     // New VMs, new host keys: pinned from what they publish, as a launch pins them, so that
     // the first connection (a later launch, exec, ssh) is checked against the API's keys.
-    PinCreatedSlices(ResolvePod(settings), created);
+    ResolvePod(settings, PinCreatedSlices(created));
   }
   return ExitCode::kOk;
 }

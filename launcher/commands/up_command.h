@@ -44,8 +44,9 @@ ExitCode RunDown(const DownRequest& request);
 // create.fallback_zones, the others only there; settings->zone is set to it. Throws as
 // Provisioner::Ensure.
 std::vector<PodSourceRef> ProvisionSpecSlices(PodSettings* settings);
-// Pins the host keys the VMs of the `created` slices of `pod` publish (only theirs).
-void PinCreatedSlices(const Pod& pod, const std::vector<PodSourceRef>& created);
+// For ResolvePod: pins the host keys the VMs of the `created` slices publish (only theirs), each
+// VM's to its own address, as discovery describes them: before anything connects to them.
+SliceDescribed PinCreatedSlices(const std::vector<PodSourceRef>& created);
 
 // `podrun up` in the command table (command.h): its options, registered on its app.
 Command UpCommand();

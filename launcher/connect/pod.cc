@@ -59,7 +59,11 @@ void FillSshSettings(const PodSettings& s, Pod* pod) {
 
 }  // namespace
 
-Pod ResolvePod(const PodSettings& s) {
+std::string SshAddressOf(const SourceWorker& vm, bool internal_ip) {
+  return internal_ip || !vm.external_ip ? vm.internal_ip : *vm.external_ip;
+}
+
+Pod ResolvePod(const PodSettings& s, const SliceDescribed& described) {
   int choices = (s.hosts ? 1 : 0) + (s.tpu ? 1 : 0) + (s.mig ? 1 : 0) + (s.local ? 1 : 0);
   if (choices == 0) {
     throw UsageError(
@@ -70,7 +74,8 @@ Pod ResolvePod(const PodSettings& s) {
   Pod pod;
   FillSshSettings(s, &pod);
   if (s.tpu || s.mig) {
-    DiscoverCloudPod(s, &pod);  // after the SSH settings: a MIG's VMs may be asked their numbers
+    // After the SSH settings: a MIG's VMs may be asked their numbers.
+    DiscoverCloudPod(s, &pod, described);
   } else if (s.local) {
     pod.local = *s.local;
     for (int i = 0; i < pod.local; ++i) {

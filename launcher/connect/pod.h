@@ -2,6 +2,7 @@
 // OPTIONS (docs/reference.md, "Selecting the pod").
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,11 +37,23 @@ struct Pod {
 // that was not discovered. Recovery drives them without asking which kind they are.
 std::vector<PodSourceRef> PodSourcesOf(const Pod& pod);
 
+// The address podrun connects to a discovered VM at: its internal IP with --internal-ip (or when
+// it has no external one), else its external IP.
+std::string SshAddressOf(const SourceWorker& vm, bool internal_ip);
+
+// Called by discovery for each slice it described, before anything connects to the slice's VMs
+// (a MIG whose API does not show the TPU worker numbers asks its VMs over SSH after this): the
+// pod so far (its SSH settings and internal_ip set), which slice, its source and its answer. The
+// host keys a slice podrun just made publishes are pinned here, each VM's to its own address.
+using SliceDescribed = std::function<void(const Pod& pod, const PodSourceRef& slice,
+                                          PodSource& source, const SourceState& state)>;
+
 // Resolves the pod: reads a host file or discovers a TPU node's or MIG slice's workers through
-// its pod source (pod/pod_source.h; a MIG's workers put in TPU worker order by their VMs'
-// metadata when the API does not show it: worker_numbers.h), checks -w against the pod size,
-// fills SSH defaults (known_hosts ~/.ssh/known_hosts). Throws Error(kUsage) for missing or
-// contradictory options, Error(kUnreachable) when discovery fails.
-Pod ResolvePod(const PodSettings& settings);
+// its pod source (pod/pod_source.h; `described` called for each slice described; a MIG's workers
+// then put in TPU worker order by their VMs' metadata when the API does not show it:
+// worker_numbers.h), checks -w against the pod size, fills SSH defaults (known_hosts
+// ~/.ssh/known_hosts). Throws Error(kUsage) for missing or contradictory options,
+// Error(kUnreachable) when discovery fails, and what `described` throws.
+Pod ResolvePod(const PodSettings& settings, const SliceDescribed& described = {});
 
 }  // namespace podrun

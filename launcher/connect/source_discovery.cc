@@ -76,8 +76,7 @@ bool Describe(const PodSettings& s, bool refresh, Pod* pod, std::vector<Slice>* 
     for (const SourceWorker& e : slice.state.workers) {
       PodWorker w;
       w.index = static_cast<int>(pod->workers.size());
-      const bool internal = s.internal_ip.value_or(false) || !e.external_ip;
-      w.host = HostSpec{{}, internal ? e.internal_ip : *e.external_ip, {}};
+      w.host = HostSpec{{}, SshAddressOf(e, s.internal_ip.value_or(false)), {}};
       w.peer_address = e.internal_ip;
       w.slice = static_cast<int>(i);
       pod->workers.push_back(std::move(w));
@@ -144,7 +143,7 @@ void OrderByVmNumbers(Pod* pod, std::vector<Slice>& slices) {
 
 }  // namespace
 
-void DiscoverCloudPod(const PodSettings& s, Pod* pod) {
+void DiscoverCloudPod(const PodSettings& s, Pod* pod, const SliceDescribed& described) {
   std::vector<Slice> slices;
   if (Describe(s, s.refresh.value_or(false), pod, &slices)) {
     // A cached answer is checked before it is used: a worker that does not accept a TCP
@@ -165,6 +164,14 @@ void DiscoverCloudPod(const PodSettings& s, Pod* pod) {
       ClearDiscovered(pod);
       slices.clear();
       Describe(s, /*refresh=*/true, pod, &slices);
+    }
+  }
+  // Before any VM is connected to (its published host keys pinned by the caller, to each VM's
+  // own address), then the VMs may be asked their numbers.
+  if (described) {
+    const std::vector<PodSourceRef> refs = PodSourcesOf(*pod);
+    for (size_t i = 0; i < slices.size(); ++i) {
+      described(*pod, refs[i], *slices[i].source, slices[i].state);
     }
   }
   OrderByVmNumbers(pod, slices);

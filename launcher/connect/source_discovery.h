@@ -11,10 +11,11 @@ namespace podrun {
 // Fills pod->workers (slice by slice in the order given, each in TPU worker order), tpu_nodes or
 // migs, cloud_tpu, internal_ip, slices and description from `s` (which names --tpu or --mig).
 // The SSH settings of `pod` must be filled: a MIG whose API does not show its VMs' TPU worker
-// numbers is put in order by asking the VMs (worker_numbers.h). A cached answer whose workers do
-// not answer at their addresses is asked again at once. Throws Error(kUsage) for bad or missing
-// options, Error(kUnreachable) naming the node or instance and its state when it is not ready,
-// or with gcloud's words when gcloud fails.
-void DiscoverCloudPod(const PodSettings& s, Pod* pod);
+// numbers is put in order by asking the VMs (worker_numbers.h), after `described` (if given) was
+// called for every slice. A cached answer whose workers do not answer at their addresses is asked
+// again at once. Throws Error(kUsage) for bad or missing options, Error(kUnreachable) naming the
+// node or instance and its state when it is not ready, or with gcloud's words when gcloud fails;
+// and what `described` throws.
+void DiscoverCloudPod(const PodSettings& s, Pod* pod, const SliceDescribed& described = {});
 
 }  // namespace podrun

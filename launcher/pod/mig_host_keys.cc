@@ -25,7 +25,6 @@ TpuHostKeys ReadHostKeys(const TpuQuery& mig, const std::string& what,
       workers.size(),
       [&](size_t i) {
         const SourceWorker& w = workers[i];
-        if (!w.tpu_worker_number) return;
         try {
           // A VM that has not published yet has no `hostkeys/` path: gcloud says NOT_FOUND.
           const std::optional<std::string> json =
@@ -37,7 +36,7 @@ TpuHostKeys ReadHostKeys(const TpuQuery& mig, const std::string& what,
           }
           if (keys.size() > kMaxHostKeysPerWorker) keys.resize(kMaxHostKeysPerWorker);
           std::lock_guard lock(mutex);
-          if (!keys.empty()) out[*w.tpu_worker_number] = std::move(keys);
+          if (!keys.empty()) out[static_cast<int>(i)] = std::move(keys);
         } catch (...) {
           std::lock_guard lock(mutex);
           if (!failed) failed = std::current_exception();

@@ -10,10 +10,10 @@
 
 namespace podrun {
 
-// The keys of `workers` (the group's VMs, each with its TPU worker number) by TPU worker number;
-// a VM that published none, or whose number is not known, is absent (its key is then recorded on
-// first contact). Throws Error naming the VM when gcloud fails for another reason than the VM
-// having published nothing yet.
+// The keys of `workers` (the group's VMs, by name) by each VM's place in `workers` (its TPU worker
+// number or not: the caller pins each VM's keys to that VM's own address); a VM that published
+// none is absent (its key is then recorded on first contact). Throws Error naming the VM when
+// gcloud fails for another reason than the VM having published nothing yet.
 TpuHostKeys ReadHostKeys(const TpuQuery& mig, const std::string& what,
                          const std::vector<SourceWorker>& workers);
 

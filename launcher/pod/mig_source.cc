@@ -227,9 +227,7 @@ class MigSource final : public PodSource {
   // A group's parts are matched to create: by their digest when it is made (mig_parts.h).
   std::string DiffersFrom(const TpuCreate&) override { return ""; }
 
-  TpuHostKeys PublishedHostKeys() override {
-    // The answer a wait for the slice just cached serves (else gcloud is asked).
-    const SourceState state = Describe(/*refresh=*/false, nullptr);
+  TpuHostKeys PublishedHostKeys(const SourceState& state) override {
     if (!state.not_ready.empty()) return {};
     return ReadHostKeys(query_, What(), state.workers);
   }

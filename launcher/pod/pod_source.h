@@ -123,8 +123,11 @@ class PodSource {
   // Why an existing source is not what `create` makes (a TPU node of another accelerator type or
   // software version: naming both), or "" (also when it does not exist). Throws as Describe.
   virtual std::string DiffersFrom(const TpuCreate& create) = 0;
-  // The SSH host keys its VMs publish (guest attributes `hostkeys/`), by TPU worker number.
-  virtual TpuHostKeys PublishedHostKeys() = 0;
+  // The SSH host keys the VMs of `state` (a ready answer of Describe) publish (guest attributes
+  // `hostkeys/`), keyed by each VM's place in state.workers, so that each VM's keys are pinned
+  // to its own address before anything connects to it, whether or not the API shows the TPU
+  // worker numbers (where it does, the place is the number). Throws as Describe.
+  virtual TpuHostKeys PublishedHostKeys(const SourceState& state) = 0;
 };
 
 // The source `ref` names; its answers are cached under `cache_dir`. Throws Error(kUsage) for a

@@ -105,7 +105,8 @@ class TpuNodeSource final : public PodSource {
         create.version);
   }
 
-  TpuHostKeys PublishedHostKeys() override {
+  TpuHostKeys PublishedHostKeys(const SourceState&) override {
+    // By worker id, which is the endpoint's place in the node's answer (SourceStateOfNode).
     return ParseTpuHostKeys(RunGcloud(GcloudGuestAttributesCommand(query_), What()), What());
   }
 

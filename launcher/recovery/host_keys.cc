@@ -75,19 +75,10 @@ void ForgetHostKeys(const std::string& known_hosts, const std::vector<std::strin
   }
 }
 
-std::vector<HostKeyAddress> HostKeyAddressesOf(const Pod& pod) {
+std::vector<HostKeyAddress> SourceHostKeyAddresses(const Pod& pod, const SourceState& state) {
   std::vector<HostKeyAddress> out;
-  for (const PodWorker& w : pod.workers) {
-    out.push_back({w.host.host, w.host.port.value_or(pod.ssh.default_port.value_or(22))});
-  }
-  return out;
-}
-
-std::vector<HostKeyAddress> SliceHostKeyAddresses(const Pod& pod, int slice) {
-  const std::vector<HostKeyAddress> all = HostKeyAddressesOf(pod);
-  std::vector<HostKeyAddress> out;
-  for (size_t i = 0; i < pod.workers.size(); ++i) {
-    if (pod.workers[i].slice == slice) out.push_back(all[i]);
+  for (const SourceWorker& vm : state.workers) {
+    out.push_back({SshAddressOf(vm, pod.internal_ip), pod.ssh.default_port.value_or(22)});
   }
   return out;
 }
@@ -214,11 +205,10 @@ PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::
   return done;
 }
 
-PinnedHostKeys PinSourceHostKeys(PodSource& source, const std::string& known_hosts,
-                                 const std::vector<HostKeyAddress>& workers,
+PinnedHostKeys PinSourceHostKeys(PodSource& source, const SourceState& state, const Pod& pod,
                                  const PublishWait& wait) {
-  return PinPublishedHostKeys([&] { return source.PublishedHostKeys(); }, source.What(),
-                              known_hosts, workers, wait);
+  return PinPublishedHostKeys([&] { return source.PublishedHostKeys(state); }, source.What(),
+                              pod.ssh.known_hosts, SourceHostKeyAddresses(pod, state), wait);
 }
 
 }  // namespace podrun

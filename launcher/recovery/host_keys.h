@@ -78,15 +78,15 @@ PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::
                                     const std::vector<HostKeyAddress>& workers,
                                     const PublishWait& wait);
 
-// PinPublishedHostKeys with what the VMs of `source` (a TPU node, a MIG slice) publish.
-PinnedHostKeys PinSourceHostKeys(PodSource& source, const std::string& known_hosts,
-                                 const std::vector<HostKeyAddress>& workers,
+// PinPublishedHostKeys with what the VMs of `state` (a ready answer of `source`: a TPU node, a
+// MIG slice) publish, each VM's keys pinned to its own address (SourceHostKeyAddresses): needs no
+// TPU worker number, so that it comes before anything connects to the VMs (a MIG whose API does
+// not show the numbers asks its VMs over SSH).
+// Written to pod.ssh.known_hosts.
+PinnedHostKeys PinSourceHostKeys(PodSource& source, const SourceState& state, const Pod& pod,
                                  const PublishWait& wait = DefaultPublishWait());
-
-// The addresses of `pod`'s workers, in rank order, at their SSH port.
-std::vector<HostKeyAddress> HostKeyAddressesOf(const Pod& pod);
-// The addresses of the workers of slice `slice` of `pod`, in worker order: what
-// PinSourceHostKeys takes.
-std::vector<HostKeyAddress> SliceHostKeyAddresses(const Pod& pod, int slice);
+// The addresses podrun connects to `state`'s VMs at, in state.workers' order, at `pod`'s SSH
+// port (as discovery and recovery point the pod's workers at them).
+std::vector<HostKeyAddress> SourceHostKeyAddresses(const Pod& pod, const SourceState& state);
 
 }  // namespace podrun

@@ -147,9 +147,10 @@ std::vector<std::string> SliceHosts(const Pod& pod, int slice) {
   return hosts;
 }
 
-// Recreates the gone slice `slice` with `create`: the intent recorded before the delete,
-// fulfilled once it is ready; the old host keys of its workers forgotten (no other slice's).
-// Returns the new slice.
+// Recreates the gone slice `slice` with `create`: the intent recorded before the delete, closed
+// once the slice is ready, the old host keys of its workers forgotten (no other slice's) and the
+// ones its new VMs publish pinned, each to its VM's own address, before anything connects to them
+// (PointSliceAt may ask the VMs their numbers over SSH). Returns the new slice.
 // A recreation an earlier keeper began (its intent open) is finished from whatever the slice reads
 // now: the old one still deleting is waited for, a gone one created, a new one creating waited
 // for, a ready one taken; never a second create beside the first. A VM preempted while the slice
@@ -199,17 +200,12 @@ SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan
     plan.job.options_json = WithPodSlices(plan.job.options_json, plan.pod);
     store.SetJobOptions(plan.job.id, plan.job.options_json);
   }
-  records.EndRecreation(plan.job.id, RecreationOf(n.ref.query));
+  // Keys first, then the intent closed: a keeper killed in between finishes the recreation (the
+  // slice read ready) and pins them again.
   ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
+  PinSourceHostKeys(*MakePodSource(ready.where, plan.home / "cache"), ready.state, plan.pod);
+  records.EndRecreation(plan.job.id, RecreationOf(n.ref.query));
   return ready.state;
-}
-
-// Pins the host keys the recreated slice `slice` publishes, at its workers' new addresses
-// (host_keys.h): only that slice's.
-void PinRecreatedSlice(const AttemptPlan& plan, const PodSourceRef& ref, size_t slice) {
-  std::unique_ptr<PodSource> source = MakePodSource(ref, plan.home / "cache");
-  PinSourceHostKeys(*source, plan.pod.ssh.known_hosts,
-                    SliceHostKeyAddresses(plan.pod, static_cast<int>(slice)));
 }
 
 // Recreates (with the spec's create: for that slice) or waits for the gone slices; records each
@@ -264,7 +260,6 @@ RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<So
                                                               .recreated = create}));
   }
   std::vector<int> moved;
-  std::vector<size_t> recreated;
   if (recreate_any) {
     try {
       for (size_t slice = 0; slice < now.size(); ++slice) {
@@ -273,7 +268,6 @@ RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<So
         if (!create || !ToRecreate(records, plan, n)) continue;
         const SourceState state =
             RecreateSlice(store, records, plan, n, slice, *create, nodes, wait, &preemptions);
-        recreated.push_back(slice);
         if (!wait_any) {
           for (int k : PointSliceAt(plan.pod, slice, state)) moved.push_back(k);
         }
@@ -289,13 +283,6 @@ RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<So
     auto changed = WaitUntilReadyAgain(store, plan, wait);
     if (const ExitCode* give_up = std::get_if<ExitCode>(&changed)) return *give_up;
     moved = std::get<std::vector<int>>(changed);
-  }
-  try {
-    for (size_t slice : recreated) PinRecreatedSlice(plan, PodSourcesOf(plan.pod)[slice], slice);
-  } catch (const Error& e) {
-    RethrowIfTransient(e);
-    Say(e.what());
-    return e.code();
   }
   for (int64_t id : preemptions) records.SetPreemptionBack(id);
   if (!moved.empty()) store.SetJobHosts(plan.job.id, JobHostsOf(plan.pod, {}));

@@ -29,7 +29,7 @@ std::vector<int> SliceIndexes(const Pod& pod, size_t slice) {
 // Points worker `index` at `vm`; true when its address changed.
 bool PointWorker(Pod& pod, int index, const SourceWorker& vm) {
   PodWorker& w = pod.workers[static_cast<size_t>(index)];
-  const std::string host = pod.internal_ip || !vm.external_ip ? vm.internal_ip : *vm.external_ip;
+  const std::string host = SshAddressOf(vm, pod.internal_ip);
   const bool changed = w.host.host != host || w.peer_address != vm.internal_ip;
   w.host.host = host;
   w.peer_address = vm.internal_ip;
