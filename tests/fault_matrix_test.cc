@@ -377,7 +377,7 @@ TEST_F(FaultMatrixTest, ALauncherKilledBetweenTwoWorkersStartsLeavesNoGangRunnin
       << said;
   for (int w : {1, 2}) {
     EXPECT_TRUE(std::regex_search(
-        said, std::regex("(^|\n)w" + std::to_string(w) +
+        said, std::regex("(^|\n)podrun: w" + std::to_string(w) +
                          " \\([^)]*\\): never started: the launcher was lost while starting")))
         << said;
   }

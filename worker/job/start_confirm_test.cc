@@ -75,7 +75,7 @@ class StartConfirmTest : public ::testing::Test {
 };
 
 TEST_F(StartConfirmTest, AnUnconfirmedStartIsStoppedByItsSupervisorWhichSaysWhy) {
-  Start("lonely", "echo started; exec sleep 600", 300ms);
+  Start("lonely", "echo started; exec sleep 600", 2000ms);
   const JobSnapshot snap = WaitForEnd("lonely");
   ASSERT_TRUE(snap.exit.has_value());
   EXPECT_TRUE(snap.exit->start_unconfirmed);
