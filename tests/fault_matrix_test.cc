@@ -5,9 +5,9 @@
 // stream reconnects, nothing lost); the launcher's own disk full (named; the job runs to its end
 // on the workers); two `logs -f` on one job at once (each gets every line once); the job store
 // locked by another process (a command waits, then succeeds; past its bound, a clear error); the
-// launcher SIGKILLed between two workers' Start (the started worker stops its job unconfirmed, `logs
-// -f` names the workers that never started, `status` and `ls` read why).
-// Processes are counted inside the pod only; time bounds are generous (two loaded cores).
+// launcher SIGKILLed between two workers' Start (the started worker stops its job unconfirmed,
+// `logs -f` names the workers that never started, `status` and `ls` read why). Processes are
+// counted inside the pod only; time bounds are generous (two loaded cores).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -385,8 +385,7 @@ TEST_F(FaultMatrixTest, ALauncherKilledBetweenTwoWorkersStartsLeavesNoGangRunnin
 
   const CommandResult status = RunCommand(Podrun(home) + " status " + job);
   EXPECT_EQ(0, status.exit_code) << status.output;
-  EXPECT_TRUE(std::regex_search(status.output, std::regex("attempt 1: failed")))
-      << status.output;
+  EXPECT_TRUE(std::regex_search(status.output, std::regex("attempt 1: failed"))) << status.output;
   EXPECT_TRUE(std::regex_search(
       status.output,
       std::regex("\nw0\\s+\\S+\\s+failed\\s.*the start was never confirmed: the launcher was "
@@ -402,8 +401,7 @@ TEST_F(FaultMatrixTest, ALauncherKilledBetweenTwoWorkersStartsLeavesNoGangRunnin
   EXPECT_NE(std::string::npos, status.output.find("cause: the start was never confirmed"))
       << status.output;
   const CommandResult ls = RunCommand(Podrun(home) + " ls");
-  EXPECT_TRUE(std::regex_search(ls.output, std::regex(job + "[^\n]* failed ")))
-      << ls.output;
+  EXPECT_TRUE(std::regex_search(ls.output, std::regex(job + "[^\n]* failed "))) << ls.output;
 }
 
 }  // namespace

@@ -174,8 +174,8 @@ AgentPrepareReply AgentClient::Prepare(const AgentPrepareRequest& request) {
           reply.setup_cached()};
 }
 
-AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,
-                                   int64_t start_at_ns, std::chrono::milliseconds confirm_within) {
+AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns,
+                                   std::chrono::milliseconds confirm_within) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kStartTimeout);
   v1::StartRequest req;

@@ -217,7 +217,8 @@ void PhaseFanOut::ConfirmStarts(std::chrono::milliseconds window) {
     } catch (const std::exception& e) {
       // Its supervisor stops the job once the window has passed; the gang driver sees that
       // end as the worker's failure.
-      Say(fmt::format("{}: the start could not be confirmed ({}): its agent stops the job {:.1f} s "
+      Say(
+          fmt::format("{}: the start could not be confirmed ({}): its agent stops the job {:.1f} s "
                       "after its start",
                       w.description(), e.what(), std::chrono::duration<double>(window).count()));
     }

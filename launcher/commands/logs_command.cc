@@ -199,10 +199,10 @@ ExitCode RunLogs(const LogsRequest& request) {
     if (it == reads.end()) continue;  // unreachable: reported already
     const LogRead& read = it->second;
     if (read.unknown) {
-      Say(fmt::format("{}: its agent has no log of attempt {} (it never started there{})",
-                      agent.description, attempt->number,
-                      abandoned.abandoned() ? ": the launcher was lost while starting the gang"
-                                            : ""));
+      Say(fmt::format(
+          "{}: its agent has no log of attempt {} (it never started there{})", agent.description,
+          attempt->number,
+          abandoned.abandoned() ? ": the launcher was lost while starting the gang" : ""));
       failed = true;
     } else if (!read.error.empty()) {
       Say(fmt::format("{}: {}", agent.description, read.error));
@@ -210,7 +210,8 @@ ExitCode RunLogs(const LogsRequest& request) {
     } else if (read.end) {
       failed = failed || StateOfEnd(*read.end) != WorkerState::kExited;
       const bool never_started = abandoned.abandoned() && read.end->never_started;
-      if (never_started) Say(fmt::format("{}: {}", agent.description, NeverStartedInAbandonedStart()));
+      if (never_started)
+        Say(fmt::format("{}: {}", agent.description, NeverStartedInAbandonedStart()));
       try {  // the agents' word settles what the store may not know (e.g. after -d)
         for (const WorkerRecord& w : store.Workers(job.id, attempt->number)) {
           if (w.index == agent.index && !IsFinal(w.state)) {

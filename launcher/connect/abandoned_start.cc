@@ -33,8 +33,8 @@ std::string AbandonedStartCause(const AgentAnswers& answers) {
   std::string parts;
   if (!started.empty()) parts += "started: w" + FormatWorkerRange(started);
   if (!never.empty()) {
-    parts += (parts.empty() ? "" : "; ") + std::string("never started: w") +
-             FormatWorkerRange(never);
+    parts +=
+        (parts.empty() ? "" : "; ") + std::string("never started: w") + FormatWorkerRange(never);
   }
   return std::string(kStartUnconfirmedReason) + (parts.empty() ? "" : " (" + parts + ")");
 }
@@ -74,9 +74,10 @@ void AbandonedStartWatch::Ended(int index, const ProcessEnd& end) {
   if (it == answers_.end() || !it->second) return;
   const bool was_abandoned = abandoned();
   it->second->end = end;
-  if (it->second->state == AgentJobState::kPrepared || it->second->state == AgentJobState::kRunning) {
-    it->second->state = StateOfEnd(end) == WorkerState::kLost ? AgentJobState::kLost
-                                                               : AgentJobState::kStopped;
+  if (it->second->state == AgentJobState::kPrepared ||
+      it->second->state == AgentJobState::kRunning) {
+    it->second->state =
+        StateOfEnd(end) == WorkerState::kLost ? AgentJobState::kLost : AgentJobState::kStopped;
   }
   if (!was_abandoned && end.start_unconfirmed) {
     // Asked again: a worker prepared when the logs were asked for may have started since.

@@ -44,10 +44,9 @@ bool ConfirmEnded(const JobDir& dir, const ProcessEnd& end) {
 void RequireConfirmation(const std::filesystem::path& home, const JobDir& dir,
                          std::chrono::milliseconds window, std::chrono::seconds grace) {
   const auto supervisor = dir.ReadSupervisor();
-  const auto reply =
-      supervisor
-          ? AskSupervisor(home, supervisor->pid, ConfirmWithinRequest(window, grace), kAskTimeout)
-          : std::nullopt;
+  const auto reply = supervisor ? AskSupervisor(home, supervisor->pid,
+                                                ConfirmWithinRequest(window, grace), kAskTimeout)
+                                : std::nullopt;
   if (reply != kOkReply) {
     throw AgentError(ErrorKind::kInternal,
                      Name(dir) + ": its supervisor did not take the start's confirmation window (" +
@@ -66,8 +65,9 @@ bool ConfirmStart(const std::filesystem::path& home, const JobDir& dir, const Jo
   if (reply == kOkReply) return false;
   // It may have ended meanwhile (and recorded how), or its supervisor vanished (now lost).
   if (const auto end = ReadJobSnapshot(dir, false).exit) return ConfirmEnded(dir, *end);
-  throw AgentError(reply ? ErrorKind::kFailedPrecondition : ErrorKind::kInternal,
-                   Name(dir) + ": " + (reply ? ReplyText(*reply) : "its supervisor does not answer"));
+  throw AgentError(
+      reply ? ErrorKind::kFailedPrecondition : ErrorKind::kInternal,
+      Name(dir) + ": " + (reply ? ReplyText(*reply) : "its supervisor does not answer"));
 }
 
 }  // namespace podrun::agent
