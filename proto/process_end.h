@@ -9,6 +9,11 @@
 
 namespace podrun {
 
+// Why a job whose start was never confirmed ended (ProcessEnd::start_unconfirmed), as the worker's
+// log and podrun's commands say it.
+inline constexpr char kStartUnconfirmedReason[] =
+    "the start was never confirmed: the launcher was lost while starting the gang";
+
 struct ProcessEnd {
   std::optional<int> exit_code;  // set when it exited
   std::optional<int> signal;     // set when a signal killed it
@@ -19,6 +24,9 @@ struct ProcessEnd {
   // neither code nor signal is set.
   bool lost = false;
   bool killed = false;  // a requested stop needed SIGKILL after the grace period
+  // Its start was never confirmed (the launcher was lost while starting the gang), so its
+  // supervisor stopped it; exit_code or signal say how it ended.
+  bool start_unconfirmed = false;
 
   bool operator==(const ProcessEnd&) const = default;
 };

@@ -15,6 +15,10 @@ inline constexpr uint32_t kProtocolVersion = 1;
 // schedules a start that far ahead.
 inline constexpr std::chrono::seconds kMaxStartDelay{10};
 
+// The longest a Start's confirm_within_ms may ask (an agent bounds it to this): a job whose start
+// is never confirmed is stopped after at most this long, whatever a launcher asked.
+inline constexpr std::chrono::milliseconds kMaxStartConfirmWindow{std::chrono::minutes(5)};
+
 // The one line `podrun-agent serve` prints on stdout (Mosh style), parsed by the launcher:
 //   PODRUN-AGENT READY <protocol_version> <agent_version> <socket path>
 //   PODRUN-AGENT ERROR <reason>

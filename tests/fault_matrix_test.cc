@@ -4,8 +4,10 @@
 // every bound it keeps, then continued (nothing lost); sshd restarted on a worker mid-job (the
 // stream reconnects, nothing lost); the launcher's own disk full (named; the job runs to its end
 // on the workers); two `logs -f` on one job at once (each gets every line once); the job store
-// locked by another process (a command waits, then succeeds; past its bound, a clear error).
-// Processes are counted inside the pod only; time bounds are generous (two loaded cores).
+// locked by another process (a command waits, then succeeds; past its bound, a clear error); the
+// launcher SIGKILLed between two workers' Start (the started worker stops its job unconfirmed,
+// `logs -f` names the workers that never started, `status` and `ls` read why). Processes are
+// counted inside the pod only; time bounds are generous (two loaded cores).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -328,6 +330,78 @@ TEST_F(FaultMatrixTest, ALockedJobStoreMakesACommandWaitThenSucceedOrFailNamingT
   std::cerr << "ls waited " << waited_s << " s for a 4 s lock; gave up after " << refused_s
             << " s\n";
   EXPECT_EQ(0, RunCommand(Podrun() + " ls").exit_code);  // released: usable again
+}
+
+TEST_F(FaultMatrixTest, ALauncherKilledBetweenTwoWorkersStartsLeavesNoGangRunningInPart) {
+  // The launcher sends Start to w0 only, then stalls (its test hook) and is SIGKILLed there: w0
+  // runs alone, w1 and w2 stay prepared. w0's agent stops the job once no confirmation came;
+  // `logs -f` shows what w0 printed, names w1 and w2 as never started, and ends with exit 1;
+  // `status` and `ls` read the reason. Today's podrun leaves w0 running for its 10 minutes.
+  const std::string marker = "podrun-partial-" + std::to_string(::getpid());
+  const std::string home = Tmp("partial-home");
+  RunCommand("rm -rf " + home);
+  const std::string spec = WriteSpec("partial",
+                                     "grace_seconds: 2\nrun: |\n"
+                                     "  echo \"w$PODRUN_WORKER_ID started\"\n"
+                                     "  exec -a " +
+                                         marker + "-$PODRUN_WORKER_ID sleep 600\n");
+  const std::string out = Tmp("partial.out"), err = Tmp("partial.err");
+  const pid_t launcher =
+      StartLaunch(spec, out, err, home,
+                  "PODRUN_TEST_STALL_AFTER_STARTS=1 PODRUN_TEST_START_CONFIRM_SLACK_MS=4000");
+  ASSERT_NE(std::string::npos, WaitForText(err, "test hook: stalled after 1 start", 120s)
+                                   .find("test hook: stalled after 1 start"))
+      << ReadTextFile(err);
+  const std::string job = JobIdOf(ReadTextFile(out));
+  ASSERT_FALSE(job.empty()) << ReadTextFile(out) << ReadTextFile(err);
+  // A partial gang: w0's program runs, the others' never started.
+  EXPECT_TRUE(WaitUntil([&] { return pod_->CountProcesses(marker + "-0") == 1; }, 30s))
+      << ReadTextFile(err);
+  EXPECT_EQ(0, pod_->CountProcesses(marker + "-[12]"));
+  ASSERT_EQ(0, ::kill(launcher, SIGKILL));
+  ::waitpid(launcher, nullptr, 0);
+
+  // Followed from another terminal while w0 still runs: it ends by itself once w0's agent
+  // stopped the job (bounded here only so that a regression fails instead of hanging).
+  const std::string logs_out = Tmp("partial-logs.out"), logs_err = Tmp("partial-logs.err");
+  std::filesystem::remove(logs_out);
+  std::filesystem::remove(logs_err);
+  const pid_t logs = StartCommand("timeout 180 " + Podrun(home) + " logs " + job + " -f > " +
+                                  logs_out + " 2> " + logs_err);
+  const int logs_status = WaitForExit(logs, 200s);
+  const std::string printed = ReadTextFile(logs_out), said = ReadTextFile(logs_err);
+  EXPECT_EQ(1, ExitCode(logs_status)) << printed << said;
+  EXPECT_NE(std::string::npos, printed.find("[w0] w0 started\n")) << printed << said;
+  EXPECT_EQ(std::string::npos, printed.find("[w1]")) << printed;
+  EXPECT_NE(std::string::npos, said.find("[w0] podrun-agent: the start was never confirmed"))
+      << said;
+  for (int w : {1, 2}) {
+    EXPECT_TRUE(std::regex_search(
+        said, std::regex("(^|\n)podrun: w" + std::to_string(w) +
+                         " \\([^)]*\\): never started: the launcher was lost while starting")))
+        << said;
+  }
+  EXPECT_TRUE(NoneLeft(marker)) << "w0's program still runs";
+
+  const CommandResult status = RunCommand(Podrun(home) + " status " + job);
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_TRUE(std::regex_search(status.output, std::regex("attempt 1: failed"))) << status.output;
+  EXPECT_TRUE(std::regex_search(
+      status.output,
+      std::regex("\nw0\\s+\\S+\\s+failed\\s.*the start was never confirmed: the launcher was "
+                 "lost while starting the gang")))
+      << status.output;
+  for (int w : {1, 2}) {
+    EXPECT_TRUE(std::regex_search(status.output,
+                                  std::regex("\nw" + std::to_string(w) +
+                                             "\\s+\\S+\\s+stopped\\s.*never started: the launcher "
+                                             "was lost while starting the gang")))
+        << status.output;
+  }
+  EXPECT_NE(std::string::npos, status.output.find("cause: the start was never confirmed"))
+      << status.output;
+  const CommandResult ls = RunCommand(Podrun(home) + " ls");
+  EXPECT_TRUE(std::regex_search(ls.output, std::regex(job + "[^\n]* failed "))) << ls.output;
 }
 
 }  // namespace

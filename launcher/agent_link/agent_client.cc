@@ -23,6 +23,7 @@ namespace {
 constexpr auto kHelloTimeout = std::chrono::seconds(15);
 constexpr auto kPrepareTimeout = std::chrono::seconds(60);  // creates directories
 constexpr auto kStartTimeout = std::chrono::seconds(15);
+constexpr auto kConfirmTimeout = std::chrono::seconds(10);  // one line to the supervisor
 constexpr auto kStatusTimeout = std::chrono::seconds(30);   // may scan a large log
 constexpr auto kInspectTimeout = std::chrono::seconds(30);  // a login shell, freeing chips
 constexpr auto kMountTimeout = std::chrono::minutes(5);     // may install the NFS server
@@ -173,17 +174,29 @@ AgentPrepareReply AgentClient::Prepare(const AgentPrepareRequest& request) {
           reply.setup_cached()};
 }
 
-AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt,
-                                   int64_t start_at_ns) {
+AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns,
+                                   std::chrono::milliseconds confirm_within) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kStartTimeout);
   v1::StartRequest req;
   req.set_job_id(job_id);
   req.set_attempt(attempt);
   req.set_start_at_ns(start_at_ns);
+  req.set_confirm_within_ms(static_cast<uint32_t>(confirm_within.count()));
   v1::StartReply reply;
   Check(stub_->stub->Start(&ctx, req, &reply), "Start");
   return {reply.pid(), reply.start_time_ns(), reply.already_started()};
+}
+
+bool AgentClient::Confirm(const std::string& job_id, uint32_t attempt) {
+  grpc::ClientContext ctx;
+  SetTimeout(ctx, kConfirmTimeout);
+  v1::ConfirmRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  v1::ConfirmReply reply;
+  Check(stub_->stub->Confirm(&ctx, req, &reply), "Confirm");
+  return reply.ended();
 }
 
 AgentInspection AgentClient::Inspect(bool fix, bool all_users) {

@@ -214,7 +214,14 @@ class AgentClient {
   AgentPrepareReply Prepare(const AgentPrepareRequest& request);
   // GO: releases the prepared process (its supervisor already holds it, waiting), at
   // `start_at_ns` of the agent's wall clock if that is ahead (the lockstep start), else at once.
-  AgentStartReply Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);
+  // `confirm_within` > 0: unless Confirm reaches the agent within that long of the release, the
+  // job's supervisor stops it (the gang's start was left in part).
+  AgentStartReply Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0,
+                        std::chrono::milliseconds confirm_within = std::chrono::milliseconds(0));
+  // The gang's start is whole: the attempt started with a confirmation window runs on. Returns
+  // true if it had already ended by itself. Throws AgentRefusal when it came too late (the job
+  // was stopped for want of it) or the attempt never started there.
+  bool Confirm(const std::string& job_id, uint32_t attempt);
   // The attempt's state; nullopt if the agent has never heard of it.
   std::optional<AgentJobStatus> Status(const std::string& job_id, uint32_t attempt);
   // SIGTERM to the job's process group, SIGKILL after grace; returns when none is left.

@@ -90,6 +90,7 @@ ProcessEnd FromProto(const v1::ProcessEnd& end) {
   out.stopped_by_request = end.stopped_by_request();
   out.never_started = end.never_started();
   out.lost = end.lost();
+  out.start_unconfirmed = end.start_unconfirmed();
   return out;
 }
 

@@ -23,7 +23,10 @@ constexpr auto kReconnectPause = std::chrono::milliseconds(500);
 constexpr auto kStopRetryFor = std::chrono::seconds(20);
 // While a worker cannot be reached, its TPU node is asked about at most this often.
 
-bool EndFailed(const ProcessEnd& end) { return !end.exit_code || *end.exit_code != 0; }
+// A start never confirmed is a failure whatever its exit code: the gang never ran whole.
+bool EndFailed(const ProcessEnd& end) {
+  return end.start_unconfirmed || !end.exit_code || *end.exit_code != 0;
+}
 
 }  // namespace
 
@@ -200,6 +203,7 @@ void GangDriver::OnEnded(AttemptWorker& w, const ProcessEnd& end, uint64_t last_
                       .signal = end.signal,
                       .end_ns = end.end_time_ns,
                       .last_seq = last_seq};
+  if (end.start_unconfirmed) update.error = DescribeProcessEnd(end);
   if (w.gap) update.error = DescribeLogGap(*w.gap);
   std::vector<AttemptWorker*> unsent;
   {

@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <map>
 #include <mutex>
 
 #include "launcher/attempt/run_request.h"
 #include "launcher/attempt/setup_phase.h"
+#include "launcher/attempt/start_test_hooks.h"
 #include "launcher/connect/clock_sync.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/output/attempt_output.h"
@@ -176,19 +179,50 @@ void PhaseFanOut::StartAll() {
         "late",
         std::chrono::duration<double>(reach).count(), std::chrono::duration<double>(lead).count()));
   }
+  const StartTestHooks hooks = StartTestHooks::FromEnvironment();
+  // A worker whose start is not confirmed within this stops its job itself (ConfirmStarts).
+  const std::chrono::milliseconds confirm_within =
+      StartConfirmWindow(lead, reach, hooks.confirm_slack.value_or(kStartConfirmSlack));
   const int64_t target_ns = NowUnixNs() + lead.count();
   progress_.Begin("start");
+  std::map<const AttemptWorker*, size_t> positions;  // rank order, for the test hook
+  for (const auto& w : workers_.all()) positions.emplace(w.get(), positions.size());
+  std::atomic<size_t> answered{0};
   workers_.ForEach([&](AttemptWorker& w) {
+    hooks.StallBeforeStart(positions.at(&w));
     auto client = w.client();
     try {
       w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
-                              target_ns + w.connection.clock_offset_ns());
+                              target_ns + w.connection.clock_offset_ns(), confirm_within);
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: start: {}", w.description(), e.what());
     }
     progress_.Done(w.index);
+    hooks.SayWhenStalled(++answered);
   });
   times_.End();
+  ConfirmStarts(confirm_within);
+}
+
+void PhaseFanOut::ConfirmStarts(std::chrono::milliseconds window) {
+  // The gang runs whole or not at all: with stop_all, a worker whose Start failed means the
+  // others are stopped (by the gang driver, or by their own supervisors if this launcher is
+  // lost meanwhile), so nobody is confirmed; with `continue` the started ones run on.
+  if (!workers_.AllIn() && plan_.spec.on_failure == OnFailure::kStopAll) return;
+  workers_.ForEach([&](AttemptWorker& w) {
+    auto client = w.client();
+    if (!w.error.empty() || !client) return;
+    try {
+      client->Confirm(plan_.job.id, static_cast<uint32_t>(plan_.attempt));
+    } catch (const std::exception& e) {
+      // Its supervisor stops the job once the window has passed; the gang driver sees that
+      // end as the worker's failure.
+      Say(
+          fmt::format("{}: the start could not be confirmed ({}): its agent stops the job {:.1f} s "
+                      "after its start",
+                      w.description(), e.what(), std::chrono::duration<double>(window).count()));
+    }
+  });
 }
 
 void PhaseFanOut::ReleasePrepared() {

@@ -53,7 +53,9 @@ class PhaseFanOut {
   void PrepareAll();
   // Starts every worker still in at one instant (each agent's clock corrected by its offset),
   // scheduled as far ahead as a fan-out to every worker was measured to take just before
-  // (StartLead).
+  // (StartLead); then, once every Start was answered, confirms the gang's start to every worker
+  // (each agent stops a started job that is not confirmed in StartConfirmWindow: a launcher lost
+  // between two workers' Start leaves no gang running in part).
   void StartAll();
   // Ends the prepared processes (after a failed barrier: GO never comes).
   void ReleasePrepared();
@@ -62,6 +64,9 @@ class PhaseFanOut {
   // How long one light RPC (Hello) to every worker still in, all sent at once as Start will be,
   // took from the first send to the last answer.
   std::chrono::nanoseconds MeasureReach();
+  // Confirm to every started worker, in parallel, when the gang started whole (or the spec
+  // says on_failure: continue); a worker it cannot reach stops its job after `window`.
+  void ConfirmStarts(std::chrono::milliseconds window);
 
   const AttemptPlan& plan_;
   AttemptRecorder& recorder_;

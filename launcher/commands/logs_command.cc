@@ -20,6 +20,7 @@
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/attempt/log_follower.h"
 #include "launcher/base/parallel_for.h"
+#include "launcher/connect/abandoned_start.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/output/control_escape.h"
 #include "launcher/output/labelled_output.h"
@@ -84,16 +85,23 @@ ExitCode RunLogs(const LogsRequest& request) {
   // Which agents know the attempt (one short call each, in parallel).
   std::mutex mutex;  // guards reads while the agents are asked
   std::map<int, LogRead> reads;
+  AgentAnswers answers;
   agents.ForEachReachable([&](JobAgent& agent) {
     LogRead read;
+    std::optional<AgentJobStatus> status;
     try {
-      read.unknown = !agent.client->Status(job.id, static_cast<uint32_t>(attempt->number));
+      status = agent.client->Status(job.id, static_cast<uint32_t>(attempt->number));
+      read.unknown = !status;
     } catch (const Error& e) {
       read.error = e.what();
     }
     std::lock_guard lock(mutex);
+    if (read.error.empty()) answers[agent.index] = status;
     reads[agent.index] = std::move(read);
   });
+  // A gang whose start was abandoned (the launcher lost between two workers' Start): the
+  // workers still prepared never start; ended now, their logs end at once.
+  AbandonedStartWatch abandoned(agents, job.id, static_cast<uint32_t>(attempt->number), answers);
   std::vector<JobAgent*> known;
   for (JobAgent& agent : agents.agents()) {
     auto it = reads.find(agent.index);
@@ -149,6 +157,8 @@ ExitCode RunLogs(const LogsRequest& request) {
       record(*known[i], result);
       printer.Finish(known[i]->index);
       printer.Flush();
+      // A worker stopped for want of its start's confirmation: the prepared ones never start.
+      if (result.end) abandoned.Ended(known[i]->index, *result.end);
     });
   } else {
     // Merged in time order (each worker's clock corrected by its offset) in bounded batches:
@@ -189,18 +199,25 @@ ExitCode RunLogs(const LogsRequest& request) {
     if (it == reads.end()) continue;  // unreachable: reported already
     const LogRead& read = it->second;
     if (read.unknown) {
-      Say(fmt::format("{}: its agent has no log of attempt {} (it never started there)",
-                      agent.description, attempt->number));
+      Say(fmt::format(
+          "{}: its agent has no log of attempt {} (it never started there{})", agent.description,
+          attempt->number,
+          abandoned.abandoned() ? ": the launcher was lost while starting the gang" : ""));
       failed = true;
     } else if (!read.error.empty()) {
       Say(fmt::format("{}: {}", agent.description, read.error));
       ++unreachable;
     } else if (read.end) {
       failed = failed || StateOfEnd(*read.end) != WorkerState::kExited;
+      const bool never_started = abandoned.abandoned() && read.end->never_started;
+      if (never_started)
+        Say(fmt::format("{}: {}", agent.description, NeverStartedInAbandonedStart()));
       try {  // the agents' word settles what the store may not know (e.g. after -d)
         for (const WorkerRecord& w : store.Workers(job.id, attempt->number)) {
           if (w.index == agent.index && !IsFinal(w.state)) {
-            store.UpdateWorker(job.id, attempt->number, w.index, UpdateFromProcessEnd(*read.end));
+            WorkerUpdate update = UpdateFromProcessEnd(*read.end);
+            if (never_started) update.error = NeverStartedInAbandonedStart();
+            store.UpdateWorker(job.id, attempt->number, w.index, update);
           }
         }
       } catch (const Error& e) {
@@ -219,6 +236,11 @@ ExitCode RunLogs(const LogsRequest& request) {
     Say(fmt::format("job {} attempt {} ended: {}", job.id, attempt->number, summary));
   }
   try {
+    const AttemptState state = store.GetAttempt(job.id, attempt->number).state;
+    if (abandoned.abandoned() &&
+        (state == AttemptState::kStarting || state == AttemptState::kRunning)) {
+      store.SetAttemptEnd(job.id, attempt->number, AttemptEnd::kFailure, abandoned.Cause());
+    }
     SettleAttemptIfDone(store, job.id, attempt->number);
   } catch (const Error& e) {
     Say(fmt::format("warning: job store: {}", e.what()));

@@ -14,9 +14,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "launcher/base/exit_status.h"
 #include "launcher/commands/status_progress.h"
+#include "launcher/connect/abandoned_start.h"
 #include "launcher/connect/job_agents.h"
 #include "launcher/connect/job_pod.h"
 #include "launcher/insight/step_cache.h"
@@ -37,21 +39,34 @@ using Notes = std::map<int, std::string>;
 
 // Asks the agents of the workers the store shows as not ended, records their answers in the
 // store, and returns the notes to show. An attempt that could not start ran nowhere: its
-// agents are not asked.
+// agents are not asked. While a worker is still prepared, the ended ones are asked too (not
+// recorded again): one whose start was never confirmed means the gang's start was abandoned,
+// and the prepared ones never start (connect/abandoned_start.h).
 Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   Notes notes;
   bool start_failed = store.GetAttempt(job.id, attempt).state == AttemptState::kStartFailed;
   std::vector<int> active;
+  std::set<int> observed;                   // ended in the store: asked only to see the start
   std::map<int, int> pending_stops;         // worker -> grace seconds of a stop not delivered yet
   std::map<int, std::string> lost_reasons;  // why a worker with a pending stop was lost
-  for (const WorkerRecord& w : store.Workers(job.id, attempt)) {
+  const std::vector<WorkerRecord> recorded = store.Workers(job.id, attempt);
+  const bool any_prepared = std::any_of(recorded.begin(), recorded.end(), [](const auto& w) {
+    return w.state == WorkerState::kPrepared;
+  });
+  for (const WorkerRecord& w : recorded) {
     if (w.stop_pending_grace) {
       if (w.state == WorkerState::kLost) lost_reasons[w.index] = w.error;
       pending_stops[w.index] = *w.stop_pending_grace;
       active.push_back(w.index);
       continue;
     }
-    if (IsFinal(w.state)) continue;
+    if (IsFinal(w.state)) {
+      if (any_prepared && !start_failed) {
+        observed.insert(w.index);
+        active.push_back(w.index);
+      }
+      continue;
+    }
     if (start_failed) {
       notes[w.index] = "not started: the attempt could not start on every worker";
     } else {
@@ -60,7 +75,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   }
   if (active.empty()) return notes;
 
-  std::map<int, std::optional<AgentJobStatus>> answers;
+  AgentAnswers answers;
   std::vector<FetchedSteps> steps;  // the workers' step records (insight/step_cache.h)
   std::vector<int> delivered;       // pending stops delivered now
   try {
@@ -83,7 +98,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
         }
         auto status = agent.client->Status(job.id, static_cast<uint32_t>(attempt));
         std::optional<AgentSteps> worker_steps;
-        if (status && status->state != AgentJobState::kPrepared) {
+        if (status && status->state != AgentJobState::kPrepared && !observed.count(agent.index)) {
           // Its steps, as its supervisor read them (also those of an end no driver saw).
           worker_steps = agent.client->Steps(job.id, static_cast<uint32_t>(attempt));
         }
@@ -95,6 +110,10 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
         notes[agent.index] = std::string("agent unreachable: ") + e.what();
       }
     });
+    // A gang whose start was abandoned: its prepared workers never start.
+    for (int index : EndNeverStarted(agents, job.id, static_cast<uint32_t>(attempt), answers)) {
+      notes[index] = NeverStartedInAbandonedStart();
+    }
   } catch (const Error& e) {
     for (int index : active) notes[index] = std::string("cannot ask its agent: ") + e.what();
   }
@@ -108,7 +127,9 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
       DriverHolder(PodrunHome(), job.id) || ViewKeeper(store, PodrunHome(), job).state == "running";
   CacheSteps(store, job.id, attempt, steps, NowUnixNs(), StragglerAfter(job),
              driven ? std::nullopt : std::optional<StragglerRule>(StragglerRuleOf(job)));
+  const bool abandoned = StartAbandoned(answers);
   for (const auto& [index, status] : answers) {
+    if (observed.count(index)) continue;  // ended already: its record stands
     if (!status) {
       notes[index] = "its agent has no record of this attempt: not started there";
     } else if (status->state == AgentJobState::kPrepared && !notes.count(index)) {
@@ -123,8 +144,15 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
         update->error =
             "lost: " + it->second + (update->error->empty() ? "" : "; " + *update->error);
       }
+      if (abandoned && status->end && status->end->never_started) {
+        update->error = NeverStartedInAbandonedStart();
+      }
       store.UpdateWorker(job.id, attempt, index, *update);
     }
+  }
+  const AttemptState state = store.GetAttempt(job.id, attempt).state;
+  if (abandoned && (state == AttemptState::kStarting || state == AttemptState::kRunning)) {
+    store.SetAttemptEnd(job.id, attempt, AttemptEnd::kFailure, AbandonedStartCause(answers));
   }
   SettleAttemptIfDone(store, job.id, attempt);
   return notes;
@@ -255,6 +283,9 @@ void PrintTable(const JobRecord& job, const std::optional<AttemptRecord>& attemp
     out += fmt::format("  took {}", FormatDuration(*attempt->ended_ns - attempt->started_ns));
   }
   out += "\n";
+  if (attempt->state == AttemptState::kFailed && !attempt->cause.empty()) {
+    out += "cause: " + attempt->cause + "\n";
+  }
   // STEP only when some worker printed one: nothing changes for a program that prints none.
   const bool steps = std::any_of(progress.workers.begin(), progress.workers.end(),
                                  [](const auto& p) { return p.second.step.has_value(); });

@@ -41,4 +41,12 @@ std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum,
   return std::clamp(2 * reach, minimum, std::max(minimum, kMaxStartLead));
 }
 
+std::chrono::milliseconds StartConfirmWindow(std::chrono::nanoseconds lead,
+                                             std::chrono::nanoseconds reach,
+                                             std::chrono::milliseconds slack) {
+  const auto window = std::chrono::ceil<std::chrono::milliseconds>(lead + 2 * reach) +
+                      std::max(slack, std::chrono::milliseconds(0));
+  return std::min(window, kMaxStartConfirmWindow);
+}
+
 }  // namespace podrun

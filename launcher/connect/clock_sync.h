@@ -48,4 +48,17 @@ constexpr std::chrono::nanoseconds kMaxStartLead = kMaxStartDelay - std::chrono:
 std::chrono::nanoseconds StartLead(std::chrono::nanoseconds minimum,
                                    std::chrono::nanoseconds reach);
 
+// What the confirmation window has beyond the slowest delivery measured (StartConfirmWindow).
+inline constexpr std::chrono::seconds kStartConfirmSlack{10};
+
+// How long after its release a started worker waits for the gang's confirmation before its
+// supervisor stops the job (proto/agent.proto, Confirm). The confirmation leaves once the last
+// Start was answered, and the last release comes at most `lead` after the first (a Start that
+// arrived late); each answer and the confirmation travel the way a light RPC to every worker at
+// once took `reach` to go and come back. So: lead + 2 * reach + `slack`, in whole milliseconds,
+// at most kMaxStartConfirmWindow.
+std::chrono::milliseconds StartConfirmWindow(std::chrono::nanoseconds lead,
+                                             std::chrono::nanoseconds reach,
+                                             std::chrono::milliseconds slack);
+
 }  // namespace podrun

@@ -7,6 +7,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
+using std::chrono::seconds;
 
 TEST(ClockSync, OffsetOfASymmetricRoundTrip) {
   // Sent at 1000, answered at 1100: the agent read its clock at our 1050, and said 5050.
@@ -36,8 +37,20 @@ TEST(ClockSync, StartLeadFollowsTheMeasuredReach) {
   // Twice as slow: twice as far.
   EXPECT_EQ(StartLead(milliseconds(25), milliseconds(800)), milliseconds(1600));
   // Never past what an agent waits for (it would start at once): the lead stays under it.
-  EXPECT_EQ(StartLead(milliseconds(25), std::chrono::seconds(6)), kMaxStartLead);
+  EXPECT_EQ(StartLead(milliseconds(25), seconds(6)), kMaxStartLead);
   EXPECT_LT(kMaxStartLead, kMaxStartDelay);
+}
+
+TEST(ClockSync, TheConfirmationWindowIsTheSlackBeyondTheSlowestDelivery) {
+  // A quick pod: the lead, two deliveries and the slack, in whole milliseconds.
+  EXPECT_EQ(StartConfirmWindow(milliseconds(25), std::chrono::microseconds(2500), seconds(10)),
+            milliseconds(10'030));
+  // A slow one waits longer, not the same.
+  EXPECT_EQ(StartConfirmWindow(milliseconds(1600), milliseconds(800), seconds(10)),
+            milliseconds(13'200));
+  // Never past what an agent keeps a job unconfirmed for.
+  EXPECT_EQ(StartConfirmWindow(kMaxStartLead, std::chrono::hours(1), seconds(10)),
+            kMaxStartConfirmWindow);
 }
 
 }  // namespace

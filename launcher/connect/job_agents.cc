@@ -116,6 +116,9 @@ std::string DescribeProcessEnd(const ProcessEnd& end) {
   if (end.never_started) return "never started";
   if (end.lost) return "lost: " + SupervisorVanished();
   const std::string how = DescribeExit(end.exit_code, end.signal);
+  if (end.start_unconfirmed) {
+    return fmt::format("{}, so its agent stopped it ({})", kStartUnconfirmedReason, how);
+  }
   return end.stopped_by_request ? "stopped (" + how + ")" : how;
 }
 
@@ -127,6 +130,7 @@ std::string DescribeLogGap(const AgentLogGap& gap) {
 
 WorkerState StateOfEnd(const ProcessEnd& end) {
   if (end.lost) return WorkerState::kLost;
+  if (end.start_unconfirmed) return WorkerState::kFailed;  // the gang never ran whole
   if (end.stopped_by_request || end.never_started) return WorkerState::kStopped;
   return end.exit_code && *end.exit_code == 0 ? WorkerState::kExited : WorkerState::kFailed;
 }
@@ -134,7 +138,7 @@ WorkerState StateOfEnd(const ProcessEnd& end) {
 WorkerUpdate UpdateFromProcessEnd(const ProcessEnd& end) {
   WorkerUpdate update{.state = StateOfEnd(end), .exit_code = end.exit_code, .signal = end.signal};
   if (end.end_time_ns > 0) update.end_ns = end.end_time_ns;
-  if (end.lost) update.error = DescribeProcessEnd(end);
+  if (end.lost || end.start_unconfirmed) update.error = DescribeProcessEnd(end);
   return update;
 }
 
@@ -150,7 +154,9 @@ std::optional<WorkerUpdate> UpdateFromAgentStatus(const std::optional<AgentJobSt
     case AgentJobState::kStopped:
     case AgentJobState::kLost: {
       ProcessEnd end = status->end.value_or(ProcessEnd{});
-      if (status->state == AgentJobState::kStopped) end.stopped_by_request = true;
+      if (status->state == AgentJobState::kStopped && !end.start_unconfirmed) {
+        end.stopped_by_request = true;
+      }
       if (status->state == AgentJobState::kLost) {
         end.lost = true;
         if (end.end_time_ns == 0) end.end_time_ns = NowUnixNs();

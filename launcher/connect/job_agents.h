@@ -74,7 +74,8 @@ class JobAgents {
 // Why a job is lost when the agent reports it so (its supervisor vanished).
 std::string SupervisorVanished();
 
-// "exit code 3", "killed by signal 9 (SIGKILL)", "stopped (exit code 143)", "never started".
+// "exit code 3", "killed by signal 9 (SIGKILL)", "stopped (exit code 143)", "never started",
+// "the start was never confirmed: ..., so its agent stopped it (killed by signal 15 (SIGTERM))".
 std::string DescribeProcessEnd(const ProcessEnd& end);
 
 // "log gap: 123 bytes (4 chunks) not written to disk (No space left on device); the live
@@ -82,7 +83,8 @@ std::string DescribeProcessEnd(const ProcessEnd& end);
 std::string DescribeLogGap(const AgentLogGap& gap);
 
 // The worker state a process end means: lost (its supervisor vanished), stopped (by request or
-// before it started), exited (exit code 0) or failed.
+// before it started), exited (exit code 0) or failed (also a start never confirmed: the gang
+// never ran whole).
 WorkerState StateOfEnd(const ProcessEnd& end);
 
 // The store update for what an agent reported about a worker's process: nullopt when the

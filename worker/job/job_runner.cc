@@ -22,6 +22,8 @@
 #include "proto/progress_pattern.h"
 #include "proto/protocol_version.h"
 #include "worker/base/agent_error.h"
+#include "worker/job/realtime_while_starting.h"
+#include "worker/job/start_confirm.h"
 #include "worker/job/supervisor_client.h"
 #include "worker/supervisor/prepared_child.h"
 #include "worker/supervisor/supervisor_control.h"
@@ -89,40 +91,6 @@ void WaitUntilWallClock(int64_t at_ns) {
   while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, nullptr) == EINTR) {
   }
 }
-
-// SCHED_FIFO for the calling thread until Drop(), where the agent may have it (root,
-// CAP_SYS_NICE or an RLIMIT_RTPRIO); else nothing. All workers of a pod wake at one instant;
-// with a normal priority, a worker's wake-up can queue behind the jobs that other agents on
-// the same host (a test pod) have just released (a login shell is tens of ms of CPU), or
-// behind other load: 16 agents on 2 cores start 15-35 ms apart, and within 1 ms with this.
-// Under it the thread only sleeps, then writes one byte.
-class RealtimeWhileStarting {
- public:
-  RealtimeWhileStarting() {
-    if (::pthread_getschedparam(::pthread_self(), &policy_, &param_) != 0) return;
-    sched_param realtime{};
-    realtime.sched_priority = ::sched_get_priority_min(SCHED_FIFO);
-    raised_ = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &realtime) == 0;
-  }
-  ~RealtimeWhileStarting() { Drop(); }
-  RealtimeWhileStarting(const RealtimeWhileStarting&) = delete;
-  RealtimeWhileStarting& operator=(const RealtimeWhileStarting&) = delete;
-
-  // Back to the thread's own policy (before it creates threads, which would inherit it).
-  void Drop() {
-    if (!raised_) return;
-    raised_ = false;
-    if (const int rc = ::pthread_setschedparam(::pthread_self(), policy_, &param_); rc != 0) {
-      std::fprintf(stderr, "podrun-agent: a job's start cannot drop its real-time priority: %s\n",
-                   std::strerror(rc));
-    }
-  }
-
- private:
-  int policy_ = SCHED_OTHER;
-  sched_param param_{};
-  bool raised_ = false;
-};
 
 }  // namespace
 
@@ -199,7 +167,7 @@ void Job::Discard(bool replaced) {
   }
 }
 
-StartResult Job::Start(int64_t start_at_ns) {
+StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_within) {
   bool gone = false;
   {
     std::lock_guard lock(mu_);
@@ -213,6 +181,15 @@ StartResult Job::Start(int64_t start_at_ns) {
     if (!gone) {
       if (starting_) throw AgentError(ErrorKind::kFailedPrecondition, "it is being started");
       starting_ = true;
+    }
+  }
+  if (!gone && confirm_within.count() > 0) {
+    try {  // before GO, so that no job runs that would not stop itself unconfirmed
+      RequireConfirmation(home_, dir_, confirm_within, grace_period_);
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      starting_ = false;
+      throw;
     }
   }
   if (gone) {  // the job's directory is read without the lock
@@ -347,14 +324,20 @@ std::shared_ptr<Job> JobRunner::Find(const std::string& job_id, uint32_t attempt
   return it == jobs_.end() ? nullptr : it->second;
 }
 
-StartResult JobRunner::Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns) {
+StartResult JobRunner::Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns,
+                             std::chrono::milliseconds confirm_within) {
   auto job = Find(job_id, attempt);
   if (!job) {
     throw AgentError(ErrorKind::kNotFound,
                      "job " + Key(job_id, attempt) +
                          " is not prepared on this agent (was the agent restarted?)");
   }
-  return job->Start(start_at_ns);
+  return job->Start(start_at_ns, confirm_within);
+}
+
+bool JobRunner::Confirm(const std::string& job_id, uint32_t attempt) {
+  const JobSnapshot snap = Status(job_id, attempt, false);
+  return ConfirmStart(home_, JobDir(home_, job_id, attempt), snap);
 }
 
 JobSnapshot JobRunner::Status(const std::string& job_id, uint32_t attempt,

@@ -78,7 +78,12 @@ class Job {
   // it has exec'd /bin/bash. If it could not (the workdir is gone, no /bin/bash, ...), the
   // attempt ends at once with exit code 127 and the reason on its stderr, and this and every
   // later call throw AgentError with the reason.
-  StartResult Start(int64_t start_at_ns = 0);
+  // `confirm_within` > 0: before anything waits, the job's supervisor is told that the start
+  // must be confirmed (JobRunner::Confirm) within that long of the release, else it stops the
+  // job with the grace period (worker/supervisor/start_confirmation.h); a supervisor that does
+  // not take it fails the Start (AgentError), the process still prepared.
+  StartResult Start(int64_t start_at_ns = 0,
+                    std::chrono::milliseconds confirm_within = std::chrono::milliseconds(0));
   // Ends the prepared process without running it; `replaced`: its supervisor records nothing
   // (a new Prepare of the attempt follows) and is gone on return. Otherwise does nothing.
   // Throws AgentError (only when `replaced`) if the supervisor did not take the request and so
@@ -125,9 +130,16 @@ class JobRunner {
   // supervisor, whose process waits for Start. Re-preparing a prepared (not started) attempt
   // replaces it. Throws AgentError.
   PrepareResult Prepare(JobRequest spec);
-  // Starts a prepared attempt at `start_at_ns` (see Job::Start). Throws AgentError (kNotFound
-  // if it was not prepared by this agent process).
-  StartResult Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0);
+  // Starts a prepared attempt at `start_at_ns`, to be confirmed within `confirm_within` (see
+  // Job::Start). Throws AgentError (kNotFound if it was not prepared by this agent process).
+  StartResult Start(const std::string& job_id, uint32_t attempt, int64_t start_at_ns = 0,
+                    std::chrono::milliseconds confirm_within = std::chrono::milliseconds(0));
+  // Confirms the gang's start of an attempt, this agent's or an earlier one's (its supervisor
+  // keeps the window): from now on it is never stopped for want of a confirmation. Returns true
+  // if the job had already ended by itself (nothing left to confirm). Throws AgentError:
+  // kFailedPrecondition when the window had passed (the job was stopped for it) or the attempt
+  // was never started here, kNotFound for no such attempt.
+  bool Confirm(const std::string& job_id, uint32_t attempt);
   // Stops an attempt, this agent's or an earlier one's: SIGTERM to its group, SIGKILL after
   // `grace`, through its supervisor (directly, checking the process's identity, if the
   // supervisor is gone); returns once the outcome is recorded. Throws AgentError.

@@ -104,6 +104,7 @@ void JobDir::WriteProcessEnd(const ProcessEnd& status) const {
   if (status.never_started) text += "never_started 1\n";
   if (status.lost) text += "lost 1\n";
   if (status.killed) text += "killed 1\n";
+  if (status.start_unconfirmed) text += "start_unconfirmed 1\n";
   text += "end_time_ns " + std::to_string(status.end_time_ns) + "\n";
   text += std::string("stopped_by_request ") + (status.stopped_by_request ? "1" : "0") + "\n";
   WriteFileAtomically(path_ / "exit_status", text, /*durable=*/true);
@@ -132,6 +133,7 @@ std::optional<ProcessEnd> JobDir::ReadProcessEnd() const {
     if (key == "never_started") status.never_started = value != 0;
     if (key == "lost") status.lost = value != 0;
     if (key == "killed") status.killed = value != 0;
+    if (key == "start_unconfirmed") status.start_unconfirmed = value != 0;
     if (key == "end_time_ns") status.end_time_ns = value;
     if (key == "stopped_by_request") status.stopped_by_request = value != 0;
   }

@@ -14,6 +14,8 @@
 //                      end_time_ns 1700000012345678901
 //                      stopped_by_request 0
 //                      killed 1            (a requested stop needed SIGKILL)
+//                      start_unconfirmed 1 (its start was never confirmed: its supervisor
+//                                           stopped it, the launcher lost mid-start)
 //     log_gap        only if output could not be written to the log (a full disk):
 //                      from_seq 1234 / bytes 567 / chunks 8 / cause No space left on device
 //

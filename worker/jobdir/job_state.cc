@@ -58,9 +58,10 @@ JobSnapshot ReadJobSnapshot(const JobDir& dir, bool count_records) {
   snap.gap = dir.ReadLogGap();  // after the exit status, which is written after it
   if (count_records) snap.last_seq = LastSeqInLog(dir.log_path());
   if (snap.exit) {
-    snap.state = snap.exit->lost                 ? JobState::kLost
-                 : snap.exit->stopped_by_request ? JobState::kStopped
-                                                 : JobState::kExited;
+    snap.state = snap.exit->lost ? JobState::kLost
+                 : snap.exit->stopped_by_request || snap.exit->start_unconfirmed
+                     ? JobState::kStopped
+                     : JobState::kExited;
   } else if (snap.supervisor_alive) {
     snap.state = snap.pid > 0 ? JobState::kRunning : JobState::kPrepared;
   }

@@ -28,6 +28,7 @@ void FillEnd(const ProcessEnd& exit, v1::ProcessEnd* end) {
   end->set_stopped_by_request(exit.stopped_by_request);
   end->set_never_started(exit.never_started);
   end->set_lost(exit.lost);
+  end->set_start_unconfirmed(exit.start_unconfirmed);
 }
 
 void FillGap(const LogGapInfo& gap, v1::LogGap* out) {

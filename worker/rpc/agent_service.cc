@@ -208,11 +208,24 @@ grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* r
                                  v1::StartReply* reply) {
   return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
-    // Waits for start_at (see JobRunner::Start).
-    StartResult result = runner_.Start(req->job_id(), req->attempt(), req->start_at_ns());
+    // Waits for start_at (see JobRunner::Start); the window bounded (a bad value must not keep
+    // an unconfirmed job running for days).
+    const auto confirm_within =
+        std::min(std::chrono::milliseconds(req->confirm_within_ms()), kMaxStartConfirmWindow);
+    StartResult result =
+        runner_.Start(req->job_id(), req->attempt(), req->start_at_ns(), confirm_within);
     reply->set_pid(result.pid);
     reply->set_start_time_ns(result.start_time_ns);
     reply->set_already_started(result.already_started);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AgentService::Confirm(grpc::ServerContext*, const v1::ConfirmRequest* req,
+                                   v1::ConfirmReply* reply) {
+  return HandleRpc(activity_, [&] {
+    CheckJobId(req->job_id(), req->attempt());
+    reply->set_ended(runner_.Confirm(req->job_id(), req->attempt()));
     return grpc::Status::OK;
   });
 }

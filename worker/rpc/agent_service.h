@@ -38,6 +38,8 @@ class AgentService final : public podrun::agent::v1::Agent::Service {
                        v1::PrepareReply* reply) override;
   grpc::Status Start(grpc::ServerContext* ctx, const v1::StartRequest* req,
                      v1::StartReply* reply) override;
+  grpc::Status Confirm(grpc::ServerContext* ctx, const v1::ConfirmRequest* req,
+                       v1::ConfirmReply* reply) override;
   grpc::Status StreamLogs(grpc::ServerContext* ctx, const v1::LogsRequest* req,
                           grpc::ServerWriter<v1::LogBatch>* writer) override;
   grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "proto/log_record.h"
@@ -155,6 +156,20 @@ std::string ControlServer::Answer(const std::string& line) {
   if (line == kDiscardRequest) {
     discarded_ = true;
     return std::string(kOkReply);
+  }
+  if (line.starts_with(kConfirmWithinRequest)) {
+    char* end = nullptr;
+    const char* numbers = line.c_str() + kConfirmWithinRequest.size();
+    const unsigned long long window_ms = std::strtoull(numbers, &end, 10);
+    const unsigned long long grace_s = std::strtoull(end, nullptr, 10);
+    confirmation_.Require(milliseconds(window_ms), seconds(grace_s));
+    return std::string(kOkReply);
+  }
+  if (line == kConfirmRequest) {
+    if (confirmation_.Confirm()) return std::string(kOkReply);
+    return ErrorReply("the start was not confirmed within " +
+                      std::to_string(confirmation_.window().count()) +
+                      " ms of the job's release: the job is being stopped");
   }
   return ErrorReply("unknown request");
 }

@@ -1,7 +1,8 @@
 // The supervisor's control socket, SupervisorSocketPath (the grammar: supervisor_control.h): one
 // request per connection, from its own user only, served from the supervisor's poll loop without
 // blocking, each connection with a deadline (kRequestTimeout). It answers LOG from the job's
-// LogWriter itself and keeps what STOP and DISCARD asked, for the supervisor to act on.
+// LogWriter itself and keeps what STOP and DISCARD asked, and the start's confirmation
+// (CONFIRM-WITHIN, CONFIRM), for the supervisor to act on.
 #pragma once
 
 #include <poll.h>
@@ -15,6 +16,7 @@
 
 #include "proto/unique_fd.h"
 #include "worker/supervisor/log_writer.h"
+#include "worker/supervisor/start_confirmation.h"
 
 namespace podrun::agent {
 
@@ -49,6 +51,8 @@ class ControlServer {
   bool stop_requested() const { return stop_requested_; }
   std::chrono::seconds stop_grace() const { return stop_grace_; }  // of the latest STOP
   bool discarded() const { return discarded_; }
+  // What CONFIRM-WITHIN and CONFIRM said; the supervisor arms it and asks it when it is due.
+  StartConfirmation& confirmation() { return confirmation_; }
   // When a LOG request was last served; the clock's epoch before the first.
   Clock::time_point last_log_request() const { return last_log_request_; }
 
@@ -70,6 +74,7 @@ class ControlServer {
   UniqueFd listen_;
   std::vector<Client> clients_;
   bool stop_requested_ = false, discarded_ = false;
+  StartConfirmation confirmation_;
   std::chrono::seconds stop_grace_{0};
   Clock::time_point last_log_request_{};
   uint64_t had_through_ = 0;  // a LOG request said the reader has every record up to this seq

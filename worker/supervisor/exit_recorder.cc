@@ -23,6 +23,7 @@ ProcessEnd ExitRecorder::ToProcessEnd(const JobEnd& end, int64_t now_ns) {
   exit.end_time_ns = end.end_time_ns ? end.end_time_ns : now_ns;
   exit.stopped_by_request = end.stop_requested;
   exit.killed = end.killed;
+  exit.start_unconfirmed = end.start_unconfirmed;
   return exit;
 }
 

@@ -22,6 +22,8 @@ struct JobEnd {
   bool discarded = false;          // DISCARD was asked: a new Prepare replaced the attempt
   bool stop_requested = false;
   bool killed = false;  // a requested stop needed SIGKILL
+  // Its start was never confirmed in time: the supervisor stopped it (start_confirmation.h).
+  bool start_unconfirmed = false;
 };
 
 // Writes the end of one job attempt into `dir`, after finishing `writer`'s log. One thread.

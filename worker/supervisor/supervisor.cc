@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "proto/log_record.h"
+#include "proto/process_end.h"
 #include "proto/process_identity.h"
 #include "proto/unique_fd.h"
 #include "worker/base/agent_error.h"
@@ -84,6 +85,9 @@ class Supervisor {
   void OnSignal();
   void ReapChildren();  // the leader and any orphan of the job (we are their subreaper)
   void ReadPipe(int s);
+  // The start's confirmation window passed (start_confirmation.h): said in the log, and the job
+  // stopped as a requested stop would be.
+  void StopUnconfirmed();
   // Writes the step record if it changed (`force`: also within kStepWriteInterval of the last).
   void WriteSteps(bool force);
   // What remains of the job's group stopped (a requested stop's grace, then SIGKILL), and the
@@ -183,12 +187,16 @@ void Supervisor::Loop() {
   while (pipes_[0] || pipes_[1] || !wait_status_ || ran_) {
     const auto now = Clock::now();
     // A requested stop: SIGTERM once the job runs (a job still waiting for GO ends without
-    // running when the agent closes its go socket), SIGKILL after the grace period.
+    // running when the agent closes its go socket), SIGKILL after the grace period. A start
+    // never confirmed in time is stopped the same way.
     const bool execd = ran_closed_ && !report_;
-    if (control_->stop_requested() && execd && !term_sent_ && !wait_status_) {
+    StartConfirmation& confirmation = control_->confirmation();
+    if (execd && !wait_status_ && confirmation.Due(now)) StopUnconfirmed();
+    const bool stopping = control_->stop_requested() || confirmation.given_up();
+    if (stopping && execd && !term_sent_ && !wait_status_) {
       ::kill(-child_, SIGTERM);
       term_sent_ = true;
-      kill_at_ = now + control_->stop_grace();
+      kill_at_ = now + (control_->stop_requested() ? control_->stop_grace() : confirmation.grace());
     }
     if (term_sent_ && now >= kill_at_ && GroupAlive(child_)) {
       ::kill(-child_, SIGKILL);
@@ -236,7 +244,10 @@ void Supervisor::Loop() {
     int timeout = -1;
     const auto steps_at =
         steps_ && steps_->changed() ? next_steps_write_ : Clock::time_point::max();
-    for (auto t : {kill_at_, drain_until_, next_retry_, control_->Deadline(), steps_at}) {
+    const auto confirm_at =
+        wait_status_ ? Clock::time_point::max() : control_->confirmation().deadline();
+    for (auto t :
+         {kill_at_, drain_until_, next_retry_, control_->Deadline(), steps_at, confirm_at}) {
       if (t != Clock::time_point::max())
         timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
     }
@@ -306,6 +317,17 @@ void Supervisor::OnChildReport() {
   // The job runs now. An attached launch follows its log from the start: output is held for a
   // reader until one has had kReaderActiveWindow to show up, not dropped before it first asks.
   job_started_ = Clock::now();
+  if (!report_) control_->confirmation().Arm(job_started_);  // its window starts now
+}
+
+void Supervisor::StopUnconfirmed() {
+  const StartConfirmation& confirmation = control_->confirmation();
+  const std::string why = std::string(kStartUnconfirmedReason) + " (no confirmation within " +
+                          std::to_string(confirmation.window().count()) +
+                          " ms of the start): stopping the job (SIGTERM, SIGKILL after " +
+                          std::to_string(confirmation.grace().count()) + " s)";
+  writer_->Append(LogStream::kStderr, "podrun-agent: " + why + "\n", WallClockNs());
+  Say(why);
 }
 
 void Supervisor::ReadPipe(int s) {
@@ -352,7 +374,8 @@ void Supervisor::Finalize() {
                    .never_started = report_ && report_->step == kNotStarted,
                    .discarded = control_->discarded(),
                    .stop_requested = control_->stop_requested(),
-                   .killed = killed_};
+                   .killed = killed_,
+                   .start_unconfirmed = control_->confirmation().given_up()};
   WriteSteps(/*force=*/true);  // the last steps, before the end is recorded
   for (const std::string& problem : ExitRecorder(dir_, *writer_).Record(end)) Say(problem);
 }

@@ -14,6 +14,12 @@
 //                       not started yet ends without running once its go socket closes
 //   "DISCARD"         → "OK": a prepared job that ends without starting records nothing (it was
 //                       replaced by a new Prepare of the same attempt)
+//   "CONFIRM-WITHIN <ms> <grace seconds>"
+//                     → "OK": asked before GO; the start must be confirmed within <ms> of the
+//                       job's release, else the supervisor stops the job with that grace
+//                       (start_confirmation.h)
+//   "CONFIRM"         → "OK" (confirmed, or nothing to confirm), or "ERROR <why>" once the window
+//                       has passed and the job is being stopped for it
 //   anything else     → "ERROR unknown request"
 #pragma once
 
@@ -31,6 +37,8 @@ namespace podrun::agent {
 inline constexpr std::string_view kLogRequest = "LOG ";
 inline constexpr std::string_view kStopRequest = "STOP ";
 inline constexpr std::string_view kDiscardRequest = "DISCARD";
+inline constexpr std::string_view kConfirmWithinRequest = "CONFIRM-WITHIN ";
+inline constexpr std::string_view kConfirmRequest = "CONFIRM";
 inline constexpr std::string_view kOkReply = "OK\n";
 inline constexpr std::string_view kReadyReply = "READY ";
 inline constexpr std::string_view kErrorReply = "ERROR ";
@@ -40,6 +48,11 @@ inline std::string LogRequest(uint64_t from_seq) {
 }
 inline std::string StopRequest(std::chrono::seconds grace) {
   return std::string(kStopRequest) + std::to_string(grace.count());
+}
+inline std::string ConfirmWithinRequest(std::chrono::milliseconds window,
+                                        std::chrono::seconds grace) {
+  return std::string(kConfirmWithinRequest) + std::to_string(window.count()) + " " +
+         std::to_string(grace.count());
 }
 inline std::string ReadyReply(pid_t job_pid) {
   return std::string(kReadyReply) + std::to_string(job_pid) + "\n";
