@@ -90,13 +90,13 @@ class SliceProvisioner final : public Provisioner {
 
   SliceReady Recreate() override {
     const auto began = options_.clock();
-    // Only the VMs go, where they live: the slice's other parts (a MIG's template and policy)
-    // serve the new ones.
-    if (Locate().deleted()) {
+    // Only the VMs go, where they live (looked for only when it has fallback zones): the slice's
+    // other parts (a MIG's template and policy) serve the new ones.
+    at_ = 0;
+    if (zones_.size() > 1) Locate();
+    SayAndTell(fmt::format("deleting the VMs of {} (gcloud)", What()));
+    if (!outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); })) {
       Say(fmt::format("{} had no VMs left to delete", What()));  // an earlier keeper's delete
-    } else {
-      SayAndTell(fmt::format("deleting the VMs of {} (gcloud)", What()));
-      outage_.Run([&] { return source().Delete(PodSource::DeleteScope::kVms); });
     }
     SliceReady ready;
     ready.state = CreateAndWait();
