@@ -1,18 +1,16 @@
 // SHA-256 as hex (see sha256.h).
 #include "proto/sha256.h"
 
-#include <openssl/evp.h>
-
-#include <stdexcept>
+#include <nettle/sha2.h>
 
 namespace podrun {
 namespace {
 
-std::string Hex(const unsigned char* digest, unsigned int length) {
+std::string Hex(const uint8_t* digest, size_t length) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
+  for (size_t i = 0; i < length; ++i) {
     hex += kDigits[digest[i] >> 4];
     hex += kDigits[digest[i] & 15];
   }
@@ -22,10 +20,9 @@ std::string Hex(const unsigned char* digest, unsigned int length) {
 }  // namespace
 
 std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  return Hex(digest, length);
+  Sha256 sha;
+  sha.Update(data);
+  return sha.FinishHex();
 }
 
 bool IsSha256Hex(std::string_view text) {
@@ -37,27 +34,21 @@ bool IsSha256Hex(std::string_view text) {
 }
 
 struct Sha256::Context {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  ~Context() { EVP_MD_CTX_free(ctx); }
+  sha256_ctx ctx;
 };
 
-Sha256::Sha256() : context_(std::make_unique<Context>()) {
-  if (!context_->ctx || EVP_DigestInit_ex(context_->ctx, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("SHA-256: cannot initialise OpenSSL's digest");
-  }
-}
+Sha256::Sha256() : context_(std::make_unique<Context>()) { sha256_init(&context_->ctx); }
 
 Sha256::~Sha256() = default;
 
 void Sha256::Update(std::string_view data) {
-  EVP_DigestUpdate(context_->ctx, data.data(), data.size());
+  sha256_update(&context_->ctx, data.size(), reinterpret_cast<const uint8_t*>(data.data()));
 }
 
 std::string Sha256::FinishHex() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(context_->ctx, digest, &length);
-  return Hex(digest, length);
+  uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&context_->ctx, sizeof digest, digest);
+  return Hex(digest, sizeof digest);
 }
 
 }  // namespace podrun

@@ -1,4 +1,4 @@
-// SHA-256 (OpenSSL's EVP) as lowercase hex: the content addresses of synced files and of the
+// SHA-256 (Nettle's) as lowercase hex: the content addresses of synced files and of the
 // agent binary, and setup stamps. Shared by launcher and agent.
 #pragma once
 

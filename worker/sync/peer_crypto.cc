@@ -1,16 +1,15 @@
 // The peer link's handshake and frames (see peer_crypto.h).
 #include "worker/sync/peer_crypto.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <nettle/gcm.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <initializer_list>
 #include <string>
 
 #include "worker/base/agent_error.h"
@@ -63,70 +62,64 @@ size_t ReceiveAll(int fd, unsigned char* data, size_t size) {
 
 SessionKey DeriveKey(std::string_view key, const unsigned char* client_nonce,
                      const unsigned char* server_nonce, std::string_view direction) {
-  std::string input(kMagic);
-  input.append(reinterpret_cast<const char*>(client_nonce), kNonceSize);
-  input.append(reinterpret_cast<const char*>(server_nonce), kNonceSize);
-  input.append(direction);
+  hmac_sha256_ctx hmac;
+  hmac_sha256_set_key(&hmac, key.size(), reinterpret_cast<const uint8_t*>(key.data()));
+  hmac_sha256_update(&hmac, kMagic.size(), reinterpret_cast<const uint8_t*>(kMagic.data()));
+  hmac_sha256_update(&hmac, kNonceSize, client_nonce);
+  hmac_sha256_update(&hmac, kNonceSize, server_nonce);
+  hmac_sha256_update(&hmac, direction.size(), reinterpret_cast<const uint8_t*>(direction.data()));
   SessionKey out{};
-  unsigned int size = 0;
-  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(input.data()), input.size(), out.data(),
-           &size) == nullptr ||
-      size != out.size()) {
-    Fail("peer link: HMAC-SHA256 failed");
-  }
+  hmac_sha256_digest(&hmac, out.size(), out.data());
+  explicit_bzero(&hmac, sizeof hmac);
   return out;
+}
+
+void RandomBytes(unsigned char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::getrandom(data, size, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Fail(std::string("peer link: no randomness: ") + std::strerror(errno));
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
 }
 
 }  // namespace
 
-// AES-256-GCM for one direction of one connection; the IV is the frame's number.
+// AES-256-GCM (Nettle's) for one direction of one connection; the IV is the frame's number.
 class PeerChannel::Cipher {
  public:
-  Cipher(const SessionKey& key, bool encrypt) : encrypt_(encrypt), ctx_(EVP_CIPHER_CTX_new()) {
-    if (ctx_ == nullptr ||
-        EVP_CipherInit_ex(ctx_, EVP_aes_256_gcm(), nullptr, key.data(), nullptr, encrypt) != 1) {
-      EVP_CIPHER_CTX_free(ctx_);
-      Fail("peer link: cannot initialise AES-256-GCM");
-    }
+  Cipher(const SessionKey& key, bool encrypt) : encrypt_(encrypt) {
+    gcm_aes256_set_key(&ctx_, key.data());
   }
-  ~Cipher() { EVP_CIPHER_CTX_free(ctx_); }
+  ~Cipher() { explicit_bzero(&ctx_, sizeof ctx_); }
   Cipher(const Cipher&) = delete;
   Cipher& operator=(const Cipher&) = delete;
 
-  // Encrypts (or decrypts) `pieces` into `out` in order, authenticating `header` too. Sealing
-  // writes the tag to `tag`; opening checks it and returns false when it does not match.
-  bool Run(const unsigned char* header, std::initializer_list<std::string_view> pieces,
-           unsigned char* out, unsigned char* tag) {
+  // Encrypts (or decrypts) `size` bytes at `data` in place, authenticating `header` too.
+  // Sealing writes the tag to `tag`; opening checks it and returns false when it does not match.
+  bool Run(const unsigned char* header, unsigned char* data, size_t size, unsigned char* tag) {
     std::array<unsigned char, kIvSize> iv{};
     for (int i = 0; i < 8; ++i) iv[4 + i] = static_cast<unsigned char>(counter_ >> (56 - 8 * i));
     ++counter_;
-    int n = 0;
-    if (EVP_CipherInit_ex(ctx_, nullptr, nullptr, nullptr, iv.data(), encrypt_) != 1 ||
-        EVP_CipherUpdate(ctx_, nullptr, &n, header, kHeaderSize) != 1) {
-      Fail("peer link: AES-256-GCM failed");
+    gcm_aes256_set_iv(&ctx_, iv.size(), iv.data());
+    gcm_aes256_update(&ctx_, kHeaderSize, header);
+    if (encrypt_) {
+      gcm_aes256_encrypt(&ctx_, size, data, data);
+      gcm_aes256_digest(&ctx_, kTagSize, tag);
+      return true;
     }
-    for (std::string_view piece : pieces) {
-      if (piece.empty()) continue;
-      if (EVP_CipherUpdate(ctx_, out, &n, reinterpret_cast<const unsigned char*>(piece.data()),
-                           static_cast<int>(piece.size())) != 1) {
-        Fail("peer link: AES-256-GCM failed");
-      }
-      out += n;
-    }
-    if (!encrypt_ && EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_SET_TAG, kTagSize, tag) != 1) {
-      Fail("peer link: AES-256-GCM failed");
-    }
-    if (EVP_CipherFinal_ex(ctx_, out, &n) != 1) return false;
-    if (encrypt_ && EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_GET_TAG, kTagSize, tag) != 1) {
-      Fail("peer link: AES-256-GCM failed");
-    }
-    return true;
+    gcm_aes256_decrypt(&ctx_, size, data, data);
+    std::array<unsigned char, kTagSize> expected{};
+    gcm_aes256_digest(&ctx_, expected.size(), expected.data());
+    return memeql_sec(expected.data(), tag, kTagSize) != 0;
   }
 
  private:
   bool encrypt_;
-  EVP_CIPHER_CTX* ctx_;
+  gcm_aes256_ctx ctx_{};
   uint64_t counter_ = 0;
 };
 
@@ -138,7 +131,7 @@ PeerChannel::PeerChannel(int fd, std::string_view key, Role role, size_t max_rec
   }
   std::array<unsigned char, kMagic.size() + kNonceSize> mine{}, theirs{};
   std::memcpy(mine.data(), kMagic.data(), kMagic.size());
-  if (RAND_bytes(mine.data() + kMagic.size(), kNonceSize) != 1) Fail("peer link: no randomness");
+  RandomBytes(mine.data() + kMagic.size(), kNonceSize);
   SendAll(fd_, mine.data(), mine.size());
   if (ReceiveAll(fd_, theirs.data(), theirs.size()) != theirs.size()) {
     Fail("the peer closed the connection during the handshake");
@@ -153,8 +146,8 @@ PeerChannel::PeerChannel(int fd, std::string_view key, Role role, size_t max_rec
   SessionKey to_client = DeriveKey(key, client_nonce, server_nonce, "server->client");
   send_ = std::make_unique<Cipher>(client ? to_server : to_client, true);
   receive_ = std::make_unique<Cipher>(client ? to_client : to_server, false);
-  OPENSSL_cleanse(to_server.data(), to_server.size());
-  OPENSSL_cleanse(to_client.data(), to_client.size());
+  explicit_bzero(to_server.data(), to_server.size());
+  explicit_bzero(to_client.data(), to_client.size());
 
   // A first frame each way proves both ends hold the key before any request is made.
   Send(kHello, {});
@@ -176,8 +169,10 @@ void PeerChannel::Send(char type, std::string_view payload) {
   out_.resize(kHeaderSize + length + kTagSize);
   unsigned char* header = out_.data();
   for (int i = 0; i < 4; ++i) header[i] = static_cast<unsigned char>(length >> (24 - 8 * i));
-  send_->Run(header, {std::string_view(&type, 1), payload}, header + kHeaderSize,
-             header + kHeaderSize + length);
+  unsigned char* body = header + kHeaderSize;
+  body[0] = static_cast<unsigned char>(type);
+  if (!payload.empty()) std::memcpy(body + 1, payload.data(), payload.size());
+  send_->Run(header, body, length, body + length);
   SendAll(fd_, out_.data(), out_.size());
 }
 
@@ -196,8 +191,7 @@ bool PeerChannel::Receive(char* type, std::string_view* payload) {
   if (ReceiveAll(fd_, in_.data(), in_.size()) != in_.size()) {
     Fail("the peer closed the connection within a frame");
   }
-  const std::string_view sealed(reinterpret_cast<const char*>(in_.data()), length);
-  if (!receive_->Run(header.data(), {sealed}, in_.data(), in_.data() + length)) {
+  if (!receive_->Run(header.data(), in_.data(), length, in_.data() + length)) {
     Fail("a frame failed to authenticate");
   }
   *type = static_cast<char>(in_[0]);
