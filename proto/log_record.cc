@@ -37,8 +37,12 @@ T GetLe(const char* in) {
   return static_cast<T>(value);
 }
 
+// The CRC of a record whose header is at `header`: bytes 0..23, the data, and the flags word
+// (bytes 28..31) only when it is not 0, so that a record of an older podrun keeps its CRC.
 uint32_t Crc(const char* header, const char* data, size_t data_len) {
-  return Crc32(Crc32(0, header, kCrcOffset), data, data_len);
+  const uint32_t crc = Crc32(Crc32(0, header, kCrcOffset), data, data_len);
+  const char* flags = header + kCrcOffset + 4;
+  return GetLe<uint32_t>(flags) == 0 ? crc : Crc32(crc, flags, 4);
 }
 
 // Reads exactly `len` bytes at `offset` unless the file ends first; returns bytes read.
@@ -62,6 +66,7 @@ struct Header {
   uint64_t seq;
   int64_t time_ns;
   uint32_t crc;
+  uint32_t flags;
 };
 
 // Parses a header; false if it is not a valid one.
@@ -75,6 +80,7 @@ bool ParseHeader(const char* h, Header* out) {
   out->seq = GetLe<uint64_t>(h + 8);
   out->time_ns = GetLe<int64_t>(h + 16);
   out->crc = GetLe<uint32_t>(h + kCrcOffset);
+  out->flags = GetLe<uint32_t>(h + kCrcOffset + 4);
   return out->length <= kMaxLogRecordDataBytes && out->seq != 0;
 }
 
@@ -91,6 +97,7 @@ void EncodeHeader(const LogRecord& record, char* h) {
   PutLe<uint32_t>(h + 4, static_cast<uint32_t>(record.data.size()));
   PutLe<uint64_t>(h + 8, record.seq);
   PutLe<int64_t>(h + 16, record.time_ns);
+  PutLe<uint32_t>(h + kCrcOffset + 4, record.flags);
   PutLe<uint32_t>(h + kCrcOffset, Crc(h, record.data.data(), record.data.size()));
 }
 
@@ -123,8 +130,8 @@ std::vector<LogRecord> DecodeLogRecords(std::string_view bytes) {
     if (bytes.size() - offset - kLogRecordHeaderBytes < header.length) break;
     const char* data = h + kLogRecordHeaderBytes;
     if (Crc(h, data, header.length) != header.crc) break;
-    records.push_back(
-        {header.seq, header.time_ns, header.stream, std::string(data, header.length)});
+    records.push_back({header.seq, header.time_ns, header.stream, std::string(data, header.length),
+                       header.flags});
     offset += kLogRecordHeaderBytes + header.length;
   }
   return records;
@@ -173,7 +180,8 @@ std::vector<LogRecord> LogReader::ReadSome(size_t max_data_bytes) {
       last_seq_ = header.seq;
       continue;
     }
-    LogRecord record{header.seq, header.time_ns, header.stream, std::string(header.length, '\0')};
+    LogRecord record{header.seq, header.time_ns, header.stream, std::string(header.length, '\0'),
+                     header.flags};
     if (PreadFull(fd_.get(), record.data.data(), header.length, offset_ + kLogRecordHeaderBytes) <
         header.length) {
       break;

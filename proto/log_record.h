@@ -4,7 +4,8 @@
 // Record layout, little endian, 32-byte header then the data:
 //   0  u8  'P'        1  u8 'R'       2  u8 format version (1)   3  u8 stream (0 out, 1 err)
 //   4  u32 data length                8  u64 seq                 16 i64 time_ns (wall clock)
-//   24 u32 CRC-32 (zlib) of header bytes 0..23 and the data      28 u32 reserved (0)
+//   24 u32 CRC-32 (zlib) of header bytes 0..23, the data, then the flags when not 0
+//   28 u32 flags (LogRecordFlag; 0 in every record of an older podrun, whose CRC is unchanged)
 // A record that is incomplete or fails its checks (a torn tail after a crash, or a write in
 // progress) ends what a reader sees: it is "not yet written".
 #pragma once
@@ -28,11 +29,19 @@ inline constexpr size_t kLogBatchBytes = 256u << 10;
 
 enum class LogStream : uint8_t { kStdout = 0, kStderr = 1 };
 
+// Bits of a record's flags word.
+enum LogRecordFlag : uint32_t {
+  // Written by podrun in place of records the disk refused (worker/jobdir/log_gap.h); its data is
+  // for people. No output of a job can set it.
+  kLogRecordGapMarker = 1u << 0,
+};
+
 struct LogRecord {
   uint64_t seq = 0;     // 1, 2, ... per job attempt
   int64_t time_ns = 0;  // wall clock, ns since the epoch
   LogStream stream = LogStream::kStdout;
-  std::string data;  // at most kMaxLogRecordDataBytes
+  std::string data;    // at most kMaxLogRecordDataBytes
+  uint32_t flags = 0;  // LogRecordFlag bits
 
   bool operator==(const LogRecord&) const = default;
 };

@@ -73,6 +73,30 @@ TEST_F(LogRecordTest, DecodesRecordsFromABuffer) {
   EXPECT_TRUE(DecodeLogRecords("").empty());
 }
 
+// The flags word round-trips, is covered by the CRC when set, and a record without flags is
+// byte for byte what an older podrun wrote (reserved word 0, CRC of header and data only).
+TEST_F(LogRecordTest, FlagsRoundTripAreCheckedAndLeaveOldRecordsAsTheyWere) {
+  LogRecord marker = Make(5, "podrun-agent: log gap: 2 chunk(s)", LogStream::kStderr);
+  marker.flags = kLogRecordGapMarker;
+  std::string bytes = EncodeLogRecord(marker);
+  ASSERT_EQ(DecodeLogRecords(bytes).size(), 1u);
+  EXPECT_EQ(DecodeLogRecords(bytes)[0], marker);
+  EXPECT_EQ(kLogRecordGapMarker, DecodeLogRecords(bytes)[0].flags);
+  AppendRecord(fd_.get(), marker);
+  LogReader reader(path_);
+  EXPECT_EQ(ReadAll(reader), std::vector<LogRecord>{marker});
+  // The flag cannot be cleared (or set) without the CRC saying so.
+  std::string cleared = bytes;
+  cleared[28] = 0;
+  EXPECT_TRUE(DecodeLogRecords(cleared).empty());
+  const LogRecord plain = Make(6, "text");
+  std::string old = EncodeLogRecord(plain);
+  EXPECT_EQ(std::string(4, '\0'), old.substr(28, 4));
+  old[28] = 1;  // a flag set on a record that was written without one
+  EXPECT_TRUE(DecodeLogRecords(old).empty());
+  EXPECT_EQ(0u, DecodeLogRecords(EncodeLogRecord(plain))[0].flags);
+}
+
 TEST_F(LogRecordTest, SizeOfARecordFromItsHeader) {
   const std::string bytes = EncodeLogRecord(Make(3, "hello\n")) + "tail";
   EXPECT_EQ(LogRecordSizeAt(bytes), kLogRecordHeaderBytes + 6);

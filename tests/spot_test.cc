@@ -616,8 +616,10 @@ TEST_F(SpotTest, AStopDuringAQueuedRecreationEndsTheKeeperEmptiesTheQueueAndRead
   ASSERT_TRUE(WaitUntil(
       [&] {
         const nlohmann::json s = Status(job);
-        return s["recovering"].is_object() && s["recovering"]["what"].get<std::string>().find(
-                                                  "WAITING_FOR_RESOURCES") != std::string::npos;
+        return s["recovering"].is_object() && s["recovering"]["phase"] == "recreating" &&
+               s["recovering"]["slice"] == "tpu node-sq" &&
+               s["recovering"]["what"].get<std::string>().find("WAITING_FOR_RESOURCES") !=
+                   std::string::npos;
       },
       std::chrono::seconds(60)))
       << Status(job).dump() << ReadTextFile(Home() + "/jobs/" + job + "/keeper.log");
@@ -1116,7 +1118,7 @@ TEST_F(SpotTest, ThreePreemptionsUseNoRestartAndTheApisBadMinuteIsWaitedOut) {
       ASSERT_TRUE(WaitUntil(
           [&] {
             nlohmann::json s = Status(job);
-            return s["recovering"].is_object() &&
+            return s["recovering"].is_object() && s["recovering"]["phase"] == "api-outage" &&
                    s["recovering"]["what"].get<std::string>().find(
                        "the TPU API has not answered for") != std::string::npos;
           },

@@ -75,8 +75,8 @@ ExitCode RunLaunch(const LaunchRequest& request) {
   // One driver per job (recovery/driver_lock.h): taken before the job has an attempt, so that a
   // `podrun watch` that saw it in between finds nothing to watch and lets it go (waited for);
   // one that still holds it makes this launch refuse, never drive beside it.
-  std::optional<DriverLock> driving(
-      TakeDriverLock(home, job.id, request.detach ? "detached launch" : "attached launch"));
+  std::optional<DriverLock> driving(TakeDriverLock(
+      home, job.id, request.detach ? DriverRole::kDetachedLaunch : DriverRole::kAttachedLaunch));
   int attempt = store.AddAttempt(job.id, pod.selected, AttemptReason::kLaunch);
   if (!created.empty()) {  // the pod's own phase (worker -1): the nodes this launch created
     RunRecords(store).SetPhases(

@@ -127,7 +127,7 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
     const std::optional<std::string>& list = out.mig ? out.mig : out.tpu;
     bool covered = list && out.zone;
     for (const std::string& name : covered ? SplitTpuNames(*list) : std::vector<std::string>{}) {
-      covered = covered && SpecCreateCovers(spec, TpuQuery{name, *out.zone, out.project}, kind);
+      covered = covered && SpecCreateCovers(spec, SliceRef{name, *out.zone, out.project}, kind);
     }
     if (!covered) out.create.reset();
   }

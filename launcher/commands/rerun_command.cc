@@ -45,20 +45,21 @@ ExitCode RunRerun(const RerunRequest& request) {
   // One driver per job: a keeper that watches it would restart or recover it under this rerun.
   // On this machine, whoever holds its driver lock (a keeper, an attached launch or rerun); on
   // another machine, a keeper whose heartbeat is fresh.
-  if (const KeeperView keeper = ViewKeeper(store, home, job); keeper.state == "running") {
+  if (const KeeperView keeper = ViewKeeper(store, home, job);
+      keeper.state == KeeperState::kRunning) {
     throw UsageError(fmt::format(
         "job {} is watched by its keeper (pid {} on {}): it restarts the job itself; podrun "
         "stop {} first, then rerun",
         job.id, keeper.pid, keeper.host, job.id));
   }
   // Taken after ViewKeeper: a driver that opens its lock file again loses its lock.
-  const char* role = request.detach ? "detached rerun" : "attached rerun";
+  const DriverRole role = request.detach ? DriverRole::kDetachedRerun : DriverRole::kAttachedRerun;
   std::optional<DriverLock> driving = DriverLock::TryAcquire(home, job.id, role);
   // A keeper that has recorded its end (status says "ended") holds the lock for the moment it
   // takes to exit: waited for, briefly, rather than refused.
   for (int i = 0; !driving && i < 50; ++i) {
     const std::optional<Driver> driver = CurrentDriver(home, job.id);
-    if (!driver || driver->role != "keeper") break;
+    if (!driver || driver->role != DriverRole::kKeeper) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (std::optional<DriverLock> again = DriverLock::TryAcquire(home, job.id, role)) {
       driving.emplace(std::move(*again));
@@ -69,8 +70,8 @@ ExitCode RunRerun(const RerunRequest& request) {
     throw UsageError(fmt::format(
         "job {} is driven by its {} (pid {} on {}): one driver per job; podrun stop {} first, "
         "then rerun",
-        job.id, driver ? driver->role : "keeper", driver ? driver->pid : 0,
-        driver ? driver->host : ThisHostName(), job.id));
+        job.id, DriverRoleName(driver ? driver->role : DriverRole::kKeeper),
+        driver ? driver->pid : 0, driver ? driver->host : ThisHostName(), job.id));
   }
   JobSpec spec = RecordedSpec(store, job);
   std::filesystem::path local_root;

@@ -123,8 +123,8 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   }
   // Nobody follows the job (a `launch -d` without keeper): the stragglers are worked out here,
   // from the workers' own step records.
-  const bool driven =
-      DriverHolder(PodrunHome(), job.id) || ViewKeeper(store, PodrunHome(), job).state == "running";
+  const bool driven = DriverHolder(PodrunHome(), job.id) ||
+                      ViewKeeper(store, PodrunHome(), job).state == KeeperState::kRunning;
   CacheSteps(store, job.id, attempt, steps, NowUnixNs(), StragglerAfter(job),
              driven ? std::nullopt : std::optional<StragglerRule>(StragglerRuleOf(job)));
   const bool abandoned = StartAbandoned(answers);

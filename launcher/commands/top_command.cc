@@ -55,7 +55,7 @@ class TopSampler {
         workers_(std::move(workers)) {
     // Nobody follows the job: its stragglers are worked out from the workers' step records.
     if (!DriverHolder(PodrunHome(), job.id) &&
-        ViewKeeper(store, PodrunHome(), job).state != "running") {
+        ViewKeeper(store, PodrunHome(), job).state != KeeperState::kRunning) {
       driverless_ = StragglerRuleOf(job);
     }
     if (start_failed) {

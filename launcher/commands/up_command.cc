@@ -49,8 +49,8 @@ std::vector<PodSourceRef> SlicesOf(const std::string& spec_path, const PodSettin
   }
   std::vector<PodSourceRef> out;
   for (const std::string& name : SplitTpuNames(*list)) {
-    const TpuQuery query{name, *settings.zone, settings.project};
-    CheckTpuQuery(query);
+    const SliceRef query{name, *settings.zone, settings.project};
+    CheckSliceRef(query);
     out.push_back({kind, query});
   }
   if (merged != nullptr) *merged = settings;
@@ -96,7 +96,7 @@ std::vector<PodSourceRef> ProvisionSpecSlices(PodSettings* settings) {
   ProvisionInterrupts interrupts;
   TpuCreate create = *settings->create;
   for (const std::string& name : SplitTpuNames(*list)) {
-    const PodSourceRef home{kind, TpuQuery{name, *settings->zone, settings->project}};
+    const PodSourceRef home{kind, SliceRef{name, *settings->zone, settings->project}};
     const SliceReady ready = MakeProvisioner(home, create, CacheDir(),
                                              ProvisionPollInterval(kCreatePoll), interrupts.wait())
                                  ->Ensure();
@@ -191,7 +191,7 @@ bool InZones(const std::string& zone, const std::vector<std::string>& zones) {
 // Ends the keepers of this machine's jobs that run on `slice` in any of `zones` (where it may
 // live), so that none recreates it.
 void EndKeepersOfSlice(const PodSourceRef& slice, const std::vector<std::string>& zones) {
-  const TpuQuery& node = slice.query;
+  const SliceRef& node = slice.query;
   const std::filesystem::path home = PodrunHome();
   JobStore store(home / "podrun.db");
   for (const JobSummary& summary : store.ListJobs()) {
@@ -200,7 +200,7 @@ void EndKeepersOfSlice(const PodSourceRef& slice, const std::vector<std::string>
     std::filesystem::path local_root;
     const Pod pod = PodOfJob(job, &local_root);
     for (const PodSourceRef& s : PodSourcesOf(pod)) {
-      const TpuQuery& q = s.query;
+      const SliceRef& q = s.query;
       if (s.kind != slice.kind || q.name != node.name || !InZones(q.zone, zones)) continue;
       if (node.project && q.project && *node.project != *q.project) continue;
       EndKeeper(store, home, job.id,
@@ -213,7 +213,7 @@ void EndKeepersOfSlice(const PodSourceRef& slice, const std::vector<std::string>
 // Forgets every job's intent to create `node` again (a keeper killed between its delete and its
 // create leaves one), in any of `zones`, so that no later `podrun watch` brings back the node
 // deleted here.
-void ClearRecreationIntents(const TpuQuery& node, const std::vector<std::string>& zones) {
+void ClearRecreationIntents(const SliceRef& node, const std::vector<std::string>& zones) {
   JobStore store(PodrunHome() / "podrun.db");
   RecoveryRecords records(store);
   for (const JobSummary& summary : store.ListJobs()) {

@@ -22,7 +22,7 @@ ExitCode RunWatch(const WatchRequest& request) {
     const std::optional<Driver> driver = CurrentDriver(home, job.id);
     if (driver) {
       Say(fmt::format("job {} is already driven by its {} (pid {} on {}): nothing to do", job.id,
-                      driver->role, driver->pid, driver->host));
+                      DriverRoleName(driver->role), driver->pid, driver->host));
     } else {  // it ended between the two looks
       Say(fmt::format("job {} is already driven by another process: nothing to do", job.id));
     }

@@ -26,18 +26,47 @@ std::vector<JobHost> JobHostsOf(const Pod& pod, const std::vector<std::string>& 
 
 namespace {
 
-// The pod's slices, as the record keeps them under "tpu_nodes" and "migs".
+// The pod's slices, as the record keeps them: "sources", one list in slice order of
+// {"kind": "tpu"|"mig", "name", "zone", "project"?}. A record of an older podrun has "tpu_nodes"
+// or "migs" instead (read by SourcesOfRecord); writing replaces them.
 void PutSlices(const Pod& pod, nlohmann::json& j) {
-  auto sources = [&](const char* key, const std::vector<TpuQuery>& queries) {
-    j.erase(key);
-    for (const TpuQuery& q : queries) {
-      nlohmann::json source = {{"name", q.name}, {"zone", q.zone}};
-      if (q.project) source["project"] = *q.project;
-      j[key].push_back(source);
-    }
+  j.erase("tpu_nodes");
+  j.erase("migs");
+  j.erase("sources");
+  for (const PodSourceRef& ref : pod.sources) {
+    nlohmann::json source = {
+        {"kind", PodSourceKindName(ref.kind)}, {"name", ref.query.name}, {"zone", ref.query.zone}};
+    if (ref.query.project) source["project"] = *ref.query.project;
+    j["sources"].push_back(source);
+  }
+}
+
+// The record's sources, from "sources" or an older record's "tpu_nodes"/"migs". Throws
+// nlohmann::json::exception on a malformed entry, UsageError naming `job_id` on an unknown kind.
+std::vector<PodSourceRef> SourcesOfRecord(const nlohmann::json& j, const std::string& job_id) {
+  std::vector<PodSourceRef> out;
+  auto read = [&](const nlohmann::json& source, PodSourceKind kind) {
+    SliceRef q{source.at("name").get<std::string>(), source.at("zone").get<std::string>(), {}};
+    if (source.contains("project")) q.project = source["project"].get<std::string>();
+    out.push_back({kind, std::move(q)});
   };
-  sources("tpu_nodes", pod.tpu_nodes);
-  sources("migs", pod.migs);
+  if (j.contains("sources")) {
+    for (const nlohmann::json& source : j.at("sources")) {
+      const std::string kind = source.at("kind").get<std::string>();
+      if (kind != "tpu" && kind != "mig") {
+        throw UsageError(
+            fmt::format("job {}: unreadable pod record: a source of kind '{}'", job_id, kind));
+      }
+      read(source, kind == "mig" ? PodSourceKind::kMig : PodSourceKind::kTpuNode);
+    }
+    return out;
+  }
+  for (const auto& [key, kind] :
+       {std::pair{"tpu_nodes", PodSourceKind::kTpuNode}, std::pair{"migs", PodSourceKind::kMig}}) {
+    if (!j.contains(key)) continue;
+    for (const nlohmann::json& source : j.at(key)) read(source, kind);
+  }
+  return out;
 }
 
 }  // namespace
@@ -53,12 +82,15 @@ std::vector<std::string> JobZones(const JobRecord& job) {
   const nlohmann::json j = nlohmann::json::parse(job.options_json, nullptr, false);
   std::vector<std::string> zones;
   if (!j.is_object()) return zones;
-  for (const char* key : {"tpu_nodes", "migs"}) {
-    if (!j.contains(key) || !j[key].is_array()) continue;
-    for (const nlohmann::json& source : j[key]) {
-      if (!source.is_object() || !source.contains("zone") || !source["zone"].is_string()) continue;
-      const std::string zone = source["zone"].get<std::string>();
-      if (std::find(zones.begin(), zones.end(), zone) == zones.end()) zones.push_back(zone);
+  std::vector<PodSourceRef> sources;
+  try {
+    sources = SourcesOfRecord(j, job.id);
+  } catch (const std::exception&) {
+    return zones;  // an unreadable record has no zone to show (status names the record's fault)
+  }
+  for (const PodSourceRef& ref : sources) {
+    if (std::find(zones.begin(), zones.end(), ref.query.zone) == zones.end()) {
+      zones.push_back(ref.query.zone);
     }
   }
   return zones;
@@ -106,16 +138,7 @@ Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
     pod.ssh.connect_timeout = std::chrono::milliseconds(j.value("connect_timeout_ms", 10000));
     pod.cloud_tpu = j.value("cloud_tpu", false);
     pod.internal_ip = j.value("internal_ip", false);
-    auto sources = [&](const char* key, std::vector<TpuQuery>* queries) {
-      if (!j.contains(key)) return;
-      for (const auto& source : j[key]) {
-        TpuQuery q{source.at("name").get<std::string>(), source.at("zone").get<std::string>(), {}};
-        if (source.contains("project")) q.project = source["project"].get<std::string>();
-        queries->push_back(std::move(q));
-      }
-    };
-    sources("tpu_nodes", &pod.tpu_nodes);
-    sources("migs", &pod.migs);
+    pod.sources = SourcesOfRecord(j, job.id);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("job {}: unreadable pod record: {}", job.id, e.what()));
   }

@@ -108,11 +108,8 @@ Pod ResolvePod(const PodSettings& s, const SliceDescribed& described) {
 }
 
 std::vector<PodSourceRef> PodSourcesOf(const Pod& pod) {
-  std::vector<PodSourceRef> out;
-  if (!pod.cloud_tpu) return out;
-  for (const TpuQuery& q : pod.tpu_nodes) out.push_back({PodSourceKind::kTpuNode, q});
-  for (const TpuQuery& q : pod.migs) out.push_back({PodSourceKind::kMig, q});
-  return out;
+  if (!pod.cloud_tpu) return {};
+  return pod.sources;
 }
 
 }  // namespace podrun

@@ -26,11 +26,10 @@ struct Pod {
   bool cloud_tpu = false;    // discovered (--tpu, --mig): the TPU runtime sets TPU_WORKER_* itself
   int slices = 1;            // --tpu A,B / --mig A,B: the number of slices (multislice when > 1)
   bool internal_ip = false;  // --tpu/--mig with --internal-ip: workers reached at internal IPs
-  // --tpu: the node of each slice, to ask again when a worker is lost (a preemption); kept in
-  // the job record (a rerun or a keeper asks gcloud about the same nodes).
-  std::vector<TpuQuery> tpu_nodes;
-  // --mig: the managed instance group of each slice, kept in the job record likewise.
-  std::vector<TpuQuery> migs;
+  // --tpu/--mig: each slice's source (its kind, name, zone, project), in slice order, to ask
+  // again when a worker is lost (a preemption); kept in the job record (a rerun or a keeper asks
+  // the API about the same slices, in the zone each lives in now).
+  std::vector<PodSourceRef> sources;
 };
 
 // The pod's slices as pod sources, in slice order (its TPU nodes or its MIGs); none for a pod

@@ -28,8 +28,7 @@ struct Slice {
 
 void ClearDiscovered(Pod* pod) {
   pod->workers.clear();
-  pod->tpu_nodes.clear();
-  pod->migs.clear();
+  pod->sources.clear();
 }
 
 // Describes every slice and fills the pod from the answers; returns whether any came from the
@@ -55,7 +54,7 @@ bool Describe(const PodSettings& s, bool refresh, Pod* pod, std::vector<Slice>* 
   const std::filesystem::path cache = PodrunHome() / "cache";
   bool any_cached = false;
   for (size_t i = 0; i < names.size(); ++i) {
-    const TpuQuery query{names[i], *s.zone, s.project};
+    const SliceRef query{names[i], *s.zone, s.project};
     Slice slice;
     slice.source = MakePodSource(PodSourceRef{kind, query}, cache);
     bool cached = false;
@@ -63,12 +62,12 @@ bool Describe(const PodSettings& s, bool refresh, Pod* pod, std::vector<Slice>* 
     any_cached = any_cached || cached;
     // The project gcloud chose by default is pinned: a keeper or rerun later asks the same one,
     // whatever gcloud's default says then.
-    TpuQuery pinned = query;
+    SliceRef pinned = query;
     if (!pinned.project && !slice.state.project.empty() &&
         ProjectIdProblem(slice.state.project).empty()) {
       pinned.project = slice.state.project;
     }
-    (kind == PodSourceKind::kMig ? pod->migs : pod->tpu_nodes).push_back(pinned);
+    pod->sources.push_back({kind, pinned});
     if (!slice.state.not_ready.empty()) {
       throw Error(ExitCode::kUnreachable, slice.state.not_ready + ": nothing was started");
     }

@@ -8,8 +8,8 @@
 
 namespace podrun {
 
-// Fills pod->workers (slice by slice in the order given, each in TPU worker order), tpu_nodes or
-// migs, cloud_tpu, internal_ip, slices and description from `s` (which names --tpu or --mig).
+// Fills pod->workers (slice by slice in the order given, each in TPU worker order), sources,
+// cloud_tpu, internal_ip, slices and description from `s` (which names --tpu or --mig).
 // The SSH settings of `pod` must be filled: a MIG whose API does not show its VMs' TPU worker
 // numbers is put in order by asking the VMs (worker_numbers.h), after `described` (if given) was
 // called for every slice. A cached answer whose workers do not answer at their addresses is asked

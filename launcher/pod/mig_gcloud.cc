@@ -18,9 +18,9 @@ constexpr size_t kMaxName = 63;
 
 // `gcloud [beta] compute GROUP...`, then the rest, [--project P] and the tail; `deadline`: what
 // the command does (gcloud_run.h).
-GcloudCommand Command(const TpuQuery& mig, std::vector<std::string> words, const char* tail,
+GcloudCommand Command(const SliceRef& mig, std::vector<std::string> words, const char* tail,
                       std::chrono::seconds deadline, bool beta = false) {
-  CheckTpuQuery(mig);
+  CheckSliceRef(mig);
   std::vector<std::string> argv = {GcloudProgram()};
   if (beta) argv.push_back("beta");
   argv.push_back("compute");
@@ -37,7 +37,7 @@ std::chrono::seconds DeadlineOfVerb(const std::string& verb) {
 
 // The settings of a part's create (its flags but the name and the description; the template's
 // with "beta" first when it needs gcloud beta).
-std::vector<std::string> PolicySettings(const TpuQuery& mig, const TpuCreate& create) {
+std::vector<std::string> PolicySettings(const SliceRef& mig, const TpuCreate& create) {
   return {"--type=HIGH_THROUGHPUT", "--accelerator-topology=" + create.topology,
           "--region=" + RegionOfZone(mig.zone)};
 }
@@ -71,7 +71,7 @@ std::string Digest(const std::vector<std::string>& settings) {
   return Sha256Hex(text).substr(0, 16);
 }
 
-std::string Description(const char* what, const TpuQuery& mig,
+std::string Description(const char* what, const SliceRef& mig,
                         const std::vector<std::string>& settings) {
   return fmt::format("--description={} {} of MIG {} (settings {})", kMigMadeByPodrun, what,
                      mig.name, Digest(settings));
@@ -93,7 +93,7 @@ std::string RegionOfZone(const std::string& zone) {
   return dash == std::string::npos ? zone : zone.substr(0, dash);
 }
 
-GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
+GcloudCommand GcloudMigPolicyCreateCommand(const SliceRef& mig, const TpuCreate& create) {
   const std::vector<std::string> settings = PolicySettings(mig, create);
   std::vector<std::string> words = {"resource-policies", "create", "workload-policy",
                                     MigPartName(mig.name)};
@@ -102,7 +102,7 @@ GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate&
   return Command(mig, words, "--format=json", kGcloudCreateDeadline);
 }
 
-GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create) {
+GcloudCommand GcloudMigTemplateCreateCommand(const SliceRef& mig, const TpuCreate& create) {
   std::vector<std::string> settings = TemplateSettings(create);
   const std::string description = Description("instance template", mig, settings);
   const bool beta = !settings.empty() && settings.front() == "beta";
@@ -113,13 +113,13 @@ GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreat
   return Command(mig, words, "--format=json", kGcloudCreateDeadline, beta);
 }
 
-std::string MigPolicyDigest(const TpuQuery& mig, const TpuCreate& create) {
+std::string MigPolicyDigest(const SliceRef& mig, const TpuCreate& create) {
   return Digest(PolicySettings(mig, create));
 }
 
 std::string MigTemplateDigest(const TpuCreate& create) { return Digest(TemplateSettings(create)); }
 
-GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
+GcloudCommand GcloudMigGroupCreateCommand(const SliceRef& mig, const TpuCreate& create,
                                           const std::string& policy_url) {
   const std::string model = MigProvisioningOf(create);
   const int size = model == "flex_start" ? 0 : MigVmCount(create).value_or(0);
@@ -135,7 +135,7 @@ GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& 
   return Command(mig, words, "--format=json", kGcloudCreateDeadline);
 }
 
-GcloudCommand GcloudMigResizeRequestCommand(const TpuQuery& mig, const TpuCreate& create) {
+GcloudCommand GcloudMigResizeRequestCommand(const SliceRef& mig, const TpuCreate& create) {
   std::vector<std::string> words = {"instance-groups",
                                     "managed",
                                     "resize-requests",
@@ -150,28 +150,28 @@ GcloudCommand GcloudMigResizeRequestCommand(const TpuQuery& mig, const TpuCreate
   return Command(mig, words, "--format=json", kGcloudCreateDeadline);
 }
 
-GcloudCommand GcloudMigGroupDeleteCommand(const TpuQuery& mig) {
+GcloudCommand GcloudMigGroupDeleteCommand(const SliceRef& mig) {
   return Command(mig, {"instance-groups", "managed", "delete", mig.name, "--zone=" + mig.zone},
                  "--quiet", kGcloudDeleteDeadline);
 }
 
-GcloudCommand GcloudMigGroupDescribeCommand(const TpuQuery& mig) {
+GcloudCommand GcloudMigGroupDescribeCommand(const SliceRef& mig) {
   return Command(mig, {"instance-groups", "managed", "describe", mig.name, "--zone=" + mig.zone},
                  "--format=json", kGcloudQueryDeadline);
 }
 
-GcloudCommand GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb) {
+GcloudCommand GcloudMigTemplateCommand(const SliceRef& mig, const std::string& verb) {
   return Command(mig, {"instance-templates", verb, MigPartName(mig.name)},
                  verb == "delete" ? "--quiet" : "--format=json", DeadlineOfVerb(verb));
 }
 
-GcloudCommand GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb) {
+GcloudCommand GcloudMigPolicyCommand(const SliceRef& mig, const std::string& verb) {
   return Command(
       mig, {"resource-policies", verb, MigPartName(mig.name), "--region=" + RegionOfZone(mig.zone)},
       verb == "delete" ? "--quiet" : "--format=json", DeadlineOfVerb(verb));
 }
 
-GcloudCommand GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance) {
+GcloudCommand GcloudMigHostKeysCommand(const SliceRef& mig, const std::string& instance) {
   if (std::string problem = TpuNodeNameProblem(instance); !problem.empty()) {
     throw UsageError(fmt::format("instance name '{}': {}", instance, problem));
   }

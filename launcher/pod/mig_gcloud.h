@@ -34,32 +34,32 @@ std::string RegionOfZone(const std::string& zone);
 
 // `gcloud compute resource-policies create workload-policy P --type=HIGH_THROUGHPUT
 // --accelerator-topology=T --region=R --description=...`.
-GcloudCommand GcloudMigPolicyCreateCommand(const TpuQuery& mig, const TpuCreate& create);
+GcloudCommand GcloudMigPolicyCreateCommand(const SliceRef& mig, const TpuCreate& create);
 // `gcloud [beta] compute instance-templates create T --machine-type=M --image-family=F
 // --image-project=IP --metadata=enable-guest-attributes=TRUE --description=...` with the
 // provisioning model's flags (beta: flex_start); the metadata has the VMs publish their host
 // keys as guest attributes.
-GcloudCommand GcloudMigTemplateCreateCommand(const TpuQuery& mig, const TpuCreate& create);
+GcloudCommand GcloudMigTemplateCreateCommand(const SliceRef& mig, const TpuCreate& create);
 // `gcloud compute instance-groups managed create NAME --zone=Z --template=T --size=N
 // --workload-policy=URL` (Compute Engine takes the policy only by its URL, `policy_url`: its
 // selfLink; Spot: --default-action-on-vm-failure=do-nothing: podrun remakes the slice as a
 // whole; flex_start: --size=0, the VMs come from a resize request).
-GcloudCommand GcloudMigGroupCreateCommand(const TpuQuery& mig, const TpuCreate& create,
+GcloudCommand GcloudMigGroupCreateCommand(const SliceRef& mig, const TpuCreate& create,
                                           const std::string& policy_url);
 // flex_start: `gcloud compute instance-groups managed resize-requests create NAME
 // --resize-request=NAME-podrun --resize-by=N --requested-run-duration=D --zone=Z`: every VM at
 // once or none.
-GcloudCommand GcloudMigResizeRequestCommand(const TpuQuery& mig, const TpuCreate& create);
+GcloudCommand GcloudMigResizeRequestCommand(const SliceRef& mig, const TpuCreate& create);
 // `gcloud compute instance-groups managed delete NAME --zone=Z --quiet` (waits until gone).
-GcloudCommand GcloudMigGroupDeleteCommand(const TpuQuery& mig);
+GcloudCommand GcloudMigGroupDeleteCommand(const SliceRef& mig);
 // `gcloud compute instance-groups managed describe NAME --zone=Z`: the group itself.
-GcloudCommand GcloudMigGroupDescribeCommand(const TpuQuery& mig);
+GcloudCommand GcloudMigGroupDescribeCommand(const SliceRef& mig);
 // `gcloud compute instance-templates describe|delete T` and `gcloud compute resource-policies
 // describe|delete P --region=R`: `verb` is "describe" or "delete".
-GcloudCommand GcloudMigTemplateCommand(const TpuQuery& mig, const std::string& verb);
-GcloudCommand GcloudMigPolicyCommand(const TpuQuery& mig, const std::string& verb);
+GcloudCommand GcloudMigTemplateCommand(const SliceRef& mig, const std::string& verb);
+GcloudCommand GcloudMigPolicyCommand(const SliceRef& mig, const std::string& verb);
 // `gcloud compute instances get-guest-attributes I --zone=Z --query-path=hostkeys/`.
-GcloudCommand GcloudMigHostKeysCommand(const TpuQuery& mig, const std::string& instance);
+GcloudCommand GcloudMigHostKeysCommand(const SliceRef& mig, const std::string& instance);
 
 // Whether the group a describe printed repairs a VM that fails or is terminated (its
 // instanceLifecyclePolicy.defaultActionOnFailure is REPAIR, Compute Engine's default: podrun's
@@ -82,7 +82,7 @@ std::optional<MigPartOwner> MigPartOwnerOf(std::string_view describe_json);
 // The digest of the settings GcloudMigPolicyCreateCommand / GcloudMigTemplateCreateCommand write
 // into their description (a SHA-256 of their flags): a part whose digest differs was made with
 // other settings (the spec's create: changed) and is made again.
-std::string MigPolicyDigest(const TpuQuery& mig, const TpuCreate& create);
+std::string MigPolicyDigest(const SliceRef& mig, const TpuCreate& create);
 std::string MigTemplateDigest(const TpuCreate& create);
 // The selfLink of what a create or describe printed (an object, or a list of one, as gcloud
 // prints a create's result); "" when there is none or it is not a Compute Engine URL of a

@@ -29,7 +29,7 @@ TpuCreate Spot() {
 }
 
 TEST(MigGcloudTest, ASpotSliceIsAPolicyATemplateAndAGroupOfAllItsVms) {
-  const TpuQuery mig{"slice-1", "us-central1-c", "proj-1"};
+  const SliceRef mig{"slice-1", "us-central1-c", "proj-1"};
   EXPECT_EQ("", MigCreateProblem(Spot()));
   EXPECT_EQ(4, MigVmCount(Spot()));
   const auto policy = GcloudMigPolicyCreateCommand(mig, Spot());
@@ -75,7 +75,7 @@ TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
   EXPECT_NE(std::string::npos, MigCreateProblem(flex).find("needs max_run_duration"));
   flex.max_run_duration = "7d";
   ASSERT_EQ("", MigCreateProblem(flex));
-  const TpuQuery mig{"slice-1", "us-central1-c", std::nullopt};
+  const SliceRef mig{"slice-1", "us-central1-c", std::nullopt};
   const auto tpl = GcloudMigTemplateCreateCommand(mig, flex).argv;
   EXPECT_EQ("beta", tpl[1]);
   EXPECT_TRUE(Has(tpl, "--provisioning-model=FLEX_START"));
@@ -91,7 +91,7 @@ TEST(MigGcloudTest, FlexStartVmsComeFromOneResizeRequestForTheWholeSlice) {
 
 // Each command comes with its deadline from its builder, whatever the group is called.
 TEST(MigGcloudTest, EachCommandComesWithItsDeadline) {
-  const TpuQuery mig{"delete", "us-central1-c", std::nullopt};
+  const SliceRef mig{"delete", "us-central1-c", std::nullopt};
   EXPECT_EQ(kGcloudCreateDeadline, GcloudMigPolicyCreateCommand(mig, Spot()).deadline);
   EXPECT_EQ(kGcloudCreateDeadline, GcloudMigTemplateCreateCommand(mig, Spot()).deadline);
   EXPECT_EQ(kGcloudCreateDeadline, GcloudMigGroupCreateCommand(mig, Spot(), "u").deadline);
@@ -155,7 +155,7 @@ TEST(MigGcloudTest, OnlyWhatPodrunMadeIsItsToDelete) {
 TEST(MigGcloudTest, PartsNameTheirGroupAndTheirSettings) {
   const std::string long_name(60, 'a');
   EXPECT_EQ(std::string(50, 'a') + "-11ee3-podrun", MigPartName(long_name));  // SHA-256
-  const TpuQuery mig{"slice-1", "us-central1-c", std::nullopt};
+  const SliceRef mig{"slice-1", "us-central1-c", std::nullopt};
   const auto tpl = GcloudMigTemplateCreateCommand(mig, Spot()).argv;
   const std::string digest = MigTemplateDigest(Spot());
   EXPECT_EQ(16u, digest.size());
@@ -197,8 +197,11 @@ TEST(MigGcloudTest, AStockoutWhileTheGroupMakesItsVmsIsRead) {
       {"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": "no capacity in the zone"}]}}}])",
                                                "mig s");
   ASSERT_EQ(1u, instances.size());
-  EXPECT_TRUE(IsMigStockout(instances[0].last_error));
-  EXPECT_FALSE(IsMigStockout("QUOTA_EXCEEDED: quota"));
+  EXPECT_EQ("ZONE_RESOURCE_POOL_EXHAUSTED", instances[0].last_error_code);
+  EXPECT_TRUE(IsMigStockoutCode(instances[0].last_error_code));
+  EXPECT_FALSE(IsMigStockoutCode("QUOTA_EXCEEDED"));
+  // The code field decides, not a message that happens to begin with the word.
+  EXPECT_FALSE(IsMigStockoutCode("ZONE_RESOURCE_POOL_EXHAUSTED_SOON"));
 }
 
 }  // namespace

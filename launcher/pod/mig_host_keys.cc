@@ -16,7 +16,7 @@ constexpr size_t kAtOnce = 8;
 
 }  // namespace
 
-TpuHostKeys ReadHostKeys(const TpuQuery& mig, const std::string& what,
+TpuHostKeys ReadHostKeys(const SliceRef& mig, const std::string& what,
                          const std::vector<SourceWorker>& workers) {
   TpuHostKeys out;
   std::mutex mutex;

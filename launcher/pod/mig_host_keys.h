@@ -14,7 +14,7 @@ namespace podrun {
 // number or not: the caller pins each VM's keys to that VM's own address); a VM that published
 // none is absent (its key is then recorded on first contact). Throws Error naming the VM when
 // gcloud fails for another reason than the VM having published nothing yet.
-TpuHostKeys ReadHostKeys(const TpuQuery& mig, const std::string& what,
+TpuHostKeys ReadHostKeys(const SliceRef& mig, const std::string& what,
                          const std::vector<SourceWorker>& workers);
 
 }  // namespace podrun

@@ -58,8 +58,8 @@ std::optional<int> TpuEnvWorkerId(const std::string& tpu_env) {
 
 }  // namespace
 
-std::vector<std::string> GcloudMigListInstancesCommand(const TpuQuery& mig) {
-  CheckTpuQuery(mig);
+std::vector<std::string> GcloudMigListInstancesCommand(const SliceRef& mig) {
+  CheckSliceRef(mig);
   std::vector<std::string> argv = {GcloudProgram(),  "compute", "instance-groups", "managed",
                                    "list-instances", mig.name,  "--zone",          mig.zone};
   if (mig.project) argv.insert(argv.end(), {"--project", *mig.project});
@@ -67,9 +67,9 @@ std::vector<std::string> GcloudMigListInstancesCommand(const TpuQuery& mig) {
   return argv;
 }
 
-std::vector<std::string> GcloudMigInstancesCommand(const TpuQuery& mig,
+std::vector<std::string> GcloudMigInstancesCommand(const SliceRef& mig,
                                                    const std::vector<std::string>& instances) {
-  CheckTpuQuery(mig);
+  CheckSliceRef(mig);
   std::string filter = "--filter=name=(";
   for (const std::string& name : instances) {
     if (std::string problem = TpuNodeNameProblem(name); !problem.empty()) {
@@ -105,6 +105,7 @@ std::vector<ManagedInstance> ParseManagedInstances(std::string_view json, const 
         if (list != errors->end() && list->is_array() && !list->empty()) {
           const std::string code = Text((*list)[0], "code", what);
           const std::string message = Text((*list)[0], "message", what);
+          m.last_error_code = code;
           m.last_error = message.empty() ? code : code + ": " + message;
           if (m.last_error.size() > 300) m.last_error.resize(300);
         }
@@ -115,9 +116,9 @@ std::vector<ManagedInstance> ParseManagedInstances(std::string_view json, const 
   return out;
 }
 
-bool IsMigStockout(const std::string& error) {
-  return error.starts_with("ZONE_RESOURCE_POOL_EXHAUSTED") ||
-         error.starts_with("RESOURCE_EXHAUSTED") || error.starts_with("STOCKOUT");
+bool IsMigStockoutCode(const std::string& code) {
+  return code == "ZONE_RESOURCE_POOL_EXHAUSTED" || code == "RESOURCE_EXHAUSTED" ||
+         code == "STOCKOUT";
 }
 
 std::string MigNotReady(const std::string& mig_name,

@@ -17,10 +17,10 @@ namespace podrun {
 
 // `gcloud compute instance-groups managed list-instances NAME --zone Z [--project P]
 // --format=json`. Checks the names first (Error(kUsage), tpu_names.h).
-std::vector<std::string> GcloudMigListInstancesCommand(const TpuQuery& mig);
+std::vector<std::string> GcloudMigListInstancesCommand(const SliceRef& mig);
 // `gcloud compute instances list --zones Z [--project P] --filter=name=( A B ... ) --format=json`:
 // the named instances (names checked as the group's: Error(kUsage)).
-std::vector<std::string> GcloudMigInstancesCommand(const TpuQuery& mig,
+std::vector<std::string> GcloudMigInstancesCommand(const SliceRef& mig,
                                                    const std::vector<std::string>& instances);
 
 // One instance of the group as list-instances shows it.
@@ -28,13 +28,15 @@ struct ManagedInstance {
   std::string name;
   std::string status;          // instanceStatus: RUNNING, STAGING, STOPPING, TERMINATED, ...
   std::string current_action;  // NONE when the group is done with it; CREATING, RECREATING, ...
-  // The group's last failed try to make it (lastAttempt.errors), "CODE: message", e.g.
-  // "ZONE_RESOURCE_POOL_EXHAUSTED: ..." while capacity is short; "" when none.
+  // The group's last failed try to make it (lastAttempt.errors[0]): its code field, e.g.
+  // "ZONE_RESOURCE_POOL_EXHAUSTED" while capacity is short, and "CODE: message" for people;
+  // both "" when none.
+  std::string last_error_code = {};
   std::string last_error = {};
 };
 
-// True when `error` (a ManagedInstance's last_error) says the zone has no capacity now.
-bool IsMigStockout(const std::string& error);
+// True when `code` (a ManagedInstance's last_error_code) says the zone has no capacity now.
+bool IsMigStockoutCode(const std::string& code);
 
 // Reads list-instances' JSON (a list of managed instances). Throws Error(kUnreachable) "WHAT:
 // gcloud's answer ..." when it is not that, or an instance name is not one (tpu_names.h).

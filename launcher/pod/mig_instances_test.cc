@@ -80,7 +80,7 @@ TEST(MigInstancesTest, AMissingInstanceOrABadAnswerIsAnError) {
 }
 
 TEST(MigInstancesTest, CommandLines) {
-  const TpuQuery mig{"slice-1", "us-central1-a", "my-proj"};
+  const SliceRef mig{"slice-1", "us-central1-a", "my-proj"};
   const auto list = GcloudMigListInstancesCommand(mig);
   EXPECT_EQ(std::vector<std::string>(list.begin() + 1, list.end()),
             (std::vector<std::string>{"compute", "instance-groups", "managed", "list-instances",

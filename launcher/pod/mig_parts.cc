@@ -38,7 +38,7 @@ void BothAtOnce(Part&& part) {
 // gcloud printed of it; `made` is set when this call created it (or its create was stopped in
 // flight). Throws as RunGcloud, also when one of the user's, or one podrun made for another
 // group, has that name.
-std::string MakePart(const TpuQuery& mig, const std::string& what, const GcloudCommand& create,
+std::string MakePart(const SliceRef& mig, const std::string& what, const GcloudCommand& create,
                      const char* part, const std::string& digest, bool* made) {
   const bool policy = std::string_view(part) == "policy";
   const GcloudCommand describe =
@@ -90,7 +90,7 @@ std::string MakePart(const TpuQuery& mig, const std::string& what, const GcloudC
 
 }  // namespace
 
-std::string MakeMigParts(const TpuQuery& mig, const std::string& what, const TpuCreate& create,
+std::string MakeMigParts(const SliceRef& mig, const std::string& what, const TpuCreate& create,
                          MigPartsMade* made) {
   std::string printed_policy;
   BothAtOnce([&](size_t i) {
@@ -111,14 +111,14 @@ std::string MakeMigParts(const TpuQuery& mig, const std::string& what, const Tpu
   return policy_url;
 }
 
-void DeleteMadeMigParts(const TpuQuery& mig, const std::string& what, const MigPartsMade& made) {
+void DeleteMadeMigParts(const SliceRef& mig, const std::string& what, const MigPartsMade& made) {
   if (made.instance_template)
     RunGcloudUnlessNotFound(GcloudMigTemplateCommand(mig, "delete"), what);
   if (made.policy) RunGcloudUnlessNotFound(GcloudMigPolicyCommand(mig, "delete"), what);
 }
 
-bool DeleteOwnedMigParts(const TpuQuery& mig, const std::string& what) {
-  using Command = GcloudCommand (*)(const TpuQuery&, const std::string&);
+bool DeleteOwnedMigParts(const SliceRef& mig, const std::string& what) {
+  using Command = GcloudCommand (*)(const SliceRef&, const std::string&);
   const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
   bool deleted[2] = {false, false};
   BothAtOnce([&](size_t i) {

@@ -23,16 +23,16 @@ struct MigPartsMade {
 // selfLink), as the group's create takes it, and sets `made`. Throws as RunGcloud;
 // Error(kUsage) when a part of that name is the user's or podrun made it for another group;
 // Error(kUnreachable) when the policy shows no selfLink. `what` names the slice in messages.
-std::string MakeMigParts(const TpuQuery& mig, const std::string& what, const TpuCreate& create,
+std::string MakeMigParts(const SliceRef& mig, const std::string& what, const TpuCreate& create,
                          MigPartsMade* made);
 
 // Deletes what `made` says MakeMigParts made (the template, then the policy; a group using them
 // must be gone). Throws as RunGcloud.
-void DeleteMadeMigParts(const TpuQuery& mig, const std::string& what, const MigPartsMade& made);
+void DeleteMadeMigParts(const SliceRef& mig, const std::string& what, const MigPartsMade& made);
 
 // Deletes the template and the policy podrun made for group `mig` (their description names it),
 // at once; one of the user's or of another group stays. True when one was deleted. Throws as
 // RunGcloud.
-bool DeleteOwnedMigParts(const TpuQuery& mig, const std::string& what);
+bool DeleteOwnedMigParts(const SliceRef& mig, const std::string& what);
 
 }  // namespace podrun

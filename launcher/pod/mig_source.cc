@@ -27,7 +27,7 @@
 
 namespace podrun {
 
-std::unique_ptr<PodSource> MakeMigSource(const TpuQuery& query,
+std::unique_ptr<PodSource> MakeMigSource(const SliceRef& query,
                                          const std::filesystem::path& cache_dir);
 
 namespace {
@@ -82,9 +82,9 @@ void SortByWorkerNumber(std::vector<SourceWorker>* workers) {
 
 class MigSource final : public PodSource {
  public:
-  MigSource(TpuQuery query, std::filesystem::path cache_dir)
+  MigSource(SliceRef query, std::filesystem::path cache_dir)
       : query_(std::move(query)), cache_dir_(std::move(cache_dir)) {
-    CheckTpuQuery(query_);
+    CheckSliceRef(query_);
     cache_ = cache_dir_ / fmt::format("mig-{}-{}-{}.json", query_.project.value_or("default"),
                                       query_.zone, query_.name);
   }
@@ -99,7 +99,7 @@ class MigSource final : public PodSource {
     if (!refresh) {
       std::error_code ec;
       const auto written = std::filesystem::last_write_time(cache_, ec);
-      if (!ec && std::filesystem::file_time_type::clock::now() - written < kTpuCacheTtl) {
+      if (!ec && std::filesystem::file_time_type::clock::now() - written < kSliceCacheTtl) {
         std::ifstream in(cache_);
         std::stringstream text;
         text << in.rdbuf();
@@ -236,7 +236,7 @@ class MigSource final : public PodSource {
   // Sets now's condition, state and why from the group's instances.
   void ClassifyInstances(const std::vector<ManagedInstance>& instances, SourceNow* now) {
     for (const ManagedInstance& m : instances) {
-      if (IsMigStockout(m.last_error)) now->stockout = m.last_error;
+      if (IsMigStockoutCode(m.last_error_code)) now->stockout = m.last_error;
     }
     for (const ManagedInstance& m : instances) {
       const bool idle = m.current_action.empty() || m.current_action == "NONE";
@@ -334,14 +334,14 @@ class MigSource final : public PodSource {
   std::optional<bool> repairs_;           // guarded by list_mutex_
   std::chrono::steady_clock::time_point last_list_at_;
 
-  const TpuQuery query_;
+  const SliceRef query_;
   const std::filesystem::path cache_dir_;
   std::filesystem::path cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<PodSource> MakeMigSource(const TpuQuery& query,
+std::unique_ptr<PodSource> MakeMigSource(const SliceRef& query,
                                          const std::filesystem::path& cache_dir) {
   return std::make_unique<MigSource>(query, cache_dir);
 }

@@ -143,7 +143,7 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
   }
 
   std::filesystem::path dir_;
-  TpuQuery query_{"slice-1", "us-central1-a", std::string("proj-1")};
+  SliceRef query_{"slice-1", "us-central1-a", std::string("proj-1")};
   std::unique_ptr<PodSource> source_;
 };
 

@@ -3,9 +3,9 @@
 
 namespace podrun {
 
-std::unique_ptr<PodSource> MakeTpuNodeSource(const TpuQuery& query,
+std::unique_ptr<PodSource> MakeTpuNodeSource(const SliceRef& query,
                                              const std::filesystem::path& cache_dir);
-std::unique_ptr<PodSource> MakeMigSource(const TpuQuery& query,
+std::unique_ptr<PodSource> MakeMigSource(const SliceRef& query,
                                          const std::filesystem::path& cache_dir);
 
 std::unique_ptr<PodSource> MakePodSource(const PodSourceRef& ref,
@@ -21,6 +21,10 @@ std::unique_ptr<PodSource> MakePodSource(const PodSourceRef& ref,
 
 const char* PodSourceKindName(PodSourceKind kind) {
   return kind == PodSourceKind::kMig ? "mig" : "tpu";
+}
+
+std::string SliceLabel(const PodSourceRef& ref) {
+  return std::string(PodSourceKindName(ref.kind)) + " " + ref.query.name;
 }
 
 const char* PodSourceNoun(PodSourceKind kind) {

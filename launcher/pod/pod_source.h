@@ -49,7 +49,7 @@ enum class PodSourceKind { kTpuNode, kMig };
 // Which source: its kind and its name, zone and project.
 struct PodSourceRef {
   PodSourceKind kind = PodSourceKind::kTpuNode;
-  TpuQuery query;
+  SliceRef query;
 };
 
 // What a source is now, for provisioning and recovery.
@@ -93,7 +93,7 @@ class PodSource {
 
   // "tpu node-1 (zone Z[, project P])" or "mig slice-1 (zone Z[, project P])", for messages.
   virtual std::string What() const = 0;
-  // What the source holds: from the cache (younger than kTpuCacheTtl, and ready) unless
+  // What the source holds: from the cache (younger than kSliceCacheTtl, and ready) unless
   // `refresh`, else from gcloud. Throws Error(kUnreachable) with gcloud's words when gcloud fails
   // (no such node or group, not logged in) or its answer cannot be read; Error(kInterrupted) on
   // Ctrl-C. `from_cache`, if given, is set to whether the answer came from the cache.
@@ -136,10 +136,13 @@ std::unique_ptr<PodSource> MakePodSource(const PodSourceRef& ref,
                                          const std::filesystem::path& cache_dir);
 
 // A TPU node as the API described it (`node` of `query`), as a SourceState.
-SourceState SourceStateOfNode(const TpuQuery& query, const TpuNode& node);
+SourceState SourceStateOfNode(const SliceRef& query, const TpuNode& node);
 
 // "tpu" or "mig", as the job record and --tpu/--mig name them.
 const char* PodSourceKindName(PodSourceKind kind);
+// "tpu node-1", "mig slice-1": a slice named as --tpu/--mig would (status --json's
+// recovering.slice).
+std::string SliceLabel(const PodSourceRef& ref);
 // "TPU node" or "MIG slice", for sentences.
 const char* PodSourceNoun(PodSourceKind kind);
 

@@ -19,20 +19,20 @@ namespace podrun {
 namespace {
 
 // Checked first: no name can leave `dir` or be read as an option.
-std::filesystem::path CacheFile(const std::filesystem::path& dir, const TpuQuery& q) {
-  CheckTpuQuery(q);
+std::filesystem::path CacheFile(const std::filesystem::path& dir, const SliceRef& q) {
+  CheckSliceRef(q);
   return dir / fmt::format("tpu-{}-{}-{}.json", q.project.value_or("default"), q.zone, q.name);
 }
 
-std::string Describe(const TpuQuery& q) {
+std::string Describe(const SliceRef& q) {
   return fmt::format("tpu {} (zone {}{})", q.name, q.zone,
                      q.project ? ", project " + *q.project : std::string());
 }
 
 }  // namespace
 
-std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
-  CheckTpuQuery(q);
+std::vector<std::string> GcloudDescribeCommand(const SliceRef& q) {
+  CheckSliceRef(q);
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",   "tpu-vm",
                                    "describe",      q.name,    "--zone", q.zone};
   if (q.project) {
@@ -43,12 +43,12 @@ std::vector<std::string> GcloudDescribeCommand(const TpuQuery& q) {
   return argv;
 }
 
-void ForgetCachedTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir) {
+void ForgetCachedTpuNode(const SliceRef& query, const std::filesystem::path& cache_dir) {
   std::error_code ec;
   std::filesystem::remove(CacheFile(cache_dir, query), ec);
 }
 
-TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir, bool refresh,
+TpuNode DescribeTpuNode(const SliceRef& query, const std::filesystem::path& cache_dir, bool refresh,
                         bool* from_cache) {
   if (from_cache != nullptr) *from_cache = false;
   const std::string what = Describe(query);
@@ -56,7 +56,7 @@ TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cach
   std::error_code ec;
   if (!refresh) {
     const auto written = std::filesystem::last_write_time(cache, ec);
-    if (!ec && std::filesystem::file_time_type::clock::now() - written < kTpuCacheTtl) {
+    if (!ec && std::filesystem::file_time_type::clock::now() - written < kSliceCacheTtl) {
       std::ifstream in(cache);
       std::stringstream text;
       text << in.rdbuf();

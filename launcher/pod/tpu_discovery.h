@@ -10,30 +10,23 @@
 #include <string>
 #include <vector>
 
+#include "launcher/pod/slice_ref.h"
 #include "launcher/pod/tpu_node.h"
 
 namespace podrun {
 
-inline constexpr auto kTpuCacheTtl = std::chrono::minutes(5);
-
-struct TpuQuery {
-  std::string name;
-  std::string zone;
-  std::optional<std::string> project;  // default: gcloud's configured project
-};
-
 // gcloud's argv for `query` ($PODRUN_GCLOUD or "gcloud" first). Here and below, a name that the
 // API would not allow throws Error(kUsage) before any use (tpu_names.h).
-std::vector<std::string> GcloudDescribeCommand(const TpuQuery& query);
+std::vector<std::string> GcloudDescribeCommand(const SliceRef& query);
 
-// The node, from the cache in `cache_dir` if it is younger than kTpuCacheTtl and READY (unless
+// The node, from the cache in `cache_dir` if it is younger than kSliceCacheTtl and READY (unless
 // `refresh`), else from gcloud (and then cached). Throws Error(kUnreachable) with gcloud's own
 // message when it fails (no such node, not logged in, no gcloud) or its answer is not a node.
 // `from_cache`, if given, is set to whether the answer came from the cache.
-TpuNode DescribeTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir, bool refresh,
+TpuNode DescribeTpuNode(const SliceRef& query, const std::filesystem::path& cache_dir, bool refresh,
                         bool* from_cache = nullptr);
 
 // Drops the cached answer for `query` (a node podrun deleted or created: its addresses change).
-void ForgetCachedTpuNode(const TpuQuery& query, const std::filesystem::path& cache_dir);
+void ForgetCachedTpuNode(const SliceRef& query, const std::filesystem::path& cache_dir);
 
 }  // namespace podrun

@@ -12,8 +12,8 @@ namespace podrun {
 namespace {
 
 // Every command names the node first: checked here, before it reaches an argv.
-void AddLocation(std::vector<std::string>& argv, const TpuQuery& node) {
-  CheckTpuQuery(node);
+void AddLocation(std::vector<std::string>& argv, const SliceRef& node) {
+  CheckSliceRef(node);
   argv.insert(argv.end(), {"--zone", node.zone});
   if (node.project) argv.insert(argv.end(), {"--project", *node.project});
 }
@@ -25,12 +25,12 @@ std::string GcloudProgram() {
   return gcloud && *gcloud ? gcloud : "gcloud";
 }
 
-std::string DescribeTpuQuery(const TpuQuery& q) {
+std::string DescribeSliceRef(const SliceRef& q) {
   return fmt::format("tpu {} (zone {}{})", q.name, q.zone,
                      q.project ? ", project " + *q.project : std::string());
 }
 
-GcloudCommand GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create) {
+GcloudCommand GcloudCreateNodeCommand(const SliceRef& node, const TpuCreate& create) {
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",
                                    "tpu-vm",        "create",  node.name};
   AddLocation(argv, node);
@@ -42,7 +42,7 @@ GcloudCommand GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& cre
   return {std::move(argv), kGcloudCreateDeadline};
 }
 
-GcloudCommand GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create) {
+GcloudCommand GcloudCreateQueuedCommand(const SliceRef& node, const TpuCreate& create) {
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",      "queued-resources",
                                    "create",        node.name, "--node-id", node.name};
   AddLocation(argv, node);
@@ -54,7 +54,7 @@ GcloudCommand GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& c
   return {std::move(argv), kGcloudCreateDeadline};
 }
 
-GcloudCommand GcloudDeleteNodeCommand(const TpuQuery& node) {
+GcloudCommand GcloudDeleteNodeCommand(const SliceRef& node) {
   std::vector<std::string> argv = {GcloudProgram(), "compute", "tpus",
                                    "tpu-vm",        "delete",  node.name};
   AddLocation(argv, node);
@@ -62,7 +62,7 @@ GcloudCommand GcloudDeleteNodeCommand(const TpuQuery& node) {
   return {std::move(argv), kGcloudDeleteDeadline};
 }
 
-GcloudCommand GcloudDeleteQueuedCommand(const TpuQuery& node) {
+GcloudCommand GcloudDeleteQueuedCommand(const SliceRef& node) {
   std::vector<std::string> argv = {GcloudProgram(),    "compute", "tpus",
                                    "queued-resources", "delete",  node.name};
   AddLocation(argv, node);
@@ -70,7 +70,7 @@ GcloudCommand GcloudDeleteQueuedCommand(const TpuQuery& node) {
   return {std::move(argv), kGcloudDeleteDeadline};
 }
 
-GcloudCommand GcloudDescribeQueuedCommand(const TpuQuery& node) {
+GcloudCommand GcloudDescribeQueuedCommand(const SliceRef& node) {
   std::vector<std::string> argv = {GcloudProgram(),    "compute",  "tpus",
                                    "queued-resources", "describe", node.name};
   AddLocation(argv, node);
@@ -78,7 +78,7 @@ GcloudCommand GcloudDescribeQueuedCommand(const TpuQuery& node) {
   return {std::move(argv), kGcloudQueryDeadline};
 }
 
-GcloudCommand GcloudGuestAttributesCommand(const TpuQuery& node) {
+GcloudCommand GcloudGuestAttributesCommand(const SliceRef& node) {
   std::vector<std::string> argv = {GcloudProgram(),        "compute", "tpus", "tpu-vm",
                                    "get-guest-attributes", node.name};
   AddLocation(argv, node);
@@ -86,14 +86,14 @@ GcloudCommand GcloudGuestAttributesCommand(const TpuQuery& node) {
   return {std::move(argv), kGcloudQueryDeadline};
 }
 
-std::optional<TpuNode> FindTpuNode(const TpuQuery& node) {
-  const std::string what = DescribeTpuQuery(node);
+std::optional<TpuNode> FindTpuNode(const SliceRef& node) {
+  const std::string what = DescribeSliceRef(node);
   auto out = RunGcloudUnlessNotFound(GcloudDescribeCommand(node), what);
   if (!out) return std::nullopt;
   return ParseTpuNode(*out, what);
 }
 
-std::optional<QueuedResource> FindQueuedResource(const TpuQuery& node) {
+std::optional<QueuedResource> FindQueuedResource(const SliceRef& node) {
   const std::string what = "queued resource " + node.name;
   auto out = RunGcloudUnlessNotFound(GcloudDescribeQueuedCommand(node), what);
   if (!out) return std::nullopt;

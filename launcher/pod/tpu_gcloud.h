@@ -25,29 +25,29 @@ std::string GcloudProgram();
 
 // `gcloud compute tpus tpu-vm create NAME --zone Z [--project P] --accelerator-type T --version V
 // [--spot|--preemptible] --async --quiet`; returns at once (the caller polls describe).
-GcloudCommand GcloudCreateNodeCommand(const TpuQuery& node, const TpuCreate& create);
+GcloudCommand GcloudCreateNodeCommand(const SliceRef& node, const TpuCreate& create);
 // `gcloud compute tpus queued-resources create NAME --node-id NAME --zone Z [--project P]
 // --accelerator-type T --runtime-version V [--spot] [--valid-until-duration D] --async --quiet`:
 // the queued resource takes the node's name.
-GcloudCommand GcloudCreateQueuedCommand(const TpuQuery& node, const TpuCreate& create);
+GcloudCommand GcloudCreateQueuedCommand(const SliceRef& node, const TpuCreate& create);
 // `gcloud compute tpus tpu-vm delete NAME --zone Z [--project P] --quiet`: waits until deleted.
-GcloudCommand GcloudDeleteNodeCommand(const TpuQuery& node);
+GcloudCommand GcloudDeleteNodeCommand(const SliceRef& node);
 // `gcloud compute tpus queued-resources delete NAME --zone Z [--project P] --force --quiet`:
 // deletes the queued resource and its node; waits until deleted.
-GcloudCommand GcloudDeleteQueuedCommand(const TpuQuery& node);
+GcloudCommand GcloudDeleteQueuedCommand(const SliceRef& node);
 // `gcloud compute tpus queued-resources describe NAME --zone Z [--project P] --format=json`.
-GcloudCommand GcloudDescribeQueuedCommand(const TpuQuery& node);
+GcloudCommand GcloudDescribeQueuedCommand(const SliceRef& node);
 // `gcloud compute tpus tpu-vm get-guest-attributes NAME --zone Z [--project P] --format=json`:
 // what each worker VM published, among it its SSH host keys (tpu_host_keys.h).
-GcloudCommand GcloudGuestAttributesCommand(const TpuQuery& node);
+GcloudCommand GcloudGuestAttributesCommand(const SliceRef& node);
 
 // The node, or nullopt when gcloud says NOT_FOUND; other failures throw as RunGcloud
 // (gcloud_run.h).
-std::optional<TpuNode> FindTpuNode(const TpuQuery& node);
+std::optional<TpuNode> FindTpuNode(const SliceRef& node);
 // The node's queued resource (named after the node), or nullopt when there is none.
-std::optional<QueuedResource> FindQueuedResource(const TpuQuery& node);
+std::optional<QueuedResource> FindQueuedResource(const SliceRef& node);
 
 // "tpu NAME (zone Z[, project P])", for messages.
-std::string DescribeTpuQuery(const TpuQuery& node);
+std::string DescribeSliceRef(const SliceRef& node);
 
 }  // namespace podrun

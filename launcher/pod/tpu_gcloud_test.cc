@@ -24,8 +24,8 @@ std::string Join(const GcloudCommand& command) {
 class TpuGcloudTest : public ::testing::Test {
  protected:
   void SetUp() override { ::unsetenv("PODRUN_GCLOUD"); }
-  TpuQuery node_{"node-1", "us-central2-b", std::nullopt};
-  TpuQuery in_project_{"node-1", "us-central2-b", std::string("my-proj")};
+  SliceRef node_{"node-1", "us-central2-b", std::nullopt};
+  SliceRef in_project_{"node-1", "us-central2-b", std::string("my-proj")};
 };
 
 TEST_F(TpuGcloudTest, CreateCommandLines) {

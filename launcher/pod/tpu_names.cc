@@ -94,7 +94,7 @@ std::string TpuOptionsProblem(const std::optional<std::string>& tpu,
   return "";
 }
 
-void CheckTpuQuery(const TpuQuery& query) {
+void CheckSliceRef(const SliceRef& query) {
   std::string problem = Named("tpu name", query.name, TpuNodeNameProblem(query.name));
   if (problem.empty()) problem = Named("zone", query.zone, ZoneNameProblem(query.zone));
   if (problem.empty() && query.project) {

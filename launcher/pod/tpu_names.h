@@ -34,6 +34,6 @@ std::string TpuOptionsProblem(const std::optional<std::string>& tpu,
                               const std::optional<std::string>& project);
 
 // Throws Error(kUsage) "tpu name 'A/B': <why>" unless every name in `query` is valid.
-void CheckTpuQuery(const TpuQuery& query);
+void CheckSliceRef(const SliceRef& query);
 
 }  // namespace podrun

@@ -60,7 +60,7 @@ TEST(TpuNames, OptionsNameTheOptionAndTheValue) {
 }
 
 TEST(TpuNames, NoBadNameReachesAGcloudCommandLine) {
-  auto refused = [](const TpuQuery& query) {
+  auto refused = [](const SliceRef& query) {
     try {
       GcloudDeleteNodeCommand(query);
     } catch (const Error& e) {

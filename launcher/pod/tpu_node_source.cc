@@ -9,19 +9,19 @@
 
 namespace podrun {
 
-std::unique_ptr<PodSource> MakeTpuNodeSource(const TpuQuery& query,
+std::unique_ptr<PodSource> MakeTpuNodeSource(const SliceRef& query,
                                              const std::filesystem::path& cache_dir);
 
 namespace {
 
 class TpuNodeSource final : public PodSource {
  public:
-  TpuNodeSource(TpuQuery query, std::filesystem::path cache_dir)
+  TpuNodeSource(SliceRef query, std::filesystem::path cache_dir)
       : query_(std::move(query)), cache_dir_(std::move(cache_dir)) {
-    CheckTpuQuery(query_);
+    CheckSliceRef(query_);
   }
 
-  std::string What() const override { return DescribeTpuQuery(query_); }
+  std::string What() const override { return DescribeSliceRef(query_); }
 
   SourceState Describe(bool refresh, bool* from_cache) override {
     return SourceStateOfNode(query_, DescribeTpuNode(query_, cache_dir_, refresh, from_cache));
@@ -111,13 +111,13 @@ class TpuNodeSource final : public PodSource {
   }
 
  private:
-  const TpuQuery query_;
+  const SliceRef query_;
   const std::filesystem::path cache_dir_;
 };
 
 }  // namespace
 
-SourceState SourceStateOfNode(const TpuQuery& query, const TpuNode& node) {
+SourceState SourceStateOfNode(const SliceRef& query, const TpuNode& node) {
   SourceState out;
   out.project = node.project;
   out.state = node.state;
@@ -135,7 +135,7 @@ SourceState SourceStateOfNode(const TpuQuery& query, const TpuNode& node) {
   return out;
 }
 
-std::unique_ptr<PodSource> MakeTpuNodeSource(const TpuQuery& query,
+std::unique_ptr<PodSource> MakeTpuNodeSource(const SliceRef& query,
                                              const std::filesystem::path& cache_dir) {
   return std::make_unique<TpuNodeSource>(query, cache_dir);
 }

@@ -18,6 +18,10 @@ namespace {
 
 constexpr size_t kMaxRole = 64;
 
+constexpr DriverRole kRoles[] = {DriverRole::kKeeper, DriverRole::kAttachedLaunch,
+                                 DriverRole::kDetachedLaunch, DriverRole::kAttachedRerun,
+                                 DriverRole::kDetachedRerun};
+
 // The lock file, opened (created 0600 when missing, never through a symlink); -1 on failure
 // when `create` is false and it does not exist.
 int OpenLockFile(const std::filesystem::path& home, const std::string& job_id, bool create) {
@@ -47,9 +51,26 @@ std::optional<int> Holder(int fd) {
 
 }  // namespace
 
+const char* DriverRoleName(DriverRole role) {
+  switch (role) {
+    case DriverRole::kKeeper:
+      return "keeper";
+    case DriverRole::kAttachedLaunch:
+      return "attached launch";
+    case DriverRole::kDetachedLaunch:
+      return "detached launch";
+    case DriverRole::kAttachedRerun:
+      return "attached rerun";
+    case DriverRole::kDetachedRerun:
+      return "detached rerun";
+    case DriverRole::kUnknown:
+      break;
+  }
+  return "driver";
+}
+
 std::optional<DriverLock> DriverLock::TryAcquire(const std::filesystem::path& home,
-                                                 const std::string& job_id,
-                                                 const std::string& role) {
+                                                 const std::string& job_id, DriverRole role) {
   const int fd = OpenLockFile(home, job_id, /*create=*/true);
   struct flock lock = WholeFile(F_WRLCK);
   if (::fcntl(fd, F_SETLK, &lock) != 0) {
@@ -57,7 +78,7 @@ std::optional<DriverLock> DriverLock::TryAcquire(const std::filesystem::path& ho
     return std::nullopt;
   }
   // What this driver is, for CurrentDriver (best effort: the lock is what counts).
-  const std::string text = role.substr(0, kMaxRole);
+  const std::string text = DriverRoleName(role);
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) < 0) {
     // said by nobody: CurrentDriver then reads "driver"
   }
@@ -69,7 +90,7 @@ DriverLock::~DriverLock() {
 }
 
 DriverLock TakeDriverLock(const std::filesystem::path& home, const std::string& job_id,
-                          const std::string& role, std::chrono::milliseconds wait) {
+                          DriverRole role, std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
     if (std::optional<DriverLock> lock = DriverLock::TryAcquire(home, job_id, role)) {
@@ -83,8 +104,9 @@ DriverLock TakeDriverLock(const std::filesystem::path& home, const std::string& 
   throw UsageError(fmt::format(
       "job {} is driven by its {} (pid {} on {}): one driver per job, so this {} drives nothing "
       "(podrun logs {} -f follows it; podrun stop {} ends it)",
-      job_id, driver ? driver->role : "driver", driver ? driver->pid : 0,
-      driver ? driver->host : ThisHostName(), role, job_id, job_id));
+      job_id, DriverRoleName(driver ? driver->role : DriverRole::kUnknown),
+      driver ? driver->pid : 0, driver ? driver->host : ThisHostName(), DriverRoleName(role),
+      job_id, job_id));
 }
 
 std::string ThisHostName() {
@@ -109,12 +131,11 @@ std::optional<Driver> CurrentDriver(const std::filesystem::path& home, const std
   const ssize_t n = holder ? ::pread(fd, buf, sizeof(buf), 0) : 0;
   ::close(fd);
   if (!holder) return std::nullopt;
-  std::string role(buf, static_cast<size_t>(std::max<ssize_t>(n, 0)));
-  // Written by a process of this user, but shown on a terminal: letters and spaces only.
-  if (role.empty() || !std::all_of(role.begin(), role.end(), [](char c) {
-        return c == ' ' || c == '-' || (c >= 'a' && c <= 'z');
-      })) {
-    role = "driver";
+  // Written by a process of this user: only a role this podrun names is taken, never shown raw.
+  const std::string text(buf, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+  DriverRole role = DriverRole::kUnknown;
+  for (DriverRole r : kRoles) {
+    if (text == DriverRoleName(r)) role = r;
   }
   return Driver{*holder, ThisHostName(), role};
 }

@@ -16,14 +16,28 @@
 
 namespace podrun {
 
+// What drives a job; written into the lock file, for `podrun watch` and refusals beside it.
+enum class DriverRole {
+  kKeeper,
+  kAttachedLaunch,
+  kDetachedLaunch,
+  kAttachedRerun,
+  kDetachedRerun,
+  kUnknown,  // a lock file that names no role this podrun knows (an older or newer one's)
+};
+
+// "keeper", "attached launch", "detached launch", "attached rerun", "detached rerun"; "driver"
+// for kUnknown.
+const char* DriverRoleName(DriverRole role);
+
 class DriverLock {
  public:
-  // Takes the job's lock as `role` ("keeper", "attached launch", ...); nullopt when another
+  // Takes the job's lock as `role`; nullopt when another
   // process holds it. Throws podrun::Error (kUsage) when the lock file cannot be opened (a
   // symlink planted there is refused).
   static std::optional<DriverLock> TryAcquire(const std::filesystem::path& home,
                                               const std::string& job_id,
-                                              const std::string& role = "keeper");
+                                              DriverRole role = DriverRole::kKeeper);
   DriverLock(DriverLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   DriverLock& operator=(DriverLock&&) = delete;
   DriverLock(const DriverLock&) = delete;
@@ -34,12 +48,12 @@ class DriverLock {
   int fd_;
 };
 
-// The job's lock for a driver that starts now as `role` ("attached launch", ...), waiting up to
+// The job's lock for a driver that starts now as `role` (an attached launch, ...), waiting up to
 // `wait` for another holder to let it go (a keeper that `podrun watch` started for a job that has
 // no attempt yet ends at once). Throws Error(kUsage) naming the holder (role, pid, host) when it
 // still holds it then: one driver per job, never two side by side.
 DriverLock TakeDriverLock(const std::filesystem::path& home, const std::string& job_id,
-                          const std::string& role,
+                          DriverRole role,
                           std::chrono::milliseconds wait = std::chrono::seconds(10));
 
 // This machine's name (gethostname), as a driver records where it runs; "" if unknown.
@@ -52,8 +66,8 @@ std::optional<int> DriverHolder(const std::filesystem::path& home, const std::st
 // Who drives the job on this machine: the lock's holder and what it said it is.
 struct Driver {
   int pid = 0;
-  std::string host;  // this machine's
-  std::string role;  // "keeper", "attached launch", "attached rerun"; "driver" if unsaid
+  std::string host;                        // this machine's
+  DriverRole role = DriverRole::kUnknown;  // kUnknown if unsaid
 };
 std::optional<Driver> CurrentDriver(const std::filesystem::path& home, const std::string& job_id);
 

@@ -36,7 +36,7 @@ TEST_F(DriverLockTest, OneHolderAtATimeAndTheLockGoesWithItsProcess) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    auto lock = DriverLock::TryAcquire(home_, "job-1", "attached launch");
+    auto lock = DriverLock::TryAcquire(home_, "job-1", DriverRole::kAttachedLaunch);
     char c = lock ? 'y' : 'n';
     (void)!::write(ready[1], &c, 1);
     ::pause();
@@ -50,7 +50,7 @@ TEST_F(DriverLockTest, OneHolderAtATimeAndTheLockGoesWithItsProcess) {
   const std::optional<Driver> driver = CurrentDriver(home_, "job-1");
   ASSERT_TRUE(driver);
   EXPECT_EQ(child, driver->pid);
-  EXPECT_EQ("attached launch", driver->role);
+  EXPECT_EQ(DriverRole::kAttachedLaunch, driver->role);
   EXPECT_EQ(ThisHostName(), driver->host);
   EXPECT_FALSE(DriverLock::TryAcquire(home_, "job-1"));  // a second keeper never runs
   EXPECT_FALSE(DriverHolder(home_, "job-2"));            // per job
@@ -80,7 +80,7 @@ TEST_F(DriverLockTest, ANewDriverWaitsForTheHolderOrRefusesNamingIt) {
   const pid_t brief = ::fork();
   ASSERT_GE(brief, 0);
   if (brief == 0) {
-    auto lock = DriverLock::TryAcquire(home_, "job-1", "keeper");
+    auto lock = DriverLock::TryAcquire(home_, "job-1", DriverRole::kKeeper);
     (void)!::write(ready[1], lock ? "y" : "n", 1);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ::_exit(0);
@@ -89,14 +89,14 @@ TEST_F(DriverLockTest, ANewDriverWaitsForTheHolderOrRefusesNamingIt) {
   ASSERT_EQ(1, ::read(ready[0], &c, 1));
   ASSERT_EQ('y', c);
   const auto began = std::chrono::steady_clock::now();
-  { DriverLock lock = TakeDriverLock(home_, "job-1", "attached launch"); }
+  { DriverLock lock = TakeDriverLock(home_, "job-1", DriverRole::kAttachedLaunch); }
   EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(100));
   ::waitpid(brief, nullptr, 0);
 
   const pid_t stays = ::fork();
   ASSERT_GE(stays, 0);
   if (stays == 0) {
-    auto lock = DriverLock::TryAcquire(home_, "job-1", "keeper");
+    auto lock = DriverLock::TryAcquire(home_, "job-1", DriverRole::kKeeper);
     (void)!::write(ready[1], lock ? "y" : "n", 1);
     ::pause();
     ::_exit(0);
@@ -104,7 +104,7 @@ TEST_F(DriverLockTest, ANewDriverWaitsForTheHolderOrRefusesNamingIt) {
   ASSERT_EQ(1, ::read(ready[0], &c, 1));
   ASSERT_EQ('y', c);
   try {
-    TakeDriverLock(home_, "job-1", "attached launch", std::chrono::milliseconds(200));
+    TakeDriverLock(home_, "job-1", DriverRole::kAttachedLaunch, std::chrono::milliseconds(200));
     ADD_FAILURE() << "two drivers of one job";
   } catch (const Error& e) {
     EXPECT_EQ(ExitCode::kUsage, e.code());

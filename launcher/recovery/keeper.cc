@@ -116,7 +116,7 @@ std::optional<ProcessIdentity> IdentifiedKeeper(JobStore& store, const std::file
 
 std::optional<Keeper> Keeper::Acquire(const std::filesystem::path& home,
                                       const std::string& job_id) {
-  std::optional<DriverLock> lock = DriverLock::TryAcquire(home, job_id, "keeper");
+  std::optional<DriverLock> lock = DriverLock::TryAcquire(home, job_id, DriverRole::kKeeper);
   if (!lock) return std::nullopt;
   return Keeper(home, std::move(*lock), std::make_unique<KeeperSignals>());
 }

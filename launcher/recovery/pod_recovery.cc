@@ -20,13 +20,16 @@
 namespace podrun {
 namespace {
 
-RecreationRecord RecreationOf(const TpuQuery& q) {
-  return {q.name, q.zone, q.project.value_or(""), 0};
+RecreationRecord RecreationOf(const PodSourceRef& ref) {
+  return {PodSourceKindName(ref.kind), ref.query.name, ref.query.zone,
+          ref.query.project.value_or(""), 0};
 }
+
 
 // True when podrun itself began to recreate `q` for this job (its intent recorded before the
 // delete): a slice found missing is then created, not mourned.
-bool PodrunIsRecreating(RecoveryRecords& records, const std::string& job_id, const TpuQuery& q) {
+bool PodrunIsRecreating(RecoveryRecords& records, const std::string& job_id,
+                        const PodSourceRef& q) {
   const RecreationRecord mine = RecreationOf(q);
   for (const RecreationRecord& r : records.Recreations(job_id)) {
     if (r.node == mine.node && r.zone == mine.zone && r.project == mine.project) return true;
@@ -49,7 +52,7 @@ std::optional<int64_t> OpenPreemption(RecoveryRecords& records, const std::strin
 // (whatever it reads now: the old one deleting, gone, the new one creating or ready: a keeper
 // killed at any phase of it), which is finished.
 bool ToRecreate(RecoveryRecords& records, const AttemptPlan& plan, const SourceNow& n) {
-  return n.preempted() || PodrunIsRecreating(records, plan.job.id, n.ref.query);
+  return n.preempted() || PodrunIsRecreating(records, plan.job.id, n.ref);
 }
 
 // Rethrows `e` when it is the API's bad minute (a transient gcloud failure): PrepareRestart waits
@@ -124,7 +127,9 @@ std::variant<std::vector<int>, ExitCode> WaitUntilReadyAgain(JobStore& store, At
   try {
     auto moved = WaitForReadySlices(
         plan.pod, plan.home / "cache", ReadyPollInterval(), wait,
-        [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); },
+        [&records, &plan](const std::string& slice, const std::string& what) {
+          records.SetRecovering(plan.job.id, {RecoveringPhase::kWaiting, slice, what, 0});
+        },
         [&plan](const SourceNow& n) { return SpecCreateFor(plan.spec.pod, n.ref).has_value(); },
         OutageLimit(plan));
     if (!moved) return ExitCode::kInterrupted;
@@ -162,8 +167,8 @@ SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan
                           SourceStates& nodes, const ProvisionWait& wait,
                           std::vector<int64_t>* extra) {
   const std::vector<std::string> old_hosts = SliceHosts(plan.pod, static_cast<int>(slice));
-  const bool resuming = PodrunIsRecreating(records, plan.job.id, n.ref.query);
-  if (!resuming) records.BeginRecreation(plan.job.id, RecreationOf(n.ref.query));
+  const bool resuming = PodrunIsRecreating(records, plan.job.id, n.ref);
+  if (!resuming) records.BeginRecreation(plan.job.id, RecreationOf(n.ref));
   PodSourceRef home = n.ref;
   TpuCreate slice_create = create;
   if (plan.pod.slices > 1) {
@@ -176,8 +181,9 @@ SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan
       home, slice_create, plan.home / "cache", ProvisionPollInterval(std::chrono::seconds(10)),
       wait,
       {.on_wait =
-           [&records, &plan](const std::string& what) {
-             records.SetRecovering(plan.job.id, "recreating: " + what);
+           [&records, &plan, &n](const std::string& what) {
+             records.SetRecovering(plan.job.id, {RecoveringPhase::kRecreating, SliceLabel(n.ref),
+                                                 "recreating: " + what, 0});
            },
        .on_preempted =
            [&records, &plan, &n, extra](const std::string& state) {
@@ -204,7 +210,7 @@ SourceState RecreateSlice(JobStore& store, RecoveryRecords& records, AttemptPlan
   // slice read ready) and pins them again.
   ForgetHostKeys(plan.pod.ssh.known_hosts, old_hosts, plan.pod.ssh.default_port.value_or(22));
   PinSourceHostKeys(*MakePodSource(ready.where, plan.home / "cache"), ready.state, plan.pod);
-  records.EndRecreation(plan.job.id, RecreationOf(n.ref.query));
+  records.EndRecreation(plan.job.id, RecreationOf(n.ref));
   return ready.state;
 }
 
@@ -238,11 +244,14 @@ RestartStep RecoverGoneSlices(JobStore& store, AttemptPlan& plan, std::vector<So
     recreate_any = recreate_any || create;
     wait_any = wait_any || !create;
     const char* noun = PodSourceNoun(n.ref.kind);
-    records.SetRecovering(plan.job.id,
-                          fmt::format("{} {} {} ({})", create ? "recreating" : "waiting for", noun,
-                                      n.ref.query.name, n.state));
+    records.SetRecovering(
+        plan.job.id,
+        {create ? RecoveringPhase::kRecreating : RecoveringPhase::kWaiting, SliceLabel(n.ref),
+         fmt::format("{} {} {} ({})", create ? "recreating" : "waiting for", noun, n.ref.query.name,
+                     n.state),
+         0});
     const std::optional<int64_t> open =
-        PodrunIsRecreating(records, plan.job.id, n.ref.query)
+        PodrunIsRecreating(records, plan.job.id, n.ref)
             ? OpenPreemption(records, plan.job.id, plan.attempt, n.ref.query.name)
             : std::nullopt;
     if (open) {  // one preemption, one time lost, however many keepers it took
@@ -294,7 +303,7 @@ std::vector<const SourceNow*> DeletedByOthers(RecoveryRecords& records, const At
                                               const std::vector<SourceNow>& now) {
   std::vector<const SourceNow*> out;
   for (const SourceNow& n : now) {
-    if (n.deleted() && !PodrunIsRecreating(records, plan.job.id, n.ref.query)) out.push_back(&n);
+    if (n.deleted() && !PodrunIsRecreating(records, plan.job.id, n.ref)) out.push_back(&n);
   }
   return out;
 }
@@ -308,13 +317,14 @@ std::chrono::seconds LostWhileReadyLimit() {
   return std::chrono::minutes(5);
 }
 
-bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
-                            const ProvisionWait& wait) {
+bool StartFailedOnAGoneSlice(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
+                             const ProvisionWait& wait) {
   if (nodes.size() == 0) return false;
   RecoveryRecords records(store);
-  ApiOutage outage(
-      ApiNameOf(PodSourcesOf(plan.pod).front().kind), OutageLimit(plan), wait,
-      [&records, &plan](const std::string& what) { records.SetRecovering(plan.job.id, what); });
+  ApiOutage outage(ApiNameOf(PodSourcesOf(plan.pod).front().kind), OutageLimit(plan), wait,
+                   [&records, &plan](const std::string& what) {
+                     records.SetRecovering(plan.job.id, {RecoveringPhase::kApiOutage, "", what, 0});
+                   });
   try {
     return outage.Run([&] {
       nodes.Forget();
@@ -352,8 +362,9 @@ RestartStep PrepareRestartOnce(JobStore& store, AttemptPlan& plan, const Recover
       if (!gone()) {
         const std::vector<int> lost = LostWorkers(store, plan);
         if (!lost.empty()) {
-          records.SetRecovering(plan.job.id,
-                                fmt::format("asking gcloud what happened to w{}", lost.front()));
+          records.SetRecovering(
+              plan.job.id, {RecoveringPhase::kAsking, "",
+                            fmt::format("asking gcloud what happened to w{}", lost.front()), 0});
           std::optional<bool> said = WaitForTheApiToSay(plan, lost, nodes, wait);
           if (!said) return ExitCode::kInterrupted;
           if (*said) now = nodes.All();
@@ -378,8 +389,10 @@ RestartStep PrepareRestartOnce(JobStore& store, AttemptPlan& plan, const Recover
   if (used.restarts >= plan.spec.restarts) return NoRestart{};  // a failure: restarts: used up
   const int restart = used.restarts + 1;
   const auto backoff = RestartBackoff(restart);
-  records.SetRecovering(plan.job.id, fmt::format("restarting the gang in {} s (restart {} of {})",
-                                                 backoff.count(), restart, plan.spec.restarts));
+  records.SetRecovering(plan.job.id, {RecoveringPhase::kRestarting, "",
+                                      fmt::format("restarting the gang in {} s (restart {} of {})",
+                                                  backoff.count(), restart, plan.spec.restarts),
+                                      0});
   Say(fmt::format("restarting the whole gang in {} s (restart {} of {}; Ctrl-C to give up)",
                   backoff.count(), restart, plan.spec.restarts));
   if (!wait(backoff)) return ExitCode::kInterrupted;
@@ -410,7 +423,7 @@ RestartStep PrepareRestart(JobStore& store, AttemptPlan& plan, const RecoveriesU
   const std::vector<PodSourceRef> refs = PodSourcesOf(plan.pod);
   ApiOutage outage(ApiNameOf(refs.empty() ? PodSourceKind::kTpuNode : refs.front().kind),
                    OutageLimit(plan), wait, [&records, &plan](const std::string& what) {
-                     records.SetRecovering(plan.job.id, what);
+                     records.SetRecovering(plan.job.id, {RecoveringPhase::kApiOutage, "", what, 0});
                    });
   // A slice the wait found preempted or gone (SliceToRecreate) is asked about again, and
   // recreated; bounded, so that a source that keeps flipping cannot loop for ever.

@@ -63,7 +63,7 @@ std::chrono::seconds LostWhileReadyLimit();
 // recreate one (a keeper killed mid-way), so that the restarts apply to it too.
 // The API's bad minutes are waited out (`wait` sleeps); a permanent failure is said and reads
 // false.
-bool StartFailedOnAGoneNode(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
-                            const ProvisionWait& wait);
+bool StartFailedOnAGoneSlice(JobStore& store, const AttemptPlan& plan, SourceStates& nodes,
+                             const ProvisionWait& wait);
 
 }  // namespace podrun

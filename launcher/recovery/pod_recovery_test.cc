@@ -88,7 +88,7 @@ class PodRecoveryTest : public ::testing::Test {
     pod.slices = static_cast<int>(nodes.size());
     int index = 0;
     for (size_t slice = 0; slice < nodes.size(); ++slice) {
-      pod.tpu_nodes.push_back({nodes[slice], "zone-a", std::nullopt});
+      pod.sources.push_back({PodSourceKind::kTpuNode, {nodes[slice], "zone-a", std::nullopt}});
       for (int k = 0; k < per_node; ++k, ++index) {
         PodWorker w;
         w.index = index;
@@ -196,8 +196,8 @@ TEST_F(PodRecoveryTest, ANodeDeletedBySomeoneElseEndsTheRunButPodrunsOwnDeleteIs
   EXPECT_EQ(1, Calls("create", "node-1"));  // not brought back
   // The same, but podrun recorded that it was recreating the node (a keeper killed between its
   // delete and its create): the next keeper creates it.
-  RecoveryRecords(store).BeginRecreation(plan.job.id, {"node-1", "zone-a", "", 0});
-  EXPECT_TRUE(StartFailedOnAGoneNode(store, plan, nodes, NoWait()));
+  RecoveryRecords(store).BeginRecreation(plan.job.id, {"tpu", "node-1", "zone-a", "", 0});
+  EXPECT_TRUE(StartFailedOnAGoneSlice(store, plan, nodes, NoWait()));
   next = PrepareRestart(store, plan, {}, nodes, NoWait());
   ASSERT_TRUE(std::holds_alternative<AttemptReason>(next));
   EXPECT_EQ(AttemptReason::kRecoveryAfterPreemption, std::get<AttemptReason>(next));
@@ -239,7 +239,7 @@ TEST_F(PodRecoveryTest, AKeeperKilledWhileTheNewNodeIsCreatingIsFinishedWithoutA
   // What a keeper killed mid-recreation leaves: the intent and the preemption open, the old node
   // deleted and the new one CREATING (its gcloud create taken by the API).
   RecoveryRecords records(store);
-  records.BeginRecreation(plan.job.id, {"node-1", "zone-a", "", 0});
+  records.BeginRecreation(plan.job.id, {"tpu", "node-1", "zone-a", "", 0});
   records.AddPreemption(plan.job.id, {.id = 0,
                                       .attempt = plan.attempt,
                                       .node = "node-1",
@@ -252,7 +252,7 @@ TEST_F(PodRecoveryTest, AKeeperKilledWhileTheNewNodeIsCreatingIsFinishedWithoutA
        "v4-16", "--version", "base", "--async"});
   ASSERT_EQ(2, Calls("create", "node-1"));
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
-  EXPECT_TRUE(StartFailedOnAGoneNode(store, plan, nodes, NoWait()));
+  EXPECT_TRUE(StartFailedOnAGoneSlice(store, plan, nodes, NoWait()));
   auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return true;
@@ -315,7 +315,7 @@ TEST_F(PodRecoveryTest, TheSpecsCreateIsNotAppliedToAnotherNode) {
   AttemptPlan plan = Plan(store, TpuPod({"node-other"}, 2), "node-mine");
   Run({"--admin", "preempt", "node-other", "--zone", "zone-a"});
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
-  EXPECT_FALSE(StartFailedOnAGoneNode(store, plan, nodes, NoWait()));
+  EXPECT_FALSE(StartFailedOnAGoneSlice(store, plan, nodes, NoWait()));
   // Waited for (it never comes back here): the wait is given up at its first sleep.
   auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::seconds) { return false; });
   ASSERT_TRUE(std::holds_alternative<ExitCode>(next));

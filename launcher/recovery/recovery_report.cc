@@ -22,6 +22,20 @@ nlohmann::json TimeOrNull(const std::optional<int64_t>& ns) {
 
 }  // namespace
 
+const char* KeeperStateName(KeeperState state) {
+  switch (state) {
+    case KeeperState::kRunning:
+      return "running";
+    case KeeperState::kGone:
+      return "gone";
+    case KeeperState::kEnded:
+      return "ended";
+    case KeeperState::kNone:
+      break;
+  }
+  return "";
+}
+
 KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const JobRecord& job) {
   KeeperView view;
   const std::optional<KeeperRecord> k = RecoveryRecords(store).GetKeeper(job.id);
@@ -40,19 +54,19 @@ KeeperView ViewKeeper(JobStore& store, const std::filesystem::path& home, const 
     alive = !k->ended_ns && now - k->heartbeat_ns < kHeartbeatStaleNs;
   }
   if (k->ended_ns) {  // said so itself (it may still be exiting, its lock not yet released)
-    view.state = "ended";
+    view.state = KeeperState::kEnded;
     view.text = fmt::format("keeper: ended {} ({})", FormatLocalTime(*k->ended_ns), k->end_note);
   } else if (alive) {
-    view.state = "running";
+    view.state = KeeperState::kRunning;
     view.text = fmt::format("keeper: pid {} on {}, last heartbeat {}", k->pid, k->host, ago);
   } else {
-    view.state = "gone";
+    view.state = KeeperState::kGone;
     view.text = fmt::format(
         "keeper: gone (pid {} on {}, last heartbeat {}): nothing restarts the job now; start "
         "watching again with: podrun watch {}",
         k->pid, k->host, ago, job.id);
   }
-  view.json = {{"state", view.state},
+  view.json = {{"state", KeeperStateName(view.state)},
                {"pid", k->pid},
                {"host", k->host},
                {"started", FormatRfc3339(k->started_ns)},
@@ -108,7 +122,7 @@ std::vector<std::string> RecoveryLines(JobStore& store, const std::filesystem::p
     lines.push_back(
         fmt::format("{} preemptions: {} lost in all", preemptions.size(), FormatDuration(lost)));
   }
-  if (KeeperView keeper = ViewKeeper(store, home, job); !keeper.state.empty()) {
+  if (KeeperView keeper = ViewKeeper(store, home, job); keeper.state != KeeperState::kNone) {
     lines.push_back(keeper.text);
   }
   return lines;
@@ -137,7 +151,7 @@ nlohmann::json RecoveryJson(JobStore& store, const std::filesystem::path& home,
   out["time_lost_seconds"] = lost;
   out["budget"] = ViewBudget(store, job).json;
   KeeperView keeper = ViewKeeper(store, home, job);
-  out["keeper"] = keeper.state.empty() ? nlohmann::json() : keeper.json;
+  out["keeper"] = keeper.state == KeeperState::kNone ? nlohmann::json() : keeper.json;
   return out;
 }
 
@@ -150,7 +164,9 @@ std::optional<std::string> RecoveringText(JobStore& store, const std::string& jo
 nlohmann::json RecoveringJson(JobStore& store, const std::string& job_id) {
   const std::optional<RecoveringRecord> r = RecoveryRecords(store).Recovering(job_id);
   if (!r) return nullptr;
-  return {{"what", r->what},
+  return {{"phase", RecoveringPhaseName(r->phase)},
+          {"slice", r->slice.empty() ? nlohmann::json() : nlohmann::json(r->slice)},
+          {"what", r->what},
           {"since", FormatRfc3339(r->since_ns)},
           {"seconds", static_cast<double>(NowUnixNs() - r->since_ns) / 1e9}};
 }

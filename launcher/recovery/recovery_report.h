@@ -14,9 +14,13 @@
 namespace podrun {
 
 // The keeper of a job as status shows it.
+enum class KeeperState { kNone, kRunning, kGone, kEnded };  // kNone: the job never had one
+// "running", "gone", "ended" (status --json keeper.state); "" for kNone.
+const char* KeeperStateName(KeeperState state);
+
 struct KeeperView {
-  std::string state;  // "running", "gone" or "ended"; "" when the job never had one
-  int pid = 0;        // as it recorded itself
+  KeeperState state = KeeperState::kNone;
+  int pid = 0;  // as it recorded itself
   std::string host;
   std::string text;  // one line for the table
   nlohmann::json json;

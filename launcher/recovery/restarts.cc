@@ -122,7 +122,7 @@ ExitCode RunAttemptsWithRestarts(JobStore& store, AttemptPlan plan, const Restar
     const bool failed =
         code == ExitCode::kFailed && attempt && attempt->state == AttemptState::kFailed;
     if (!failed &&
-        !(code == ExitCode::kUnreachable && StartFailedOnAGoneNode(store, plan, nodes, wait))) {
+        !(code == ExitCode::kUnreachable && StartFailedOnAGoneSlice(store, plan, nodes, wait))) {
       break;
     }
     KeeperSignals* const keeper = options.keeper_signals;

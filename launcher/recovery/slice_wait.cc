@@ -46,11 +46,12 @@ std::string SliceName(const Pod& pod, size_t slice) {
 }  // namespace
 
 bool MoveSliceTo(Pod& pod, size_t slice, const PodSourceRef& where) {
-  std::vector<TpuQuery>& slices = where.kind == PodSourceKind::kMig ? pod.migs : pod.tpu_nodes;
-  if (slice >= slices.size() || slices[slice].zone == where.query.zone) return false;
+  if (slice >= pod.sources.size()) return false;
+  SliceRef& at = pod.sources[slice].query;
+  if (at.zone == where.query.zone) return false;
   Say(fmt::format("{} {} now lives in zone {} (it was in {})", PodSourceNoun(where.kind),
-                  where.query.name, where.query.zone, slices[slice].zone));
-  slices[slice].zone = where.query.zone;
+                  where.query.name, where.query.zone, at.zone));
+  at.zone = where.query.zone;
   return true;
 }
 
@@ -93,7 +94,7 @@ std::vector<int> PointSliceAt(Pod& pod, size_t slice, const SourceState& state) 
 std::optional<std::vector<int>> WaitForReadySlices(
     Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
     const std::function<bool(std::chrono::seconds)>& wait,
-    const std::function<void(const std::string&)>& on_wait,
+    const std::function<void(const std::string& slice, const std::string& what)>& on_wait,
     const std::function<bool(const SourceNow&)>& recreatable, std::chrono::seconds limit) {
   const std::vector<PodSourceRef> refs = PodSourcesOf(pod);
   if (refs.empty()) return std::vector<int>{};
@@ -104,6 +105,7 @@ std::optional<std::vector<int>> WaitForReadySlices(
   while (true) {
     std::string not_ready;
     std::string short_form;  // "MIG slice-1 repairing", for status
+    std::string first;       // the first slice not ready, "mig slice-1"
     bool gone = false;       // a slice preempted: it comes back only when created again
     for (size_t i = 0; i < sources.size(); ++i) {
       const SourceNow now = sources[i]->Now();
@@ -123,6 +125,7 @@ std::optional<std::vector<int>> WaitForReadySlices(
                                 PodSourceNoun(refs[i].kind), refs[i].query.name));
       }
       gone = gone || now.preempted();
+      if (first.empty()) first = SliceLabel(refs[i]);
       if (!not_ready.empty()) not_ready += ", ";
       not_ready +=
           fmt::format("{} {} is {}", PodSourceNoun(refs[i].kind), refs[i].query.name, now.state);
@@ -158,8 +161,8 @@ std::optional<std::vector<int>> WaitForReadySlices(
                               waited.count(), not_ready));
     }
     if (on_wait) {
-      on_wait(
-          fmt::format("{}, for {}s", short_form.empty() ? not_ready : short_form, waited.count()));
+      on_wait(first, fmt::format("{}, for {}s", short_form.empty() ? not_ready : short_form,
+                                 waited.count()));
     }
     if (not_ready != waiting_for) {
       Say(

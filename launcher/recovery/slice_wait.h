@@ -38,17 +38,17 @@ std::chrono::seconds ReadyPollInterval();
 // Waits until every slice of `pod` (discovered with --tpu or --mig; any other pod returns at
 // once) can run a job, asking gcloud afresh every `poll` (`wait(poll)` sleeps and returns false
 // when the user gave up: Ctrl-C), saying on stderr what it waits for and, through `on_wait`,
-// for status ("MIG slice slice-1 repairing"). Then points the pod's workers at their slices'
-// current addresses and returns the indexes of the workers whose address changed. nullopt: the
-// user gave up. Every wait ends: a slice preempted or gone that `recreatable` says a recreation
-// brings back throws SliceToRecreate; one gone that nobody recreates throws Error(kFailed) (someone
-// deleted it); a slice not ready for `limit` throws Error(kUnreachable) naming what it waited
-// for. Throws Error(kUnreachable) when gcloud fails or a slice came back with another number of
-// workers.
+// for status, the first slice not ready ("mig slice-1") and what it is ("MIG slice-1 repairing").
+// Then points the pod's workers at their slices' current addresses and returns the indexes of the
+// workers whose address changed. nullopt: the user gave up. Every wait ends: a slice preempted or
+// gone that `recreatable` says a recreation brings back throws SliceToRecreate; one gone that
+// nobody recreates throws Error(kFailed) (someone deleted it); a slice not ready for `limit` throws
+// Error(kUnreachable) naming what it waited for. Throws Error(kUnreachable) when gcloud fails or a
+// slice came back with another number of workers.
 std::optional<std::vector<int>> WaitForReadySlices(
     Pod& pod, const std::filesystem::path& cache_dir, std::chrono::seconds poll,
     const std::function<bool(std::chrono::seconds)>& wait,
-    const std::function<void(const std::string&)>& on_wait = {},
+    const std::function<void(const std::string& slice, const std::string& what)>& on_wait = {},
     const std::function<bool(const SourceNow&)>& recreatable = {},
     std::chrono::seconds limit = std::chrono::hours(24 * 365));
 

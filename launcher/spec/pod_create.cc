@@ -7,7 +7,7 @@
 
 namespace podrun {
 
-bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node, PodSourceKind kind) {
+bool SpecCreateCovers(const PodSettings& spec, const SliceRef& node, PodSourceKind kind) {
   const std::optional<std::string>& list = kind == PodSourceKind::kMig ? spec.mig : spec.tpu;
   if (!spec.create || !list || !spec.zone) return false;
   // The slice lives where it was made: in the spec's zone or one of its fallback zones.

@@ -19,7 +19,7 @@ namespace podrun {
 // fallback_zones (where the slice was made), in its project when it names
 // one (a node whose project podrun pinned from gcloud's default matches a spec that names none; a
 // node without a project is not covered by a spec that names one: it may be in another).
-bool SpecCreateCovers(const PodSettings& spec, const TpuQuery& node,
+bool SpecCreateCovers(const PodSettings& spec, const SliceRef& node,
                       PodSourceKind kind = PodSourceKind::kTpuNode);
 
 // spec.create when SpecCreateCovers(spec, slice), else nullopt.

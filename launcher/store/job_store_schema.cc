@@ -148,6 +148,13 @@ CREATE TABLE hang_reports (
 ALTER TABLE workers ADD COLUMN straggler_steps_per_s REAL;
 ALTER TABLE workers ADD COLUMN straggler_median REAL;
 )sql",
+    // 7: facts as fields (docs/decisions.md, "One provisioning engine"): the kind of a slice being recreated,
+    // and a recovery's phase and slice beside its text.
+    R"sql(
+ALTER TABLE recreations ADD COLUMN kind TEXT NOT NULL DEFAULT 'tpu';  -- tpu | mig
+ALTER TABLE recovering ADD COLUMN phase TEXT NOT NULL DEFAULT 'waiting';  -- RecoveringPhaseName
+ALTER TABLE recovering ADD COLUMN slice TEXT NOT NULL DEFAULT '';  -- "tpu node-1"; '': the pod
+)sql",
 };
 
 }  // namespace

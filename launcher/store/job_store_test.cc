@@ -255,7 +255,7 @@ TEST_F(JobStoreTest, SchemaVersionAndWal) {
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
   EXPECT_EQ(kJobStoreSchemaVersion, sqlite3_column_int(st, 0));
-  EXPECT_EQ(6, kJobStoreSchemaVersion);
+  EXPECT_EQ(7, kJobStoreSchemaVersion);
   sqlite3_finalize(st);
   ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr));
   ASSERT_EQ(SQLITE_ROW, sqlite3_step(st));
@@ -389,18 +389,24 @@ TEST_F(JobStoreTest, RecoveryRecords) {
   EXPECT_FALSE(keeper->ended_ns);
 
   EXPECT_FALSE(records.Recovering(job.id));
-  records.SetRecovering(job.id, "recreating TPU node node-1 (PREEMPTED)");
+  records.SetRecovering(job.id, {RecoveringPhase::kRecreating, "tpu node-1",
+                                 "recreating TPU node node-1 (PREEMPTED)", 0});
   const auto since = records.Recovering(job.id)->since_ns;
-  records.SetRecovering(job.id, "waiting for capacity");
+  EXPECT_EQ(RecoveringPhase::kRecreating, records.Recovering(job.id)->phase);
+  EXPECT_EQ("tpu node-1", records.Recovering(job.id)->slice);
+  records.SetRecovering(job.id, {RecoveringPhase::kApiOutage, "", "waiting for capacity", 0});
   EXPECT_EQ("waiting for capacity", records.Recovering(job.id)->what);
+  EXPECT_EQ(RecoveringPhase::kApiOutage, records.Recovering(job.id)->phase);
+  EXPECT_EQ("", records.Recovering(job.id)->slice);
   EXPECT_EQ(since, records.Recovering(job.id)->since_ns);  // since the recovery began
   records.EndRecovering(job.id);
   EXPECT_FALSE(records.Recovering(job.id));
 
-  records.BeginRecreation(job.id, {"node-1", "z", "p", 0});
+  records.BeginRecreation(job.id, {"mig", "node-1", "z", "p", 0});
   ASSERT_EQ(1u, records.Recreations(job.id).size());
   EXPECT_EQ("node-1", records.Recreations(job.id)[0].node);
-  records.EndRecreation(job.id, {"node-1", "z", "p", 0});
+  EXPECT_EQ("mig", records.Recreations(job.id)[0].kind);
+  records.EndRecreation(job.id, {"mig", "node-1", "z", "p", 0});
   EXPECT_TRUE(records.Recreations(job.id).empty());
 }
 

@@ -85,11 +85,46 @@ std::optional<KeeperRecord> RecoveryRecords::GetKeeper(const std::string& job_id
   return k;
 }
 
-void RecoveryRecords::SetRecovering(const std::string& job_id, const std::string& what) {
+const char* RecoveringPhaseName(RecoveringPhase phase) {
+  switch (phase) {
+    case RecoveringPhase::kAsking:
+      return "asking";
+    case RecoveringPhase::kWaiting:
+      return "waiting";
+    case RecoveringPhase::kRecreating:
+      return "recreating";
+    case RecoveringPhase::kApiOutage:
+      return "api-outage";
+    case RecoveringPhase::kRestarting:
+      return "restarting";
+  }
+  return "waiting";
+}
+
+namespace {
+
+RecoveringPhase RecoveringPhaseNamed(const std::string& name) {
+  for (RecoveringPhase p :
+       {RecoveringPhase::kAsking, RecoveringPhase::kWaiting, RecoveringPhase::kRecreating,
+        RecoveringPhase::kApiOutage, RecoveringPhase::kRestarting}) {
+    if (name == RecoveringPhaseName(p)) return p;
+  }
+  return RecoveringPhase::kWaiting;  // a row written before phases were kept
+}
+
+}  // namespace
+
+void RecoveryRecords::SetRecovering(const std::string& job_id, const RecoveringRecord& now) {
   Statement s = db_.Prepare(
-      "INSERT INTO recovering (job_id, what, since_ns) VALUES (?1, ?2, ?3) "
-      "ON CONFLICT (job_id) DO UPDATE SET what = excluded.what");
-  s.Bind(1, job_id).Bind(2, what).Bind(3, NowUnixNs()).Run();
+      "INSERT INTO recovering (job_id, what, since_ns, phase, slice) VALUES (?1, ?2, ?3, ?4, ?5) "
+      "ON CONFLICT (job_id) DO UPDATE SET what = excluded.what, phase = excluded.phase, "
+      "slice = excluded.slice");
+  s.Bind(1, job_id)
+      .Bind(2, now.what)
+      .Bind(3, NowUnixNs())
+      .Bind(4, std::string(RecoveringPhaseName(now.phase)))
+      .Bind(5, now.slice)
+      .Run();
 }
 
 void RecoveryRecords::EndRecovering(const std::string& job_id) {
@@ -98,21 +133,23 @@ void RecoveryRecords::EndRecovering(const std::string& job_id) {
 }
 
 std::optional<RecoveringRecord> RecoveryRecords::Recovering(const std::string& job_id) {
-  Statement s = db_.Prepare("SELECT what, since_ns FROM recovering WHERE job_id = ?1");
+  Statement s =
+      db_.Prepare("SELECT what, since_ns, phase, slice FROM recovering WHERE job_id = ?1");
   s.Bind(1, job_id);
   if (!s.Step()) return std::nullopt;
-  return RecoveringRecord{s.Text(0), s.Int(1)};
+  return RecoveringRecord{RecoveringPhaseNamed(s.Text(2)), s.Text(3), s.Text(0), s.Int(1)};
 }
 
 void RecoveryRecords::BeginRecreation(const std::string& job_id, const RecreationRecord& r) {
   Statement s = db_.Prepare(
-      "INSERT OR REPLACE INTO recreations (job_id, node, zone, project, began_ns) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)");
+      "INSERT OR REPLACE INTO recreations (job_id, node, zone, project, began_ns, kind) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   s.Bind(1, job_id)
       .Bind(2, r.node)
       .Bind(3, r.zone)
       .Bind(4, r.project)
       .Bind(5, r.began_ns ? r.began_ns : NowUnixNs())
+      .Bind(6, r.kind)
       .Run();
 }
 
@@ -125,11 +162,11 @@ void RecoveryRecords::EndRecreation(const std::string& job_id, const RecreationR
 
 std::vector<RecreationRecord> RecoveryRecords::Recreations(const std::string& job_id) {
   Statement s = db_.Prepare(
-      "SELECT node, zone, project, began_ns FROM recreations WHERE job_id = ?1 "
+      "SELECT node, zone, project, began_ns, kind FROM recreations WHERE job_id = ?1 "
       "ORDER BY began_ns");
   s.Bind(1, job_id);
   std::vector<RecreationRecord> out;
-  while (s.Step()) out.push_back({s.Text(0), s.Text(1), s.Text(2), s.Int(3)});
+  while (s.Step()) out.push_back({s.Text(4), s.Text(0), s.Text(1), s.Text(2), s.Int(3)});
   return out;
 }
 

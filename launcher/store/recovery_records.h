@@ -36,15 +36,30 @@ struct KeeperRecord {
   std::string end_note;  // why it ended, when it said so
 };
 
+// What a job being healed is doing now (`status --json`: recovering.phase).
+enum class RecoveringPhase {
+  kAsking,      // asking the API what happened to a lost worker
+  kWaiting,     // waiting for a slice to be READY (repairing, being made by someone else)
+  kRecreating,  // podrun deleting and creating a preempted slice
+  kApiOutage,   // waiting out the API's failures
+  kRestarting,  // the backoff before the gang restarts after a failure
+};
+
+// "asking", "waiting", "recreating", "api-outage", "restarting".
+const char* RecoveringPhaseName(RecoveringPhase phase);
+
 // A job between two attempts while podrun heals its pod: what it waits for, since when.
 struct RecoveringRecord {
-  std::string what;  // e.g. "recreating TPU node node-1 (PREEMPTED)"
+  RecoveringPhase phase = RecoveringPhase::kWaiting;
+  std::string slice;  // the slice it is about ("tpu node-1", "mig slice-1"); "": the whole pod
+  std::string what;   // for people, e.g. "recreating TPU node node-1 (PREEMPTED)"
   int64_t since_ns = 0;
 };
 
-// A recreation podrun began: the node it deleted (or is about to), to be created again.
+// A recreation podrun began: the slice it deleted (or is about to), to be created again.
 struct RecreationRecord {
-  std::string node;
+  std::string kind;  // "tpu" or "mig" (PodSourceKindName)
+  std::string node;  // the slice's name
   std::string zone;
   std::string project;
   int64_t began_ns = 0;
@@ -70,13 +85,14 @@ class RecoveryRecords {
   void EndKeeper(const std::string& job_id, const std::string& note);
   std::optional<KeeperRecord> GetKeeper(const std::string& job_id);
 
-  // The job is being recovered: `what` it waits for (replaces what was said before; the first
-  // `since` stays while the recovery lasts). Cleared by EndRecovering.
-  void SetRecovering(const std::string& job_id, const std::string& what);
+  // The job is being recovered: `now`'s phase, slice and what it waits for (replace what was
+  // said before; the first `since` stays while the recovery lasts, `now.since_ns` is not read).
+  // Cleared by EndRecovering.
+  void SetRecovering(const std::string& job_id, const RecoveringRecord& now);
   void EndRecovering(const std::string& job_id);
   std::optional<RecoveringRecord> Recovering(const std::string& job_id);
 
-  // podrun is about to delete `node` to create it again (recorded before the delete).
+  // podrun is about to delete a slice to create it again (recorded before the delete).
   void BeginRecreation(const std::string& job_id, const RecreationRecord& recreation);
   // The node was created again: the intent is fulfilled.
   void EndRecreation(const std::string& job_id, const RecreationRecord& recreation);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "proto/atomic_write.h"
 #include "proto/unique_fd.h"
 
 namespace podrun::agent {
@@ -48,32 +49,16 @@ bool IsValidJobId(std::string_view job_id) {
   return true;
 }
 
+namespace {
+
+// A job file replaced in one piece (proto/atomic_write.h); `durable`: flushed to disk before the
+// rename (the exit status: it must survive a crash of the machine). Throws std::system_error.
 void WriteFileAtomically(const std::filesystem::path& path, std::string_view content,
-                         bool durable) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) throw std::system_error(errno, std::generic_category(), "create " + tmp.string());
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());  // a full disk must not keep a half-written file
-      throw std::system_error(err, std::generic_category(), "write " + tmp.string());
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (durable && ::fsync(fd.get()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), "fsync " + tmp.string());
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::system_error(errno, std::generic_category(), "rename " + path.string());
-  }
+                         bool durable = false) {
+  ReplaceFileAtomically(path, content, 0644, durable);
 }
+
+}  // namespace
 
 JobDir::JobDir(const std::filesystem::path& home, std::string_view job_id, uint32_t attempt)
     : path_(home / "jobs" / std::string(job_id) / std::to_string(attempt)) {}

@@ -73,9 +73,4 @@ class JobDir {
   std::filesystem::path path_;
 };
 
-// Writes `content` to `path` atomically (path.tmp, then rename); `durable`: fsync'd before the
-// rename (the exit status: it must survive a crash of the machine). Throws std::system_error.
-void WriteFileAtomically(const std::filesystem::path& path, std::string_view content,
-                         bool durable = false);
-
 }  // namespace podrun::agent

@@ -21,11 +21,9 @@ struct LogGapInfo {
 
 // A gap marker: the record the supervisor's LogWriter writes in place of records the disk
 // refused, carrying the seq of the last one it stands for (so a live reader asks the supervisor
-// for the records up to it first). A job's own stderr could imitate one: then asking costs one
-// request that finds nothing.
+// for the records up to it first). Marked by its header's flag (kLogRecordGapMarker), which a
+// job's output cannot set; its text, for people, begins with kGapMarkerPrefix.
 inline constexpr std::string_view kGapMarkerPrefix = "podrun-agent: log gap: ";
-inline bool IsGapMarker(const LogRecord& r) {
-  return r.stream == LogStream::kStderr && r.data.starts_with(kGapMarkerPrefix);
-}
+inline bool IsGapMarker(const LogRecord& r) { return (r.flags & kLogRecordGapMarker) != 0; }
 
 }  // namespace podrun::agent

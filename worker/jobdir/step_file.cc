@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "proto/atomic_write.h"
 #include "proto/unique_fd.h"
 #include "proto/write_all.h"
 
@@ -17,32 +18,13 @@ namespace {
 
 constexpr size_t kMaxRecordBytes = 64u << 10;  // 256 + 64 points of two varints, and more
 
-[[noreturn]] void Fail(int err, const std::string& what) {
-  throw std::system_error(err, std::generic_category(), what);
-}
-
 }  // namespace
 
 std::filesystem::path StepFilePath(const JobDir& dir) { return dir.path() / "steps"; }
 
 void WriteStepFile(const JobDir& dir, const v1::StepRecord& record) {
   const std::string bytes = record.SerializeAsString();
-  const std::filesystem::path path = StepFilePath(dir);
-  const std::filesystem::path tmp = dir.path() / ("steps.tmp." + std::to_string(::getpid()));
-  ::unlink(tmp.c_str());  // a scratch file left by a crash (or planted): never written through
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) Fail(errno, "create " + tmp.string());
-  if (!WriteAll(fd.get(), bytes)) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    Fail(err, "write " + tmp.string());
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    Fail(err, "rename " + path.string());
-  }
+  ReplaceFileAtomically(StepFilePath(dir), bytes, 0600, /*durable=*/false);
 }
 
 std::optional<v1::StepRecord> ReadStepFile(const JobDir& dir) {

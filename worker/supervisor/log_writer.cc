@@ -100,8 +100,8 @@ bool LogWriter::WriteMarker(size_t count, int64_t now_ns, bool final) {
   for (size_t i = 0; i < count; ++i) bytes += held_[i].data.size();
   const uint64_t seq = count > 0 ? held_[count - 1].seq : dropped_last_seq_;
   const std::string cause = gap_ ? gap_->cause : "unknown";
-  const bool written =
-      TryWrite({seq, now_ns, LogStream::kStderr, GapMarkerText(chunks, bytes, cause)});
+  const bool written = TryWrite(
+      {seq, now_ns, LogStream::kStderr, GapMarkerText(chunks, bytes, cause), kLogRecordGapMarker});
   if (!written && !final) return false;  // tried again later
   gap_->chunks += chunks;
   gap_->bytes += bytes;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "worker/jobdir/log_gap.h"
+
 namespace podrun::agent {
 namespace {
 
@@ -87,7 +89,7 @@ TEST_F(LogWriterTest, TheMarkerCarriesTheLastReplacedSequenceNumber) {
   // The disk has room for the marker only: simulate by refusing records but not the marker.
   writer_ = LogWriter(
       [&](const LogRecord& r) {
-        if (r.data.find("log gap") == std::string::npos) {
+        if (!IsGapMarker(r)) {
           throw std::system_error(ENOSPC, std::generic_category(), "append");
         }
         disk_.push_back(r);
@@ -101,6 +103,9 @@ TEST_F(LogWriterTest, TheMarkerCarriesTheLastReplacedSequenceNumber) {
   const LogRecord& marker = disk_.back();
   EXPECT_EQ(marker.seq, 2u);  // the last record it stands for
   EXPECT_EQ(marker.stream, LogStream::kStderr);
+  EXPECT_TRUE(IsGapMarker(marker));
+  // A job's own stderr saying the same words is output, not a marker.
+  EXPECT_FALSE(IsGapMarker({7, 0, LogStream::kStderr, marker.data}));
   EXPECT_NE(marker.data.find("2 chunk(s), 3 bytes"), std::string::npos) << marker.data;
   EXPECT_NE(marker.data.find(std::strerror(ENOSPC)), std::string::npos) << marker.data;
   ASSERT_TRUE(writer_.gap());
