@@ -25,7 +25,6 @@ RecreationRecord RecreationOf(const PodSourceRef& ref) {
           ref.query.project.value_or(""), 0};
 }
 
-
 // True when podrun itself began to recreate `q` for this job (its intent recorded before the
 // delete): a slice found missing is then created, not mourned.
 bool PodrunIsRecreating(RecoveryRecords& records, const std::string& job_id,
