@@ -89,9 +89,12 @@ struct OpenedExec {
 };
 
 // Leases a session for `request` and starts its command on it. A kept session that fails to
-// open the channel in time is forgotten and the worker connected afresh (once).
-asio::awaitable<OpenedExec> OpenExec(KeptSessions& sessions, const HolderRequest& request,
+// open the channel in time is forgotten and the worker connected afresh (once), within what is
+// left of the request's connect timeout: a worker costs no more than a command's own connection.
+asio::awaitable<OpenedExec> OpenExec(KeptSessions& sessions, HolderRequest request,
                                      void (*log)(const std::string&)) {
+  const auto start = Clock::now();
+  const auto budget = request.ssh.connect_timeout;
   for (;;) {
     OpenedExec opened;
     opened.lease = co_await sessions.Acquire(request);
@@ -103,8 +106,7 @@ asio::awaitable<OpenedExec> OpenExec(KeptSessions& sessions, const HolderRequest
     }
     std::string why;
     try {
-      const auto deadline =
-          Clock::now() + std::min<Clock::duration>(kReuseAnswer, request.ssh.connect_timeout);
+      const auto deadline = start + std::min<Clock::duration>(kReuseAnswer, budget / 2);
       opened.channel = co_await SshChannel::Exec(session, request.command, deadline);
       co_return opened;
     } catch (const std::exception& e) {
@@ -113,6 +115,9 @@ asio::awaitable<OpenedExec> OpenExec(KeptSessions& sessions, const HolderRequest
     log(fmt::format("kept connection {} unusable ({}): connecting afresh", session.description(),
                     why));
     opened.lease.Discard();
+    request.ssh.connect_timeout = std::max(
+        std::chrono::milliseconds(1),
+        budget - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start));
   }
 }
 
