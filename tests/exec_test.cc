@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <set>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -411,9 +411,10 @@ TEST_F(ExecHolderTest, ChangedHostKeyIsRefusedThroughTheHolder) {
           .output;
   fingerprint.pop_back();
   pod_->Exec(4, "rm -f /tmp/ran-held");
-  CommandResult r = RunCommand("env PODRUN_HOME=" + home_ + " " + PODRUN_BINARY +
-                               " exec --hosts @" + pod_->host_file() + " -i " + pod_->identity() +
-                               " --known-hosts " + dir + "/known_hosts -w 4 -- touch /tmp/ran-held");
+  CommandResult r =
+      RunCommand("env PODRUN_HOME=" + home_ + " " + PODRUN_BINARY + " exec --hosts @" +
+                 pod_->host_file() + " -i " + pod_->identity() + " --known-hosts " + dir +
+                 "/known_hosts -w 4 -- touch /tmp/ran-held");
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("w4 (" + pod_->hosts()[4])) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED for " + address)) << r.output;

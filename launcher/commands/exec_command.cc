@@ -311,7 +311,7 @@ ExitCode RunExec(const ExecRequest& request) {
     } else {
       asio::co_spawn(context,
                      ExecOnWorker(worker, request.pod, window, jumps, holder ? &*holder : nullptr,
-                                                  remote, sink, outcomes[i]),
+                                  remote, sink, outcomes[i]),
                      done);
     }
   }

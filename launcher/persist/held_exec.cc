@@ -42,9 +42,9 @@ asio::awaitable<std::optional<HeldExec>> HeldExec::Start(const std::filesystem::
                              asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return std::nullopt;
   std::string buffer;
-  const size_t n = co_await asio::async_read_until(
-      *socket, asio::dynamic_buffer(buffer, kHolderMaxLine), '\n',
-      asio::redirect_error(asio::use_awaitable, ec));
+  const size_t n =
+      co_await asio::async_read_until(*socket, asio::dynamic_buffer(buffer, kHolderMaxLine), '\n',
+                                      asio::redirect_error(asio::use_awaitable, ec));
   // A holder that went away before answering (it was exiting, idle, as this connected) had not
   // read the request: nothing ran.
   if (ec) co_return std::nullopt;

@@ -64,8 +64,8 @@ std::optional<std::string> StartHolder(const HolderPaths& paths, const std::stri
       ::chmod(paths.socket.c_str(), 0600) != 0 || ::listen(listener.get(), kListenBacklog) != 0) {
     return fmt::format("{}: {}", paths.socket.string(), std::strerror(errno));
   }
-  UniqueFd log(::open(paths.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                      0600));
+  UniqueFd log(
+      ::open(paths.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!log) return fmt::format("{}: {}", paths.log.string(), std::strerror(errno));
   constexpr int kChildListenFd = 3;
   pid_t pid = 0;

@@ -71,14 +71,10 @@ auto Decoding(const char* what, F f) {
 }  // namespace
 
 std::string EncodeHolderRequest(const HolderRequest& r) {
-  json j = {{"v", kHolderProtocolVersion},
-            {"op", "exec"},
-            {"target", r.target.ToString()},
-            {"ssh", OptionsJson(r.ssh, true)},
-            {"command", r.command},
-            {"persist_s", r.persist.count()},
-            {"auth_sock", r.auth_sock},
-            {"home", r.home}};
+  json j = {{"v", kHolderProtocolVersion},   {"op", "exec"},
+            {"target", r.target.ToString()}, {"ssh", OptionsJson(r.ssh, true)},
+            {"command", r.command},          {"persist_s", r.persist.count()},
+            {"auth_sock", r.auth_sock},      {"home", r.home}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -99,8 +95,9 @@ HolderRequest DecodeHolderRequest(std::string_view line) {
 }
 
 std::string EncodeHolderReply(const HolderReply& r) {
-  json j = {{"v", kHolderProtocolVersion}, {"ok", r.ok}, {"fallback", r.fallback},
-            {"host", r.host},              {"reused", r.reused}, {"error", r.error}};
+  json j = {{"v", kHolderProtocolVersion}, {"ok", r.ok},
+            {"fallback", r.fallback},      {"host", r.host},
+            {"reused", r.reused},          {"error", r.error}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,8 +17,10 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <optional>
 
@@ -182,6 +185,13 @@ int RunHolder(int listen_fd, const HolderPaths& paths) {
   }
   if (child > 0) ::_exit(0);
   std::signal(SIGPIPE, SIG_IGN);  // a command that went away is a write error, not a signal
+  // Three descriptors per kept worker (its socket, libssh's wait copy, a command's connection):
+  // as many as the system lets it have, for pods of hundreds.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   try {
     Holder holder(listen_fd, paths);
     holder.Run();

@@ -70,8 +70,8 @@ class KeptSessions {
   void Forget(const std::shared_ptr<Entry>& entry);
 
   asio::any_io_executor executor_;
-  std::map<std::string, std::shared_ptr<Entry>> entries_;       // by SessionKey
-  std::map<std::string, std::unique_ptr<JumpHosts>> jumps_;     // by SettingsKey
+  std::map<std::string, std::shared_ptr<Entry>> entries_;    // by SessionKey
+  std::map<std::string, std::unique_ptr<JumpHosts>> jumps_;  // by SettingsKey
 };
 
 }  // namespace podrun

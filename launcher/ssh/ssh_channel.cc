@@ -75,8 +75,8 @@ asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::Exec(
     session.NoteIo();
     if (rc != SSH_AGAIN) break;
     if (!co_await session.WaitIoUntil(open_deadline)) {
-      throw Error(ExitCode::kUnreachable, fmt::format("{}: no answer opening a channel in time",
-                                                      session.description()));
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("{}: no answer opening a channel in time", session.description()));
     }
   }
   if (rc != SSH_OK) {
