@@ -262,8 +262,8 @@ TEST_F(ExecTest, HundredMegabytesPerWorkerArriveCompleteAndUnmixed) {
   RunCommand("rm -f " + out);
 }
 
-// The connection holder (docs/design.md decision 25), each test with a PODRUN_HOME of its own,
-// so that its holder is its own.
+// The connection holder (docs/decisions.md, "Warm connections"), each test with a PODRUN_HOME of
+// its own, so that its holder is its own.
 class ExecHolderTest : public ExecTest {
  protected:
   void SetUp() override {

@@ -282,8 +282,8 @@ ExitCode RunExec(const ExecRequest& request) {
   asio::co_spawn(context, TickOutput(ticker, finished, sink), asio::detached);
   std::filesystem::path local_root;
   if (request.pod.local > 0) local_root = PodrunHome() / "local";
-  // Connections kept warm (docs/design.md decision 25), unless --no-persist or PODRUN_PERSIST=0;
-  // without a holder, fresh connections as always.
+  // Connections kept warm (docs/decisions.md, "Warm connections"), unless --no-persist or
+  // PODRUN_PERSIST=0; without a holder, fresh connections as always.
   std::optional<HolderClient> holder;
   if (request.persist && request.pod.local == 0) {
     try {

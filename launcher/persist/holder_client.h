@@ -1,6 +1,6 @@
-// A command's way to the connection holder (docs/design.md decision 25): find the holder of its
-// $PODRUN_HOME, or start one. Nothing here ever fails a command: when the holder cannot be had
-// (a directory that is not private, a socket that is not the user's, a start that failed), the
+// A command's way to the connection holder (docs/decisions.md, "Warm connections"): find the holder
+// of its $PODRUN_HOME, or start one. Nothing here ever fails a command: when the holder cannot be
+// had (a directory that is not private, a socket that is not the user's, a start that failed), the
 // command connects on its own as if persistence were off.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Where the connection holder's files are: `$PODRUN_HOME/holder/`, a directory of its user's
 // alone (0700, owned by the user, never a symbolic link), holding only the socket the holder
 // listens on, the lock that makes racing commands start one holder, and the holder's log. No
-// key or secret is ever written there (docs/design.md decision 25).
+// key or secret is ever written there (docs/decisions.md, "Warm connections").
 #pragma once
 
 #include <filesystem>

@@ -1,6 +1,6 @@
 // What a command and the connection holder (holder_server.h) say to each other over the
-// holder's unix socket (docs/design.md decision 25). One connection carries one request: the
-// command sends one JSON line (HolderRequest), the holder answers one JSON line (HolderReply),
+// holder's unix socket (docs/decisions.md, "Warm connections"). One connection carries one request:
+// the command sends one JSON line (HolderRequest), the holder answers one JSON line (HolderReply),
 // then, for an exec it accepted, frames: the command's stdout and stderr as they come, and last
 // its exit status or why the connection was lost. Both sides are podrun of one build or of
 // builds that agree on kHolderProtocolVersion; a holder that does not understand a request

@@ -1,8 +1,8 @@
-// The SSH sessions the connection holder keeps (docs/design.md decision 25), by what they may be
-// reused for (SessionKey: the target and every setting that decides where a connection goes and
-// what it trusts). A session is made exactly as a command makes its own (SshSession::Connect:
-// ssh_config, the host-key check against the request's known_hosts, the user's keys), kept while
-// in use, and closed once unused for the request's persist time or lost.
+// The SSH sessions the connection holder keeps (docs/decisions.md, "Warm connections"), by what
+// they may be reused for (SessionKey: the target and every setting that decides where a connection
+// goes and what it trusts). A session is made exactly as a command makes its own
+// (SshSession::Connect: ssh_config, the host-key check against the request's known_hosts, the
+// user's keys), kept while in use, and closed once unused for the request's persist time or lost.
 // Event-loop thread only; create, use and destroy on the loop.
 #pragma once
 
