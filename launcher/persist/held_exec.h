@@ -18,6 +18,8 @@
 
 namespace podrun {
 
+namespace asio = boost::asio;
+
 class HeldExec {
  public:
   using OnData = std::function<void(Stream, std::string_view)>;

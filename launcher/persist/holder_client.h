@@ -4,6 +4,7 @@
 // command connects on its own as if persistence were off.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>

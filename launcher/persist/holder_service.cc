@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/use_awaitable.hpp>
