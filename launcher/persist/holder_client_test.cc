@@ -59,11 +59,24 @@ TEST_F(HolderClientTest, DirectoryAndSocketArePrivate) {
 TEST_F(HolderClientTest, StaleSocketIsReplaced) {
   ASSERT_TRUE(HolderClient::Reach(home_, nullptr, "/bin/true"));
   const HolderPaths paths = HolderPathsIn(home_);
+  // A second name keeps the stale socket's inode from being reused by its replacement.
+  const fs::path old_name = home_ / "old.sock";
+  fs::create_hard_link(paths.socket, old_name);
   const ino_t first = Lstat(paths.socket).st_ino;
-  // Nobody listens on it any more (its holder is gone): the next command starts another.
+  // Nobody listens on it any more (its holder is gone): the next command starts another, with
+  // the socket it bound as descriptor 3.
+  const fs::path fake = home_ / "fake-holder";
+  const fs::path started = home_ / "started";
+  std::ofstream(fake) << "#!/bin/sh\necho \"$@\" >> " << started.string() << "\n";
+  fs::permissions(fake, fs::perms::owner_all);
   std::string why;
-  ASSERT_TRUE(HolderClient::Reach(home_, &why, "/bin/true")) << why;
+  ASSERT_TRUE(HolderClient::Reach(home_, &why, fake.string())) << why;
   EXPECT_NE(first, Lstat(paths.socket).st_ino);
+  EXPECT_TRUE(S_ISSOCK(Lstat(paths.socket).st_mode));
+  std::ifstream in(started);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ("__holder --fd 3", line);
 }
 
 TEST_F(HolderClientTest, DirectoryOpenToOthersIsRefused) {

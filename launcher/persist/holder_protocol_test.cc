@@ -56,7 +56,10 @@ TEST(HolderProtocol, ReplyRoundTrips) {
   EXPECT_FALSE(out.ok);
   EXPECT_FALSE(out.fallback);
   EXPECT_EQ(in.error, out.error);
-  in = HolderReply{.ok = true, .host = "root@10.0.0.5:22", .reused = true};
+  in = HolderReply{};
+  in.ok = true;
+  in.host = "root@10.0.0.5:22";
+  in.reused = true;
   out = DecodeHolderReply(WithoutNewline(EncodeHolderReply(in)));
   EXPECT_TRUE(out.ok);
   EXPECT_TRUE(out.reused);
