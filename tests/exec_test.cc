@@ -269,7 +269,7 @@ class ExecHolderTest : public ExecTest {
   void SetUp() override {
     home_ = ::testing::TempDir() + "/exec-holder-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    RunCommand("rm -rf " + home_ + " && mkdir -p " + home_);
+    RunCommand("rm -rf " + home_ + " && mkdir -m 700 -p " + home_);  // private, or no holder
   }
   void TearDown() override {
     for (pid_t pid : Holders()) ::kill(pid, SIGTERM);
