@@ -1,14 +1,17 @@
 // Integration tests of `podrun exec` against a real 8-worker testpod (sshd in namespaces).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -257,6 +260,178 @@ TEST_F(ExecTest, HundredMegabytesPerWorkerArriveCompleteAndUnmixed) {
     EXPECT_EQ(want, got) << w;
   }
   RunCommand("rm -f " + out);
+}
+
+// The connection holder (docs/decisions.md, "Warm connections"), each test with a PODRUN_HOME of
+// its own, so that its holder is its own.
+class ExecHolderTest : public ExecTest {
+ protected:
+  void SetUp() override {
+    home_ = ::testing::TempDir() + "/exec-holder-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    RunCommand("rm -rf " + home_ + " && mkdir -m 700 -p " + home_);  // private, or no holder
+  }
+  void TearDown() override {
+    for (pid_t pid : Holders()) ::kill(pid, SIGTERM);
+    WaitUntil([&] { return Holders().empty(); }, std::chrono::seconds(10));
+  }
+
+  // `podrun exec` with this test's PODRUN_HOME and the given variables.
+  CommandResult HeldExec(const std::string& env, const std::string& options,
+                         const std::string& command, bool merge_stderr = true) {
+    return RunCommand("env PODRUN_HOME=" + home_ + " " + env + " " + ExecLine(options, command),
+                      merge_stderr);
+  }
+  // This test's holder processes (by their PODRUN_HOME).
+  std::vector<pid_t> Holders() const { return PodrunProcesses("podrun __holder", home_); }
+  std::string HolderDir() const { return home_ + "/holder"; }
+
+  // Every SSH connection the workers' sshd hold now, as "wI <peer address:port>", seen inside
+  // the pod's own network namespaces.
+  static std::set<std::string> SshdConnections() {
+    std::set<std::string> peers;
+    for (int i = 0; i < kWorkers; ++i) {
+      CommandResult r = pod_->Exec(i, "ss -Htn state established '( sport = :22 )'");
+      std::istringstream in(r.output);
+      for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+        if (!w.empty()) peers.insert("w" + std::to_string(i) + " " + w.back());
+      }
+    }
+    return peers;
+  }
+
+  std::string home_;
+};
+
+TEST_F(ExecHolderTest, SecondExecReusesTheConnections) {
+  CommandResult first = HeldExec("", "", "hostname", /*merge_stderr=*/false);
+  ASSERT_EQ(0, first.exit_code) << first.output;
+  ASSERT_EQ(1u, Holders().size());
+  const std::set<std::string> before = SshdConnections();
+  CommandResult second = HeldExec("", "", "hostname", /*merge_stderr=*/false);
+  ASSERT_EQ(0, second.exit_code) << second.output;
+  for (int i = 0; i < kWorkers; ++i) {
+    std::string line = "[w" + std::to_string(i) + "] w" + std::to_string(i) + "\n";
+    EXPECT_NE(std::string::npos, second.output.find(line)) << second.output;
+  }
+  // No worker saw a new connection: every one the second exec used was there before it.
+  const std::set<std::string> after = SshdConnections();
+  for (const std::string& peer : after) EXPECT_TRUE(before.count(peer)) << "new: " << peer;
+  EXPECT_GE(after.size(), size_t{kWorkers});
+  // Exit codes, stderr and JSON are as without the holder.
+  CommandResult json = HeldExec("", "-w 1,3 --json", "hostname; echo e >&2; exit 4", false);
+  EXPECT_EQ(1, json.exit_code);
+  EXPECT_NE(std::string::npos, json.output.find("\"stdout\":\"w3\\n\"")) << json.output;
+  EXPECT_NE(std::string::npos, json.output.find("\"stderr\":\"e\\n\"")) << json.output;
+  EXPECT_NE(std::string::npos, json.output.find("\"exit_code\":4")) << json.output;
+}
+
+TEST_F(ExecHolderTest, SocketAndDirectoryArePrivateAndNothingSecretIsWritten) {
+  ASSERT_EQ(0, HeldExec("", "-w 0-1", "true").exit_code);
+  ASSERT_EQ(1u, Holders().size());
+  struct stat dir {};
+  ASSERT_EQ(0, ::lstat(HolderDir().c_str(), &dir));
+  EXPECT_TRUE(S_ISDIR(dir.st_mode));
+  EXPECT_EQ(0700u, dir.st_mode & 0777);
+  EXPECT_EQ(::geteuid(), dir.st_uid);
+  struct stat socket {};
+  ASSERT_EQ(0, ::lstat((HolderDir() + "/holder.sock").c_str(), &socket));
+  EXPECT_TRUE(S_ISSOCK(socket.st_mode));
+  EXPECT_EQ(0u, socket.st_mode & 077);
+  EXPECT_EQ(::geteuid(), socket.st_uid);
+  // Only the socket, the lock and the log; none holds key material.
+  const std::string key = ReadTextFile(pod_->identity());
+  ASSERT_NE(std::string::npos, key.find("PRIVATE KEY"));
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(home_)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().parent_path() == HolderDir()) {
+      EXPECT_TRUE(name == "holder.sock" || name == "holder.lock" || name == "holder.log") << name;
+    }
+    if (!entry.is_regular_file()) continue;
+    const std::string text = ReadTextFile(entry.path().string());
+    EXPECT_EQ(std::string::npos, text.find("PRIVATE KEY")) << entry.path();
+    EXPECT_EQ(std::string::npos, text.find(key.substr(40, 60))) << entry.path();
+  }
+}
+
+TEST_F(ExecHolderTest, IdleTimeoutClosesTheConnectionsAndTheHolder) {
+  const std::set<std::string> baseline = SshdConnections();
+  ASSERT_EQ(0, HeldExec("PODRUN_PERSIST_SECONDS=1", "-w 2-3", "true").exit_code);
+  EXPECT_TRUE(WaitUntil([&] { return Holders().empty(); }, std::chrono::seconds(60)))
+      << ReadTextFile(HolderDir() + "/holder.log");
+  EXPECT_FALSE(std::filesystem::exists(HolderDir() + "/holder.sock"));
+  // The connections it held are closed on the workers too.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        for (const std::string& peer : SshdConnections()) {
+          if (!baseline.count(peer)) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_NE(std::string::npos,
+            ReadTextFile(HolderDir() + "/holder.log").find("exiting: nothing held"));
+}
+
+TEST_F(ExecHolderTest, KilledHolderIsReplacedAndTheNextExecWorks) {
+  ASSERT_EQ(0, HeldExec("", "-w 0-3", "true").exit_code);
+  std::vector<pid_t> holders = Holders();
+  ASSERT_EQ(1u, holders.size());
+  ASSERT_EQ(0, ::kill(holders[0], SIGKILL));
+  ASSERT_TRUE(WaitUntil([&] { return Holders().empty(); }, std::chrono::seconds(10)));
+  EXPECT_TRUE(std::filesystem::exists(HolderDir() + "/holder.sock"));  // stale, left behind
+  CommandResult r = HeldExec("", "-w 0-3", "hostname", /*merge_stderr=*/false);
+  EXPECT_EQ(0, r.exit_code) << r.output;
+  for (int i = 0; i < 4; ++i) {
+    std::string line = "[w" + std::to_string(i) + "] w" + std::to_string(i) + "\n";
+    EXPECT_NE(std::string::npos, r.output.find(line)) << r.output;
+  }
+  holders = Holders();
+  ASSERT_EQ(1u, holders.size());  // a new one, which serves the next command
+  EXPECT_EQ(0, HeldExec("", "-w 0-3", "true").exit_code);
+  EXPECT_EQ(holders, Holders());
+}
+
+TEST_F(ExecHolderTest, ChangedHostKeyIsRefusedThroughTheHolder) {
+  // The holder keeps a connection to worker 4 made with the pod's known_hosts...
+  ASSERT_EQ(0, HeldExec("", "-w 4", "true").exit_code);
+  ASSERT_EQ(1u, Holders().size());
+  // ...which a known_hosts where worker 4 carries another key does not get.
+  const std::string dir = home_ + "/changed-key";
+  RunCommand("mkdir -p " + dir + " && ssh-keygen -q -t ed25519 -N '' -f " + dir + "/other");
+  const std::string address = pod_->address(4);
+  std::string other_key = RunCommand("cut -d' ' -f1,2 " + dir + "/other.pub").output;
+  other_key.pop_back();
+  RunCommand("grep -v '^" + address + " ' " + pod_->known_hosts() + " > " + dir +
+             "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir + "/known_hosts");
+  std::string fingerprint =
+      RunCommand("ssh-keygen -lf " + pod_->dir() + "/w4/ssh_host_ed25519_key.pub | cut -d' ' -f2")
+          .output;
+  fingerprint.pop_back();
+  pod_->Exec(4, "rm -f /tmp/ran-held");
+  CommandResult r =
+      RunCommand("env PODRUN_HOME=" + home_ + " " + PODRUN_BINARY + " exec --hosts @" +
+                 pod_->host_file() + " -i " + pod_->identity() + " --known-hosts " + dir +
+                 "/known_hosts -w 4 -- touch /tmp/ran-held");
+  EXPECT_EQ(3, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("w4 (" + pod_->hosts()[4])) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED for " + address)) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("ssh-ed25519")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find(fingerprint)) << r.output << fingerprint;
+  EXPECT_NE(0, pod_->Exec(4, "test -e /tmp/ran-held").exit_code);
+  // The holder made that refusal (the command asked it), and still serves.
+  EXPECT_NE(std::string::npos,
+            ReadTextFile(HolderDir() + "/holder.log").find("HOST KEY CHANGED for " + address));
+  EXPECT_EQ(1u, Holders().size());
+}
+
+TEST_F(ExecHolderTest, NoPersistLeavesNoHolder) {
+  ASSERT_EQ(0, HeldExec("", "--no-persist -w 0", "true").exit_code);
+  ASSERT_EQ(0, HeldExec("PODRUN_PERSIST=0", "-w 0", "true").exit_code);
+  EXPECT_TRUE(Holders().empty());
+  EXPECT_FALSE(std::filesystem::exists(HolderDir()));
 }
 
 }  // namespace

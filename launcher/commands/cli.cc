@@ -14,6 +14,7 @@
 #include "launcher/commands/command.h"
 #include "launcher/commands/doctor_command.h"
 #include "launcher/commands/exec_command.h"
+#include "launcher/commands/holder_command.h"
 #include "launcher/commands/launch_command.h"
 #include "launcher/commands/logs_command.h"
 #include "launcher/commands/ls_command.h"
@@ -28,6 +29,7 @@
 #include "launcher/commands/watch_command.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/say.h"
+#include "launcher/persist/holder_server.h"
 #include "proto/edit_distance.h"
 
 namespace podrun {
@@ -132,6 +134,7 @@ int Main(int argc, char** argv) {
       std::cout << Usage();
       return 0;
     }
+    if (name == kHolderCommand) return HolderMain(argc - 1, argv + 1);  // hidden: started by podrun
     const Command* command = FindCommand(name);
     if (command == nullptr) {
       std::string message = fmt::format("unknown command '{}'", name);

@@ -25,6 +25,8 @@
 #include "launcher/output/line_splitter.h"
 #include "launcher/output/output_groups.h"
 #include "launcher/output/say.h"
+#include "launcher/persist/held_exec.h"
+#include "launcher/persist/holder_client.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
@@ -113,9 +115,75 @@ asio::awaitable<void> TickOutput(asio::steady_timer& timer, const bool& finished
   }
 }
 
+void SayUnreachable(const PodWorker& worker, WorkerOutcome& outcome, const std::exception& e) {
+  outcome.unreachable = true;
+  outcome.error = e.what();  // an Error names host and reason already
+  Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+}
+
+void SayLost(const PodWorker& worker, WorkerOutcome& outcome, const std::exception& e) {
+  outcome.lost = true;
+  outcome.error = e.what();
+  Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+}
+
+// What the holder is asked for this worker: its paths made absolute (the holder runs in /).
+HolderRequest HeldRequest(const PodWorker& worker, const Pod& pod, const std::string& command) {
+  HolderRequest request;
+  request.target = worker.host;
+  request.ssh = pod.ssh;
+  auto absolute = [](std::string& path) {
+    if (!path.empty() && path[0] != '/' && path[0] != '~') {
+      path = std::filesystem::absolute(path).lexically_normal().string();
+    }
+  };
+  if (request.ssh.identity) absolute(*request.ssh.identity);
+  if (request.ssh.ssh_config) absolute(*request.ssh.ssh_config);
+  absolute(request.ssh.known_hosts);
+  request.command = command;
+  request.persist = PersistSeconds();
+  const char* auth_sock = std::getenv("SSH_AUTH_SOCK");
+  const char* home = std::getenv("HOME");
+  request.auth_sock = auth_sock != nullptr ? auth_sock : "";
+  request.home = home != nullptr ? home : "";
+  return request;
+}
+
+// Through the connection holder (persist/held_exec.h): false when it cannot serve this worker
+// (absent, gone, refused), and nothing ran: the caller connects on its own.
+asio::awaitable<bool> ExecThroughHolder(const PodWorker& worker, const Pod& pod,
+                                        const HolderClient& holder, FanOutWindow& window,
+                                        const std::string& command, ExecSink& sink,
+                                        WorkerOutcome& outcome) {
+  std::optional<HeldExec> held;
+  try {
+    auto slot = co_await window.Acquire();  // the holder's handshake, when it makes one
+    held = co_await HeldExec::Start(holder.socket(), HeldRequest(worker, pod, command));
+  } catch (const std::exception& e) {
+    SayUnreachable(worker, outcome, e);
+    co_return true;
+  }
+  if (!held) co_return false;
+  outcome.host = held->description();
+  try {
+    outcome.status = co_await held->Drain(
+        [&](Stream stream, std::string_view data) { sink.Write(outcome, stream, data); });
+    sink.Finish(worker.index);
+  } catch (const std::exception& e) {
+    sink.Finish(worker.index);
+    SayLost(worker, outcome, e);
+  }
+  co_return true;
+}
+
 asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanOutWindow& window,
-                                   JumpHosts& jumps, const std::string& command, ExecSink& sink,
+                                   JumpHosts& jumps, const HolderClient* holder,
+                                   const std::string& command, ExecSink& sink,
                                    WorkerOutcome& outcome) {
+  if (holder != nullptr &&
+      co_await ExecThroughHolder(worker, pod, *holder, window, command, sink, outcome)) {
+    co_return;
+  }
   std::unique_ptr<SshSession> session;
   try {
     auto slot = co_await window.Acquire();
@@ -124,9 +192,7 @@ asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanO
     outcome.host = session->description();
     session->StartKeepalive();
   } catch (const std::exception& e) {
-    outcome.unreachable = true;
-    outcome.error = e.what();  // an Error names host and reason already
-    Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+    SayUnreachable(worker, outcome, e);
     co_return;
   }
   try {
@@ -136,9 +202,7 @@ asio::awaitable<void> ExecOnWorker(const PodWorker& worker, const Pod& pod, FanO
     sink.Finish(worker.index);
   } catch (const std::exception& e) {
     sink.Finish(worker.index);
-    outcome.lost = true;
-    outcome.error = e.what();
-    Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
+    SayLost(worker, outcome, e);
   }
 }
 
@@ -218,6 +282,15 @@ ExitCode RunExec(const ExecRequest& request) {
   asio::co_spawn(context, TickOutput(ticker, finished, sink), asio::detached);
   std::filesystem::path local_root;
   if (request.pod.local > 0) local_root = PodrunHome() / "local";
+  // Connections kept warm (docs/decisions.md, "Warm connections"), unless --no-persist or
+  // PODRUN_PERSIST=0; without a holder, fresh connections as always.
+  std::optional<HolderClient> holder;
+  if (request.persist && request.pod.local == 0) {
+    try {
+      holder = HolderClient::Reach(PodrunHome());
+    } catch (const std::exception&) {  // no state directory: no holder
+    }
+  }
   // Everything the coroutines below refer to is declared above: on Ctrl-C (context.stop())
   // their frames are still suspended when run() returns, and this destroys them first.
   PendingFramesGuard frames(context);
@@ -237,7 +310,8 @@ ExitCode RunExec(const ExecRequest& request) {
                      ExecOnLocalWorker(worker.index, command, local_root, sink, outcomes[i]), done);
     } else {
       asio::co_spawn(context,
-                     ExecOnWorker(worker, request.pod, window, jumps, remote, sink, outcomes[i]),
+                     ExecOnWorker(worker, request.pod, window, jumps, holder ? &*holder : nullptr,
+                                  remote, sink, outcomes[i]),
                      done);
     }
   }
@@ -280,6 +354,7 @@ CommandRun AddExecOptions(CLI::App& app) {
       throw UsageError("no command given (podrun exec [OPTIONS] -- COMMAND...)");
     if (request->json && request->fold) throw UsageError("--json and --fold do not go together");
     request->pod = ResolvePod(*settings);
+    request->persist = PersistWanted(settings->no_persist);
     EnsureOpenFiles(request->pod.selected.size());
     return RunExec(*request);
   };

@@ -16,6 +16,8 @@ struct ExecRequest {
   std::vector<std::string> command;  // joined with spaces, as ssh does
   bool json = false;                 // one JSON object per worker at the end
   bool fold = false;  // each distinct line once, labelled with its workers' ranges (clush -b)
+  // Through the connection holder (persist/): off with --no-persist or PODRUN_PERSIST=0.
+  bool persist = false;
 };
 
 // Runs the request to the end and returns the contract's exit code. Prints output and

@@ -84,12 +84,11 @@ void AddPodOptions(CLI::App& app, PodSettings& pod) {
          "Seconds per worker to connect and authenticate (default 10)")
       ->group("SSH")
       ->check(CLI::PositiveNumber);
-  // The contract's name for fresh connections: what every command does today (no connection
-  // holder yet), so the flag changes nothing and scripts that pass it keep working.
   app.add_flag_function(
-         "--no-persist", [](std::int64_t) {},
-         "Open fresh connections and keep none (podrun keeps no connections between "
-         "commands yet; also PODRUN_PERSIST=0)")
+         "--no-persist", [&pod](std::int64_t) { pod.no_persist = true; },
+         "Open fresh connections and keep none (also PODRUN_PERSIST=0); else exec's\n"
+         "connections are kept by a per-user holder for PODRUN_PERSIST_SECONDS (600)\n"
+         "after their last use, so the next command skips the handshakes")
       ->group("SSH");
 }
 
@@ -121,6 +120,7 @@ PodSettings MergePodSettings(const PodSettings& cli, const PodSettings& spec) {
   pick(out.strict_host_keys, cli.strict_host_keys);
   pick(out.fanout, cli.fanout);
   pick(out.connect_timeout, cli.connect_timeout);
+  out.no_persist = cli.no_persist;
   // The spec's create: is for the spec's own slices: kept only when every one chosen now is one.
   if (out.create) {
     const PodSourceKind kind = out.mig ? PodSourceKind::kMig : PodSourceKind::kTpuNode;

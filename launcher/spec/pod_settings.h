@@ -35,6 +35,7 @@ struct PodSettings {
   std::optional<bool> strict_host_keys;
   std::optional<int> fanout;           // >= 1
   std::optional<int> connect_timeout;  // seconds, >= 1
+  bool no_persist = false;             // --no-persist: no connection holder (command line only)
   // `create:` (spec only): podrun creates the `tpu` node when it is missing, and again after a
   // preemption (docs/reference.md, "Provisioning and recovery").
   std::optional<TpuCreate> create;

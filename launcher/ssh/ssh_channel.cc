@@ -60,15 +60,25 @@ void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*
 
 }  // namespace
 
-asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::Exec(SshSession& session,
-                                                              const std::string& command) {
+asio::awaitable<std::unique_ptr<SshChannel>> SshChannel::Exec(
+    SshSession& session, const std::string& command,
+    std::chrono::steady_clock::time_point open_deadline) {
   ssh_channel raw = ssh_channel_new(session.raw());
   if (raw == nullptr) {
     throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a channel: {}",
                                                     session.description(), session.LastError()));
   }
   std::unique_ptr<SshChannel> channel(new SshChannel(session, raw));
-  int rc = co_await session.Retry([raw] { return ssh_channel_open_session(raw); });
+  int rc = SSH_AGAIN;
+  for (;;) {
+    rc = ssh_channel_open_session(raw);
+    session.NoteIo();
+    if (rc != SSH_AGAIN) break;
+    if (!co_await session.WaitIoUntil(open_deadline)) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("{}: no answer opening a channel in time", session.description()));
+    }
+  }
   if (rc != SSH_OK) {
     throw Error(ExitCode::kUnreachable, fmt::format("{}: cannot open a session channel: {}",
                                                     session.description(), session.LastError()));

@@ -25,9 +25,13 @@ class SshChannel {
   using OnData = std::function<void(Stream, std::string_view)>;
 
   // Opens a session channel and runs `command` on it (the server runs it with the user's
-  // shell). Throws Error(kUnreachable) with the session's description.
-  static asio::awaitable<std::unique_ptr<SshChannel>> Exec(SshSession& session,
-                                                           const std::string& command);
+  // shell). Throws Error(kUnreachable) with the session's description. When the server has not
+  // answered the channel's opening by `open_deadline` (a kept connection whose server is gone
+  // without a word), throws Error(kUnreachable) before anything was asked to run.
+  static asio::awaitable<std::unique_ptr<SshChannel>> Exec(
+      SshSession& session, const std::string& command,
+      std::chrono::steady_clock::time_point open_deadline =
+          std::chrono::steady_clock::time_point::max());
 
   // Opens a direct-streamlocal@openssh.com channel to `socket_path` on the server.
   // Throws Error(kUnreachable) when it cannot: either the server refused the channel (its

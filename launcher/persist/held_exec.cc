@@ -1,0 +1,109 @@
+// The command's side of an exec through the holder.
+#include "launcher/persist/held_exec.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <cstdlib>
+
+#include "launcher/base/error.h"
+
+namespace podrun {
+namespace {
+
+using Socket = asio::local::stream_protocol::socket;
+
+}  // namespace
+
+HeldExec::HeldExec(std::unique_ptr<Socket> socket, std::string buffered, std::string description,
+                   bool reused)
+    : socket_(std::move(socket)),
+      buffered_(std::move(buffered)),
+      description_(std::move(description)),
+      reused_(reused) {}
+
+HeldExec::~HeldExec() = default;
+
+asio::awaitable<std::optional<HeldExec>> HeldExec::Start(const std::filesystem::path& path,
+                                                         const HolderRequest& request) {
+  auto executor = co_await asio::this_coro::executor;
+  auto socket = std::make_unique<Socket>(executor);
+  boost::system::error_code ec;
+  co_await socket->async_connect(asio::local::stream_protocol::endpoint(path.string()),
+                                 asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;  // gone (a stale socket): the next command starts another
+  const std::string line = EncodeHolderRequest(request);
+  co_await asio::async_write(*socket, asio::buffer(line),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return std::nullopt;
+  std::string buffer;
+  const size_t n =
+      co_await asio::async_read_until(*socket, asio::dynamic_buffer(buffer, kHolderMaxLine), '\n',
+                                      asio::redirect_error(asio::use_awaitable, ec));
+  // A holder that went away before answering (it was exiting, idle, as this connected) had not
+  // read the request: nothing ran.
+  if (ec) co_return std::nullopt;
+  HolderReply reply;
+  try {
+    reply = DecodeHolderReply(std::string_view(buffer).substr(0, n - 1));
+  } catch (const std::exception&) {
+    co_return std::nullopt;
+  }
+  if (reply.fallback) co_return std::nullopt;
+  if (!reply.ok) throw Error(ExitCode::kUnreachable, reply.error);
+  co_return HeldExec(std::move(socket), buffer.substr(n), reply.host, reply.reused);
+}
+
+asio::awaitable<ExitStatus> HeldExec::Drain(const OnData& on_data) {
+  auto holder_gone = [&](const std::string& why) {
+    return Error(ExitCode::kUnreachable,
+                 fmt::format("{}: connection holder went away: {}", description_, why));
+  };
+  std::string payload;
+  for (;;) {
+    boost::system::error_code ec;
+    if (buffered_.size() < kFrameHeaderBytes) {
+      const size_t have = buffered_.size();
+      buffered_.resize(kFrameHeaderBytes);
+      co_await asio::async_read(*socket_,
+                                asio::buffer(buffered_.data() + have, kFrameHeaderBytes - have),
+                                asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) throw holder_gone(ec.message());
+    }
+    std::optional<FrameInfo> frame =
+        ParseFrameHeader(std::string_view(buffered_).substr(0, kFrameHeaderBytes));
+    if (!frame) throw holder_gone("a malformed frame");
+    payload = buffered_.substr(kFrameHeaderBytes, frame->length);
+    buffered_.erase(0, std::min(buffered_.size(), kFrameHeaderBytes + frame->length));
+    if (payload.size() < frame->length) {
+      const size_t have = payload.size();
+      payload.resize(frame->length);
+      co_await asio::async_read(*socket_, asio::buffer(payload.data() + have, frame->length - have),
+                                asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) throw holder_gone(ec.message());
+    }
+    switch (frame->type) {
+      case FrameType::kStdout:
+        on_data(Stream::kStdout, payload);
+        break;
+      case FrameType::kStderr:
+        on_data(Stream::kStderr, payload);
+        break;
+      case FrameType::kLost:
+        throw Error(ExitCode::kUnreachable, payload);
+      case FrameType::kExit:
+        try {
+          co_return DecodeExitStatus(payload);
+        } catch (const std::exception& e) {
+          throw holder_gone(e.what());
+        }
+    }
+  }
+}
+
+}  // namespace podrun
