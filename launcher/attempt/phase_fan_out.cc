@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
-#include <vector>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "launcher/attempt/run_request.h"
 #include "launcher/attempt/setup_phase.h"
@@ -219,11 +219,13 @@ void PhaseFanOut::StartAll() {
     if (const char* tp = std::getenv("PODRUN_TRACE_START")) {  // TRACE-TEMP
       std::lock_guard lk(trace_mu);
       if (FILE* f = std::fopen(tp, "a")) {
-        std::fprintf(f, "w%zu reach %lld lead %lld offset %lld target %lld sent %lld recv %lld go %lld answered %lld\n",
+        std::fprintf(f,
+                     "w%zu reach %lld lead %lld offset %lld target %lld sent %lld recv %lld go "
+                     "%lld answered %lld\n",
                      w.index, (long long)reach.count(), (long long)lead.count(),
-                     (long long)w.start_offset_ns, (long long)target_ns,
-                     (long long)trace_sent, (long long)w.start.received_ns,
-                     (long long)w.start.start_time_ns, (long long)NowUnixNs());
+                     (long long)w.start_offset_ns, (long long)target_ns, (long long)trace_sent,
+                     (long long)w.start.received_ns, (long long)w.start.start_time_ns,
+                     (long long)NowUnixNs());
         std::fclose(f);
       }
     }

@@ -40,9 +40,9 @@ std::vector<int64_t> StartOffsets(const std::vector<ClockOffset>& measured) {
   int64_t common = 0;
   size_t most = 0;
   for (const int64_t c : candidates) {
-    const auto held = static_cast<size_t>(std::count_if(
-        measured.begin(), measured.end(),
-        [c](const ClockOffset& m) { return m.low_ns <= c && c <= m.high_ns; }));
+    const auto held = static_cast<size_t>(
+        std::count_if(measured.begin(), measured.end(),
+                      [c](const ClockOffset& m) { return m.low_ns <= c && c <= m.high_ns; }));
     if (held > most || (held == most && magnitude(c) < magnitude(common))) {
       most = held;
       common = c;

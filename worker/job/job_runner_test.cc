@@ -345,7 +345,8 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
 }
 
 // A HOME of its own for a job, with `profile` as its login shell's ~/.bash_profile.
-std::filesystem::path HomeWithProfile(const std::filesystem::path& dir, const std::string& profile) {
+std::filesystem::path HomeWithProfile(const std::filesystem::path& dir,
+                                      const std::string& profile) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / ".bash_profile") << profile;
   return dir;
@@ -362,8 +363,9 @@ TEST_F(JobRunnerTest, TheLoginProfileIsReadAtPrepareAndTheRunAtTheStart) {
   // The profile's work is done before the lockstep instant; the run then runs in the same
   // shell (a variable the profile did not export reaches it, as in bash -lc), and neither the
   // profile's functions nor its aliases stand in for the builtins the shell waits with.
-  const std::filesystem::path home = HomeWithProfile(
-      home_ / "user", "echo profile >> \"$HOME/order\"; FROM_PROFILE=set\n"
+  const std::filesystem::path home =
+      HomeWithProfile(home_ / "user",
+                      "echo profile >> \"$HOME/order\"; FROM_PROFILE=set\n"
                       "shopt -s expand_aliases; alias read='echo hijacked'\n"
                       "printf() { echo hijacked; }; exit() { echo hijacked; }\n");
   JobRequest spec = Spec("profile", "echo \"run $FROM_PROFILE\" >> \"$HOME/order\"; echo ran");

@@ -64,8 +64,8 @@ std::string ShellPreamble(int go, int ran) {
   const std::string g = std::to_string(go), r = std::to_string(ran);
   return "\\builtin printf '" + PrintfBytes({kReady, 0}) + "' >&" + g +
          "; \\builtin read -r -N 1 -u " + g + " _ || { \\builtin printf '" +
-         PrintfBytes({kNotStarted, 0}) + "' >&" + r + "; \\builtin exit 0; }; \\exec " +
-         g + "<&- " + r + ">&-";
+         PrintfBytes({kNotStarted, 0}) + "' >&" + r + "; \\builtin exit 0; }; \\exec " + g +
+         "<&- " + r + ">&-";
 }
 
 [[noreturn]] void RunPreparedChild(const ChildPlan& plan) {
