@@ -68,6 +68,14 @@ std::string ShellPreamble(int go, int ran) {
          "<&- " + r + ">&-";
 }
 
+std::string WithoutShellPreamble(std::string_view cmdline) {
+  static constexpr std::string_view kMark("-lc\0\\builtin printf '", 21);
+  const size_t at = cmdline.find(kMark);
+  const size_t end = at == std::string_view::npos ? at : cmdline.find('\n', at);
+  if (end == std::string_view::npos) return std::string(cmdline);
+  return std::string(cmdline.substr(0, at + 4)) + std::string(cmdline.substr(end + 1));
+}
+
 [[noreturn]] void RunPreparedChild(const ChildPlan& plan) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;

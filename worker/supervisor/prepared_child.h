@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace podrun::agent {
 
@@ -42,6 +43,13 @@ struct ChildPlan {
 // profile's, nor a function but one named exec, replaces them. The job's
 // run follows it on a line of its own, so bash's own messages number the run's lines from 2.
 std::string ShellPreamble(int go, int ran);
+// ShellPreamble's length is under this.
+inline constexpr size_t kShellPreambleMaxBytes = 512;
+
+// A command line as /proc/PID/cmdline has it (arguments NUL-separated), without the preamble's
+// line when it is a job's shell (for `why` and `top`: "/bin/bash -lc RUN", as it was started
+// before the preamble); any other command line as it is.
+std::string WithoutShellPreamble(std::string_view cmdline);
 
 // The forked child. Call with every signal blocked; never returns.
 [[noreturn]] void RunPreparedChild(const ChildPlan& plan);
