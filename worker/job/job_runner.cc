@@ -199,6 +199,7 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
                                              "agent is exiting)");
   }
   RealtimeWhileStarting realtime;
+  const int64_t ready_ns = WallClockNs();
   WaitUntilWallClock(start_at_ns);
   UniqueFd go;
   {
@@ -241,7 +242,7 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
     std::fprintf(stderr, "podrun-agent: %s: %s\n", dir_.path().c_str(), e.what());
   }
   std::lock_guard lock(mu_);
-  started_ = StartResult{job_pid_, start_time_ns, false};
+  started_ = StartResult{job_pid_, start_time_ns, false, ready_ns};
   return *started_;
 }
 

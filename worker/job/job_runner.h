@@ -50,6 +50,9 @@ struct StartResult {
   pid_t pid = 0;
   int64_t start_time_ns = 0;     // wall clock right after the process was released
   bool already_started = false;  // an earlier Start of this attempt released it
+  // Wall clock when this Start, checked and its confirmation window set, began to wait for its
+  // instant: after the instant, it was late and released the process at once.
+  int64_t received_ns = 0;
 };
 
 struct StopResult {

@@ -16,7 +16,6 @@
 #include "proto/protocol_version.h"
 #include "proto/shell_quote.h"
 #include "worker/base/agent_error.h"
-#include "worker/base/wall_clock.h"
 #include "worker/host/accelerators.h"
 #include "worker/host/tpu_metadata.h"
 #include "worker/job/job_log_stream.h"
@@ -207,7 +206,6 @@ grpc::Status AgentService::Prepare(grpc::ServerContext*, const v1::PrepareReques
 
 grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* req,
                                  v1::StartReply* reply) {
-  const int64_t received_ns = WallClockNs();  // late when after start_at_ns
   return HandleRpc(activity_, [&] {
     CheckJobId(req->job_id(), req->attempt());
     // Waits for start_at (see JobRunner::Start); the window bounded (a bad value must not keep
@@ -219,7 +217,7 @@ grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* r
     reply->set_pid(result.pid);
     reply->set_start_time_ns(result.start_time_ns);
     reply->set_already_started(result.already_started);
-    reply->set_received_ns(received_ns);
+    reply->set_received_ns(result.received_ns);
     return grpc::Status::OK;
   });
 }
