@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -205,29 +203,14 @@ void PhaseFanOut::StartAll() {
   std::map<const AttemptWorker*, size_t> positions;  // rank order, for the test hook
   for (const auto& w : workers_.all()) positions.emplace(w.get(), positions.size());
   std::atomic<size_t> answered{0};
-  std::mutex trace_mu;  // TRACE-TEMP
   workers_.ForEach([&](AttemptWorker& w) {
     hooks.StallBeforeStart(positions.at(&w));
     auto client = w.client();
-    const int64_t trace_sent = NowUnixNs();  // TRACE-TEMP
     try {
       w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
                               target_ns + w.start_offset_ns, confirm_within);
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: start: {}", w.description(), e.what());
-    }
-    if (const char* tp = std::getenv("PODRUN_TRACE_START")) {  // TRACE-TEMP
-      std::lock_guard lk(trace_mu);
-      if (FILE* f = std::fopen(tp, "a")) {
-        std::fprintf(f,
-                     "w%zu reach %lld lead %lld offset %lld target %lld sent %lld recv %lld go "
-                     "%lld answered %lld\n",
-                     w.index, (long long)reach.count(), (long long)lead.count(),
-                     (long long)w.start_offset_ns, (long long)target_ns, (long long)trace_sent,
-                     (long long)w.start.received_ns, (long long)w.start.start_time_ns,
-                     (long long)NowUnixNs());
-        std::fclose(f);
-      }
     }
     progress_.Done(w.index);
     hooks.SayWhenStalled(++answered);
