@@ -30,8 +30,10 @@ struct Shell {
     const std::string script = ShellPreamble(5, 6) + "\n" + run;
     pid = ::fork();
     if (pid == 0) {
-      ::dup2(go[1], 5);
-      ::dup2(ran[1], 6);
+      // Out of the way first (either may be 5 or 6 already), then in place, inheritable.
+      const int g = ::fcntl(go[1], F_DUPFD_CLOEXEC, 100), r = ::fcntl(ran[1], F_DUPFD_CLOEXEC, 100);
+      ::dup2(g, 5);
+      ::dup2(r, 6);
       ::execl("/bin/bash", "bash", "-c", script.c_str(), nullptr);
       ::_exit(127);
     }
