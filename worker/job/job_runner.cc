@@ -217,8 +217,8 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
   }
   const int64_t start_time_ns = WallClockNs();
   realtime.Drop();
-  // End-of-file once it has exec'd; a report if it could not. Not under the lock: a chdir into
-  // a hung NFS workdir blocks only this call.
+  // End-of-file once the shell, woken, closed it and runs the run (the chdir and the exec of
+  // the shell were done at Prepare: prepared_child.h). Not under the lock.
   ChildReport report;
   const bool failed = sent != 1 || ReadReport(go.get(), &report);
   go.reset();
