@@ -362,17 +362,17 @@ std::string ReadText(const std::filesystem::path& path) {
 TEST_F(JobRunnerTest, TheLoginProfileIsReadAtPrepareAndTheRunAtTheStart) {
   // The profile's work is done before the lockstep instant; the run then runs in the same
   // shell (a variable the profile did not export reaches it, as in bash -lc), and neither the
-  // profile's functions nor its aliases stand in for the builtins the shell waits with.
+  // profile's functions, its aliases nor its TMOUT change how the shell waits.
   const std::filesystem::path home =
       HomeWithProfile(home_ / "user",
-                      "echo profile >> \"$HOME/order\"; FROM_PROFILE=set\n"
+                      "echo profile >> \"$HOME/order\"; FROM_PROFILE=set; readonly TMOUT=1\n"
                       "shopt -s expand_aliases; alias read='echo hijacked'\n"
                       "printf() { echo hijacked; }; exit() { echo hijacked; }\n");
   JobRequest spec = Spec("profile", "echo \"run $FROM_PROFILE\" >> \"$HOME/order\"; echo ran");
   spec.env["HOME"] = home.string();
   runner_->Prepare(spec);
   EXPECT_EQ(ReadText(home / "order"), "profile\n");
-  std::this_thread::sleep_for(200ms);
+  std::this_thread::sleep_for(1500ms);  // past the profile's TMOUT: the shell still waits
   EXPECT_EQ(ReadText(home / "order"), "profile\n");  // nothing of the run before Start
   runner_->Start("profile", 1);
   auto job = runner_->Find("profile", 1);

@@ -62,9 +62,11 @@ std::string PrintfBytes(const ChildReport& report) {
 
 std::string ShellPreamble(int go, int ran) {
   const std::string g = std::to_string(go), r = std::to_string(ran);
+  // A read timed out (a profile's TMOUT, often readonly) returns more than 128: read again.
   return "\\builtin printf '" + PrintfBytes({kReady, 0}) + "' >&" + g +
-         "; \\builtin read -r -N 1 -u " + g + " _ || { \\builtin printf '" +
-         PrintfBytes({kNotStarted, 0}) + "' >&" + r + "; \\builtin exit 0; }; \\exec " + g +
+         "; until \\builtin read -r -N 1 -u " + g +
+         " _; do \\builtin test $? -gt 128 || { \\builtin printf '" +
+         PrintfBytes({kNotStarted, 0}) + "' >&" + r + "; \\builtin exit 0; }; done; \\exec " + g +
          "<&- " + r + ">&-";
 }
 

@@ -37,8 +37,9 @@ struct ChildPlan {
 };
 
 // The line the login shell runs before the job's own (`go` and `ran` are the descriptors'
-// numbers in the child): it sends kReady on `go`, waits for one byte on it, and closes both; on
-// end-of-file it sends kNotStarted on `ran` and exits 0. Builtins only, called through
+// numbers in the child): it sends kReady on `go`, waits for one byte on it (however long: a
+// profile's TMOUT only makes it read again), and closes both; on end-of-file it sends
+// kNotStarted on `ran` and exits 0. Builtins only, called through
 // `\builtin` (`\exec`, whose redirections `builtin` would undo), so that no alias of the
 // profile's, nor a function but one named exec, replaces them. The job's
 // run follows it on a line of its own, so bash's own messages number the run's lines from 2.
