@@ -344,18 +344,16 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
   EXPECT_EQ(later.Status("orphan", 1).state, JobState::kExited);
 }
 
-// A HOME of its own for a job, with `profile` as its login shell's ~/.bash_profile.
-std::filesystem::path HomeWithProfile(const std::filesystem::path& dir,
-                                      const std::string& profile) {
+// A HOME of its own for a job, with `text` as its login shell's ~/.bash_profile.
+std::filesystem::path HomeWithProfile(const std::filesystem::path& dir, const std::string& text) {
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / ".bash_profile") << profile;
+  std::ofstream(dir / ".bash_profile") << text;
   return dir;
 }
 
 std::string ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path);
   std::stringstream text;
-  text << in.rdbuf();
+  text << std::ifstream(path).rdbuf();
   return text.str();
 }
 
@@ -380,25 +378,22 @@ TEST_F(JobRunnerTest, TheLoginProfileIsReadAtPrepareAndTheRunAtTheStart) {
   while (!job->Snapshot().exit && std::chrono::steady_clock::now() < deadline) {
     job->WaitForProgress(job->Snapshot().last_seq, deadline);
   }
-  ASSERT_TRUE(job->Snapshot().exit);
-  EXPECT_EQ(job->Snapshot().exit->exit_code, 0);
+  ASSERT_EQ(job->Snapshot().exit.value_or(ProcessEnd{}).exit_code, 0);
   EXPECT_EQ(ReadText(home / "order"), "profile\nrun set\n");
   EXPECT_EQ(Stdout("profile"), "ran\n");  // no "hijacked"
 }
 
 TEST_F(JobRunnerTest, ALoginShellThatEndsBeforeItIsReadyFailsPrepare) {
-  // Its profile exits: Prepare fails (so nothing starts anywhere) and says why; the run never
-  // ran.
+  // Its profile exits: Prepare fails (nothing starts anywhere) and says why; the run never ran.
   const std::filesystem::path marker = home_ / "marker";
   JobRequest spec = Spec("exits", "touch " + marker.string());
   spec.env["HOME"] = HomeWithProfile(home_ / "user", "exit 3\n").string();
-  std::string error;
   try {
     runner_->Prepare(spec);
+    ADD_FAILURE() << "prepared";
   } catch (const AgentError& e) {
-    error = e.what();
+    EXPECT_NE(std::string(e.what()).find("ended before it was ready"), std::string::npos);
   }
-  EXPECT_NE(error.find("ended before it was ready"), std::string::npos) << error;
   std::this_thread::sleep_for(200ms);
   EXPECT_FALSE(std::filesystem::exists(marker));
   EXPECT_EQ(runner_->RunningJobs(), 0);
