@@ -185,7 +185,7 @@ AgentStartReply AgentClient::Start(const std::string& job_id, uint32_t attempt, 
   req.set_confirm_within_ms(static_cast<uint32_t>(confirm_within.count()));
   v1::StartReply reply;
   Check(stub_->stub->Start(&ctx, req, &reply), "Start");
-  return {reply.pid(), reply.start_time_ns(), reply.already_started()};
+  return {reply.pid(), reply.start_time_ns(), reply.already_started(), reply.received_ns()};
 }
 
 bool AgentClient::Confirm(const std::string& job_id, uint32_t attempt) {

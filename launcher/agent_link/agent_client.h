@@ -74,6 +74,7 @@ struct AgentStartReply {
   int pid = 0;
   int64_t start_time_ns = 0;     // worker wall clock right after the spawn
   bool already_started = false;  // a previous Start (e.g. before a reconnect) started it
+  int64_t received_ns = 0;       // worker wall clock when the Start reached it (0: older agent)
 };
 
 enum class AgentJobState { kUnknown, kPrepared, kRunning, kExited, kStopped, kLost };

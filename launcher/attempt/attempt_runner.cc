@@ -148,17 +148,29 @@ ExitCode RunWith(const AttemptPlan& plan, AttemptRecorder& recorder, AgentConnec
   phases.StartAll();
   gang.RecordStarts();
   phases.EndProgress();  // the job's output comes next
-  int64_t first = INT64_MAX, last = 0;
+  int64_t first = INT64_MAX, last = 0, late_ns = 0;
+  int late = 0;
   for (auto& w : workers.all()) {
     if (!w->error.empty()) continue;
     // In the launcher's clock, so that workers with different clocks compare.
-    const int64_t start_ns = w->start.start_time_ns - w->connection.clock_offset_ns();
+    const int64_t start_ns = w->start.start_time_ns - w->start_offset_ns;
     first = std::min(first, start_ns);
     last = std::max(last, start_ns);
+    // A Start that reached its agent after the instant started on arrival (an older agent
+    // says nothing: received_ns 0).
+    const int64_t after = w->start.received_ns - w->start_offset_ns - w->start_at_ns;
+    if (w->start.received_ns > 0 && !w->start.already_started && after > 0) {
+      ++late;
+      late_ns = std::max(late_ns, after);
+    }
   }
   if (last > 0) {
-    Say(fmt::format("started on {} workers (start skew {:.1f} ms)", n,
-                    static_cast<double>(last - first) / 1e6));
+    Say(fmt::format("started on {} workers (start skew {:.1f} ms){}", n,
+                    static_cast<double>(last - first) / 1e6,
+                    late == 0 ? std::string()
+                              : fmt::format("; the start reached {} of them after its instant, "
+                                            "up to {:.1f} ms late: they started on arrival",
+                                            late, static_cast<double>(late_ns) / 1e6)));
   }
   recorder.SetAttempt(AttemptState::kRunning);
   if (plan.detach) {

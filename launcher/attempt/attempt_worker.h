@@ -30,7 +30,10 @@ struct AttemptWorker {
   // Why this worker dropped out before the start ("w3 (...): prepare: ..."); empty while it is
   // still in. A worker with an error takes part in no later phase.
   std::string error;
-  AgentStartReply start;                   // its Start's answer
+  AgentStartReply start;  // its Start's answer
+  // The start's instant in this launcher's clock, and the clock offset it was sent with
+  // (StartOffsets, connect/clock_sync.h): the agent's clock minus ours.
+  int64_t start_at_ns = 0, start_offset_ns = 0;
   std::optional<AgentLogGap> gap;          // output the worker could not keep on its disk
   std::atomic<int64_t> last_output_ns{0};  // steady clock, of its last output (0: none)
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "launcher/attempt/run_request.h"
 #include "launcher/attempt/setup_phase.h"
@@ -183,7 +184,21 @@ void PhaseFanOut::StartAll() {
   // A worker whose start is not confirmed within this stops its job itself (ConfirmStarts).
   const std::chrono::milliseconds confirm_within =
       StartConfirmWindow(lead, reach, hooks.confirm_slack.value_or(kStartConfirmSlack));
+  // The offsets the start uses: what the clocks provably differ by, one value for the agents
+  // whose clocks agree with each other (StartOffsets).
+  std::vector<ClockOffset> measured;
+  std::vector<AttemptWorker*> in;
+  for (const auto& w : workers_.all()) {
+    if (!w->error.empty()) continue;
+    measured.push_back(w->connection.clock());
+    in.push_back(w.get());
+  }
+  const std::vector<int64_t> offsets = StartOffsets(measured);
   const int64_t target_ns = NowUnixNs() + lead.count();
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i]->start_at_ns = target_ns;
+    in[i]->start_offset_ns = offsets[i];
+  }
   progress_.Begin("start");
   std::map<const AttemptWorker*, size_t> positions;  // rank order, for the test hook
   for (const auto& w : workers_.all()) positions.emplace(w.get(), positions.size());
@@ -193,7 +208,7 @@ void PhaseFanOut::StartAll() {
     auto client = w.client();
     try {
       w.start = client->Start(plan_.job.id, static_cast<uint32_t>(plan_.attempt),
-                              target_ns + w.connection.clock_offset_ns(), confirm_within);
+                              target_ns + w.start_offset_ns, confirm_within);
     } catch (const std::exception& e) {
       w.error = fmt::format("{}: start: {}", w.description(), e.what());
     }

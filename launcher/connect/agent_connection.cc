@@ -6,8 +6,9 @@
 namespace podrun {
 namespace {
 
-// Hellos per kMeasureClock connection, to measure the agent's clock offset (the quickest counts).
-constexpr int kClockProbes = 3;
+// Hellos per kMeasureClock connection, to measure the agent's clock offset (each narrows what
+// the offset can be: clock_sync.h).
+constexpr int kClockProbes = 5;
 
 }  // namespace
 
@@ -23,9 +24,8 @@ std::shared_ptr<AgentClient> AgentConnection::Connect(Greeting greeting) {
   std::lock_guard connect(connect_mutex_);
   auto client = std::make_shared<AgentClient>(link_->Connect());
   if (greeting == Greeting::kMeasureClock) {
-    const ClockOffset offset = MeasureClockOffset(*client, kClockProbes, &hello_);
-    clock_offset_ns_ = offset.offset_ns;
-    rtt_ns_ = offset.rtt_ns;
+    clock_ = MeasureClockOffset(*client, kClockProbes, &hello_);
+    clock_offset_ns_ = clock_.offset_ns;
     clock_measured_ = true;
   } else {
     hello_ = client->Hello();

@@ -18,6 +18,7 @@
 #include "launcher/agent_link/agent_client.h"
 #include "launcher/agent_link/agent_link.h"
 #include "launcher/agent_link/agent_relay.h"
+#include "launcher/connect/clock_sync.h"
 #include "launcher/connect/pod.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/fan_out.h"
@@ -56,7 +57,9 @@ class AgentConnection {
   int64_t clock_offset_ns() const { return clock_offset_ns_; }
   // Whether a kMeasureClock Connect has succeeded. Thread-safe.
   bool clock_measured() const { return clock_measured_.load(); }
-  int64_t rtt_ns() const { return rtt_ns_; }
+  int64_t rtt_ns() const { return clock_.rtt_ns; }
+  // The last measurement whole: the offset, and the interval the samples allowed.
+  const ClockOffset& clock() const { return clock_; }
   const AgentHello& hello() const { return hello_; }
 
  private:
@@ -68,7 +71,7 @@ class AgentConnection {
   std::shared_ptr<AgentClient> client_;
   int64_t clock_offset_ns_ = 0;
   std::atomic<bool> clock_measured_{false};
-  int64_t rtt_ns_ = 0;
+  ClockOffset clock_;
   AgentHello hello_;
 };
 

@@ -20,12 +20,20 @@ struct ClockSample {
 };
 
 struct ClockOffset {
-  int64_t offset_ns = 0;  // agent clock minus launcher clock
-  int64_t rtt_ns = 0;     // of the sample it came from
+  int64_t offset_ns = 0;  // agent clock minus launcher clock, as corrected (see below)
+  int64_t rtt_ns = 0;     // the quickest round trip
+  // What the samples allow: the agent read its clock between our send and the answer, so its
+  // offset lies in [agent_now - received, agent_now - sent] for every sample at once.
+  int64_t low_ns = 0, high_ns = 0;
 };
 
-// The offset from the quickest sample (its error is at most half that round trip's
-// asymmetry). `samples` must not be empty.
+// The offset a Hello round trip can prove, and no more: the samples' intervals intersected, and
+// in that, the point nearest 0. Clocks kept by NTP (a pod's VMs) agree within far less than a
+// round trip over SSH, and a midpoint would then "correct" them by the round trip's asymmetry
+// (up to half of it, a different error on each worker: 4-17 ms of start skew among 8 workers
+// sharing one clock); a clock that is provably off is corrected to its interval's edge, within
+// the quickest round trip of the truth. Samples that contradict each other (a clock stepped
+// meanwhile): the quickest one's interval alone. `samples` must not be empty.
 ClockOffset EstimateClockOffset(const std::vector<ClockSample>& samples);
 
 class AgentClient;
@@ -35,6 +43,13 @@ struct AgentHello;
 // clock offset from the quickest one. Throws what AgentClient::Hello throws.
 // `hello`, if given, receives the last Hello's answer.
 ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3, AgentHello* hello = nullptr);
+
+// The offsets a start uses, one per agent of `measured` (each one's interval): the value that
+// the most intervals hold (of those, the nearest 0), for every agent whose interval holds it, so
+// that agents whose clocks agree with each other start at one instant even when this launcher's
+// clock is off (a laptop's); an agent whose interval does not hold it (its clock provably
+// differs from the others') gets the point of its own interval nearest that value.
+std::vector<int64_t> StartOffsets(const std::vector<ClockOffset>& measured);
 
 // The furthest ahead a start is scheduled: what an agent waits at most (it starts at once when
 // told to wait longer), less a margin for the clock offsets' error and the Start's travel.

@@ -199,6 +199,7 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
                                              "agent is exiting)");
   }
   RealtimeWhileStarting realtime;
+  const int64_t ready_ns = WallClockNs();
   WaitUntilWallClock(start_at_ns);
   UniqueFd go;
   {
@@ -216,8 +217,8 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
   }
   const int64_t start_time_ns = WallClockNs();
   realtime.Drop();
-  // End-of-file once it has exec'd; a report if it could not. Not under the lock: a chdir into
-  // a hung NFS workdir blocks only this call.
+  // End-of-file once the shell, woken, closed it and runs the run (the chdir and the exec of
+  // the shell were done at Prepare: prepared_child.h). Not under the lock.
   ChildReport report;
   const bool failed = sent != 1 || ReadReport(go.get(), &report);
   go.reset();
@@ -241,7 +242,7 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
     std::fprintf(stderr, "podrun-agent: %s: %s\n", dir_.path().c_str(), e.what());
   }
   std::lock_guard lock(mu_);
-  started_ = StartResult{job_pid_, start_time_ns, false};
+  started_ = StartResult{job_pid_, start_time_ns, false, ready_ns};
   return *started_;
 }
 

@@ -50,6 +50,9 @@ struct StartResult {
   pid_t pid = 0;
   int64_t start_time_ns = 0;     // wall clock right after the process was released
   bool already_started = false;  // an earlier Start of this attempt released it
+  // Wall clock when this Start, checked and its confirmation window set, began to wait for its
+  // instant: after the instant, it was late and released the process at once.
+  int64_t received_ns = 0;
 };
 
 struct StopResult {
@@ -74,10 +77,10 @@ class Job {
   // Waits until the wall clock reads `start_at_ns` (at once if that is past, or more than
   // 10 s ahead: a clock mix-up must not hold a job back), without holding the job (a Stop
   // meanwhile wins), and where the agent may, with a real-time priority (see the .cc); then
-  // releases the waiting process (once; later calls return the first result) and waits until
-  // it has exec'd /bin/bash. If it could not (the workdir is gone, no /bin/bash, ...), the
-  // attempt ends at once with exit code 127 and the reason on its stderr, and this and every
-  // later call throw AgentError with the reason.
+  // releases the waiting login shell (once; later calls return the first result) and waits
+  // until it has closed its go socket to run the run (its workdir and its exec were done at
+  // Prepare, which fails if they cannot be: prepared_child.h). If the process had ended, this
+  // and every later call throw AgentError with the reason.
   // `confirm_within` > 0: before anything waits, the job's supervisor is told that the start
   // must be confirmed (JobRunner::Confirm) within that long of the release, else it stops the
   // job with the grace period (worker/supervisor/start_confirmation.h); a supervisor that does

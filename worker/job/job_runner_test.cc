@@ -344,39 +344,58 @@ TEST_F(JobRunnerTest, AWaitingProcessExitsWhenTheAgentIsGone) {
   EXPECT_EQ(later.Status("orphan", 1).state, JobState::kExited);
 }
 
-TEST_F(JobRunnerTest, AProcessThatCannotExecIsRecordedAsFailed) {
-  // The workdir disappears between Prepare and Start: the released process cannot chdir.
-  JobRequest spec = Spec("vanished", "echo ran");
-  spec.workdir = (home_ / "vanishing").string();
+// A HOME of its own for a job, with `text` as its login shell's ~/.bash_profile.
+std::filesystem::path HomeWithProfile(const std::filesystem::path& dir, const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / ".bash_profile") << text;
+  return dir;
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+TEST_F(JobRunnerTest, TheLoginProfileIsReadAtPrepareAndTheRunAtTheStart) {
+  // The profile's work is done before the lockstep instant; the run then runs in the same
+  // shell (a variable the profile did not export reaches it, as in bash -lc), and neither the
+  // profile's functions, its aliases nor its TMOUT change how the shell waits.
+  const std::filesystem::path home =
+      HomeWithProfile(home_ / "user",
+                      "echo profile >> \"$HOME/order\"; FROM_PROFILE=set; readonly TMOUT=1\n"
+                      "shopt -s expand_aliases; alias read='echo hijacked'\n"
+                      "printf() { echo hijacked; }; exit() { echo hijacked; }\n");
+  JobRequest spec = Spec("profile", "echo \"run $FROM_PROFILE\" >> \"$HOME/order\"; echo ran");
+  spec.env["HOME"] = home.string();
   runner_->Prepare(spec);
-  const pid_t waiting = runner_->Find("vanished", 1)->waiting_pid();
-  std::filesystem::remove(home_ / "vanishing");
-  std::string error;
-  try {
-    runner_->Start("vanished", 1);
-  } catch (const AgentError& e) {
-    error = e.what();
+  EXPECT_EQ(ReadText(home / "order"), "profile\n");
+  std::this_thread::sleep_for(1500ms);  // past the profile's TMOUT: the shell still waits
+  EXPECT_EQ(ReadText(home / "order"), "profile\n");  // nothing of the run before Start
+  runner_->Start("profile", 1);
+  auto job = runner_->Find("profile", 1);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!job->Snapshot().exit && std::chrono::steady_clock::now() < deadline) {
+    job->WaitForProgress(job->Snapshot().last_seq, deadline);
   }
-  EXPECT_NE(error.find("chdir"), std::string::npos) << error;
-  EXPECT_NE(error.find((home_ / "vanishing").string()), std::string::npos) << error;
-  EXPECT_NE(error.find(std::strerror(ENOENT)), std::string::npos) << error;
-  EXPECT_NE(::kill(waiting, 0), 0);  // reaped
-  // The attempt ended with the shell's "cannot execute" code, the reason on its stderr.
-  JobSnapshot snap = runner_->Status("vanished", 1);
-  EXPECT_EQ(snap.state, JobState::kExited);
-  ASSERT_TRUE(snap.exit);
-  EXPECT_EQ(snap.exit->exit_code, 127);
-  EXPECT_FALSE(snap.exit->never_started);
-  EXPECT_EQ(Stdout("vanished"), "");
-  EXPECT_NE(Stdout("vanished", LogStream::kStderr).find("chdir"), std::string::npos);
-  auto on_disk = JobDir(home_ / "agent", "vanished", 1).ReadProcessEnd();
-  ASSERT_TRUE(on_disk);
-  EXPECT_EQ(on_disk->exit_code, 127);
-  // A retried Start fails the same way; Stop reports the outcome.
-  EXPECT_THROW(runner_->Start("vanished", 1), AgentError);
-  StopResult stop = runner_->Stop("vanished", 1, 1s);
-  EXPECT_FALSE(stop.was_running);
-  EXPECT_EQ(stop.exit.exit_code, 127);
+  ASSERT_EQ(job->Snapshot().exit.value_or(ProcessEnd{}).exit_code, 0);
+  EXPECT_EQ(ReadText(home / "order"), "profile\nrun set\n");
+  EXPECT_EQ(Stdout("profile"), "ran\n");  // no "hijacked"
+}
+
+TEST_F(JobRunnerTest, ALoginShellThatEndsBeforeItIsReadyFailsPrepare) {
+  // Its profile exits: Prepare fails (nothing starts anywhere) and says why; the run never ran.
+  const std::filesystem::path marker = home_ / "marker";
+  JobRequest spec = Spec("exits", "touch " + marker.string());
+  spec.env["HOME"] = HomeWithProfile(home_ / "user", "exit 3\n").string();
+  try {
+    runner_->Prepare(spec);
+    ADD_FAILURE() << "prepared";
+  } catch (const AgentError& e) {
+    EXPECT_NE(std::string(e.what()).find("ended before it was ready"), std::string::npos);
+  }
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(std::filesystem::exists(marker));
   EXPECT_EQ(runner_->RunningJobs(), 0);
 }
 

@@ -20,6 +20,7 @@
 #include "proto/unique_fd.h"
 #include "worker/job/syscall_names.h"
 #include "worker/job/trusted_program.h"
+#include "worker/supervisor/prepared_child.h"
 
 namespace podrun::agent {
 namespace {
@@ -79,7 +80,8 @@ bool SignalProcess(pid_t pid, uint64_t start_ticks, int sig) {
 bool ReadDetails(ProcessProbe* p, int64_t boot_wall_ns) {
   std::string comm = ReadProcFile(ProcPath(p->pid, "comm"), 64);
   p->command = Utf8Text(Trim(comm), 64);
-  p->cmdline = CmdlineText(ReadProcFile(ProcPath(p->pid, "cmdline"), kCmdlineMaxBytes + 1));
+  p->cmdline = CmdlineText(WithoutShellPreamble(
+      ReadProcFile(ProcPath(p->pid, "cmdline"), kCmdlineMaxBytes + kShellPreambleMaxBytes + 1)));
   p->state = ProcessStateName(p->state_code);
   const std::string wchan(Trim(ReadProcFile(ProcPath(p->pid, "wchan"), 256)));
   p->wchan = wchan == "0" ? "" : Utf8Text(wchan, 128);

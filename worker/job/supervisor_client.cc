@@ -178,14 +178,23 @@ SpawnedSupervisor SpawnSupervisor(SupervisorLaunch& launch) {
   }
   SpawnedSupervisor spawned;
   spawned.job_pid = static_cast<pid_t>(std::stol(reply.substr(kReadyReply.size())));
-  // The job's process tells us on the go socket once it is set up.
+  // The job's login shell tells us on the go socket once it has read its profile and waits
+  // (prepared_child.h).
   pollfd p{go_ours.get(), POLLIN, 0};
   ChildReport report;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) != 1 ||
-      !ReadReport(go_ours.get(), &report) || report.step != kReady) {
-    throw std::runtime_error("preparing the job's process: " +
-                             (p.revents ? DescribeReport(report) : std::string("no answer")));
+  if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) != 1) {
+    throw std::runtime_error("preparing the job's process: no answer in " +
+                             std::to_string(std::chrono::seconds(kReadyTimeout).count()) +
+                             " s (a login profile that takes that long?)");
+  }
+  if (!ReadReport(go_ours.get(), &report)) {
+    throw std::runtime_error(
+        std::string("preparing the job's process: its login shell (") + kShell +
+        " -l) ended before it was ready (did its profile exit?); its output is in the job's log");
+  }
+  if (report.step != kReady) {
+    throw std::runtime_error("preparing the job's process: " + DescribeReport(report));
   }
   spawned.go = std::move(go_ours);
   return spawned;

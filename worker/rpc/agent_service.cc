@@ -217,6 +217,7 @@ grpc::Status AgentService::Start(grpc::ServerContext*, const v1::StartRequest* r
     reply->set_pid(result.pid);
     reply->set_start_time_ns(result.start_time_ns);
     reply->set_already_started(result.already_started);
+    reply->set_received_ns(result.received_ns);
     return grpc::Status::OK;
   });
 }

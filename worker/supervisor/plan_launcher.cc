@@ -82,7 +82,9 @@ LaunchedJob PlanLauncher::Launch(int go_fd) {
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::string bash = kShell, flag = "-lc";
-  std::vector<char*> argv = {bash.data(), flag.data(), run_.data(), nullptr};
+  // The shell waits for GO once its profile is read (prepared_child.h), then runs the run.
+  std::string script = ShellPreamble(go_fd, ran_w.get()) + "\n" + run_;
+  std::vector<char*> argv = {bash.data(), flag.data(), script.data(), nullptr};
   const ChildPlan plan{.sock = go_fd,
                        .ran = ran_w.get(),
                        .devnull = devnull.get(),

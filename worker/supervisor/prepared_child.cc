@@ -1,6 +1,7 @@
 // The job's prepared process (see prepared_child.h).
 #include "worker/supervisor/prepared_child.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -43,7 +44,39 @@ void CloseFdsExcept(int keep_a, int keep_b) {
   }
 }
 
+// `report`'s bytes as printf escapes (\ooo), in this host's byte order.
+std::string PrintfBytes(const ChildReport& report) {
+  unsigned char bytes[sizeof report];
+  std::memcpy(bytes, &report, sizeof report);
+  std::string out;
+  for (const unsigned char b : bytes) {
+    out += '\\';
+    out += static_cast<char>('0' + ((b >> 6) & 7));
+    out += static_cast<char>('0' + ((b >> 3) & 7));
+    out += static_cast<char>('0' + (b & 7));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string ShellPreamble(int go, int ran) {
+  const std::string g = std::to_string(go), r = std::to_string(ran);
+  // A read timed out (a profile's TMOUT, often readonly) returns more than 128: read again.
+  return "\\builtin printf '" + PrintfBytes({kReady, 0}) + "' >&" + g +
+         "; until \\builtin read -r -N 1 -u " + g +
+         " _; do \\builtin test $? -gt 128 || { \\builtin printf '" +
+         PrintfBytes({kNotStarted, 0}) + "' >&" + r + "; \\builtin exit 0; }; done; \\exec " + g +
+         "<&- " + r + ">&-";
+}
+
+std::string WithoutShellPreamble(std::string_view cmdline) {
+  static constexpr std::string_view kMark("-lc\0\\builtin printf '", 21);
+  const size_t at = cmdline.find(kMark);
+  const size_t end = at == std::string_view::npos ? at : cmdline.find('\n', at);
+  if (end == std::string_view::npos) return std::string(cmdline);
+  return std::string(cmdline.substr(0, at + 4)) + std::string(cmdline.substr(end + 1));
+}
 
 [[noreturn]] void RunPreparedChild(const ChildPlan& plan) {
   struct sigaction dfl {};
@@ -57,18 +90,13 @@ void CloseFdsExcept(int keep_a, int keep_b) {
   }
   // Nothing of the supervisor's stays open here.
   CloseFdsExcept(std::min(plan.sock, plan.ran), std::max(plan.sock, plan.ran));
+  // Both stay open in the shell, which reports on them and closes them (ShellPreamble).
+  if (::fcntl(plan.sock, F_SETFD, 0) != 0 || ::fcntl(plan.ran, F_SETFD, 0) != 0) {
+    ChildFailed(plan, kStdio);
+  }
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  SendReport(plan.sock, kReady, 0);
-  char go = 0;
-  ssize_t got;
-  while ((got = ::read(plan.sock, &go, 1)) < 0 && errno == EINTR) {
-  }
-  if (got != 1) {  // stopped, replaced or the agent is gone: run nothing
-    SendReport(plan.ran, kNotStarted, 0);
-    ::_exit(0);
-  }
   if (::chdir(plan.workdir) != 0) ChildFailed(plan, kChdir);
   ::umask(InheritedUmask());  // the supervisor runs with 077; the job with its login umask
   ::execve(kShell, plan.argv, plan.envp);

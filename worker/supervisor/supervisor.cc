@@ -131,8 +131,9 @@ int Supervisor::Run() {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &chld, nullptr);
-  // Inherited through dup2, so not close-on-exec yet: the job must not keep either (the agent
-  // learns that the job exec'd from end-of-file on the go socket).
+  // Inherited through dup2, so not close-on-exec yet: the job must not keep either (its shell
+  // gets the go socket back, prepared_child.h, and closes it when released: end-of-file then
+  // tells the agent that the run runs).
   ::fcntl(kControlFd, F_SETFD, FD_CLOEXEC);
   ::fcntl(kGoFd, F_SETFD, FD_CLOEXEC);
   std::string reply;
