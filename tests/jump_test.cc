@@ -54,13 +54,16 @@ class JumpTest : public ::testing::Test {
     return "env PATH=" + NoSshPath() + " PODRUN_HOME=" + Home() + " " + PODRUN_BINARY;
   }
   // Pod options: the pod's addresses and -J root@<w0>.
+  // --no-persist: these tests count one command's own connections to the jump host; a holder
+  // would keep an exec's for the next command (and count them in the next test).
   static std::string WithJumpOption() {
     return " --hosts @" + pod_->host_file() + " -i " + pod_->identity() + " --known-hosts " +
-           pod_->known_hosts() + " -J root@" + pod_->address(0);
+           pod_->known_hosts() + " -J root@" + pod_->address(0) + " --no-persist";
   }
   // Pod options: the workers' names and the ssh_config with ProxyJump.
   static std::string WithProxyJumpConfig() {
-    return " --hosts " + Names() + " -F " + JumpConfig() + " --known-hosts " + pod_->known_hosts();
+    return " --hosts " + Names() + " -F " + JumpConfig() + " --known-hosts " + pod_->known_hosts() +
+           " --no-persist";
   }
 
   // Established connections from this host to worker 0's sshd, as worker 0 sees them.
@@ -110,7 +113,7 @@ std::unique_ptr<TestPod> JumpTest::pod_;
 TEST_F(JumpTest, WorkersAreUnreachableDirectly) {
   CommandResult r = RunCommand(Podrun() + " exec --hosts @" + pod_->host_file() + " -i " +
                                pod_->identity() + " --known-hosts " + pod_->known_hosts() +
-                               " -w 0,2 --connect-timeout 2 -- hostname");
+                               " -w 0,2 --connect-timeout 2 --no-persist -- hostname");
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w0] w0")) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("w2 (root@" + pod_->address(2) + ")")) << r.output;

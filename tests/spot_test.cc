@@ -1118,7 +1118,10 @@ TEST_F(SpotTest, ThreePreemptionsUseNoRestartAndTheApisBadMinuteIsWaitedOut) {
       ASSERT_TRUE(WaitUntil(
           [&] {
             nlohmann::json s = Status(job);
-            return s["recovering"].is_object() && s["recovering"]["phase"] == "api-outage" &&
+            // The outage hits while the node is recreated: that is the phase, the API's silence
+            // what it waits for.
+            return s["recovering"].is_object() && s["recovering"]["phase"] == "recreating" &&
+                   s["recovering"]["slice"] == "tpu node-week" &&
                    s["recovering"]["what"].get<std::string>().find(
                        "the TPU API has not answered for") != std::string::npos;
           },

@@ -164,7 +164,7 @@ TEST_F(JobLifetimeTest, AReplacedPreparationThatCannotBeDiscardedFailsThePrepare
 // its first file) leaves nothing behind, and a Stop that follows answers at once.
 TEST_F(JobLifetimeTest, APrepareThatCannotWriteLeavesNothingAndStopAnswersAtOnce) {
   const JobDir dir(home_ / "agent", "unwritable", 1);
-  std::filesystem::create_directories(dir.path() / "worker_id.tmp" / "in-the-way");
+  std::filesystem::create_directories(dir.path() / "worker_id" / "in-the-way");
   EXPECT_THROW(runner_->Prepare(Spec("unwritable", "echo never")), AgentError);
   EXPECT_FALSE(std::filesystem::exists(dir.path()));
   EXPECT_EQ(runner_->Find("unwritable", 1), nullptr);
