@@ -767,12 +767,14 @@ TEST_F(SpotTest, TheReportOfARunWithAPreemptionAndARestartMatchesWhatHappened) {
   EXPECT_EQ("recovery-after-preemption", report["attempts"][1]["reason"]);
   EXPECT_EQ("restart-after-failure", report["attempts"][2]["reason"]);
   // Time making steps, and time lost to the preemption and to the failure, within a second of
-  // what the program's own clock says.
+  // what the program's own clock says; two around the preemption: the steps a preempted worker
+  // printed after its step record last reached podrun are gone with its VM (up to a record
+  // interval and more on a loaded machine: 1.04 s seen with ctest -j3).
   double steps = 0;
   for (const auto& [attempt, span] : happened.span) steps += span.second - span.first;
-  EXPECT_NEAR(steps, report["steps_s"].get<double>(), 1.0) << r.output;
+  EXPECT_NEAR(steps, report["steps_s"].get<double>(), 2.0) << r.output;
   EXPECT_NEAR(happened.span.at(2).first - happened.span.at(1).second,
-              report["lost_s"]["preemption"].get<double>(), 1.0)
+              report["lost_s"]["preemption"].get<double>(), 2.0)
       << r.output;
   EXPECT_NEAR(happened.span.at(3).first - happened.span.at(2).second,
               report["lost_s"]["failure"].get<double>(), 1.0)
