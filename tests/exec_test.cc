@@ -427,6 +427,52 @@ TEST_F(ExecHolderTest, ChangedHostKeyIsRefusedThroughTheHolder) {
   EXPECT_EQ(1u, Holders().size());
 }
 
+// The agent's tunnel goes through the holder too: after a launch, `status` and `logs` of the job
+// reach the agents over the kept connections (no handshake, no new connection on any worker).
+TEST_F(ExecHolderTest, StatusAndLogsOfAJobReachTheAgentsOverKeptConnections) {
+  const std::string spec = home_ + "/held.yaml";
+  {
+    std::ofstream out(spec);
+    out << "name: held\nrun: |\n  echo held-out-$(hostname)\n  sleep 120\n";
+  }
+  const std::string podrun = "env PODRUN_HOME=" + home_ + " " + PODRUN_BINARY;
+  CommandResult launch =
+      RunCommand(podrun + " launch " + spec + " --hosts @" + pod_->host_file() + " -i " +
+                 pod_->identity() + " --known-hosts " + pod_->known_hosts() + " -w 5-6 -d");
+  ASSERT_EQ(0, launch.exit_code) << launch.output;
+  ASSERT_EQ(1u, Holders().size()) << launch.output;
+  CommandResult first = RunCommand(podrun + " status held --json", /*merge_stderr=*/false);
+  ASSERT_EQ(0, first.exit_code) << first.output;
+  const std::set<std::string> before = SshdConnections();
+  // sshd logs each login ("Accepted publickey for ..."): a command that connected on its own,
+  // even for a moment, leaves one there.
+  auto logins = [&] {
+    return RunCommand("cat " + pod_->dir() + "/w5/sshd.log " + pod_->dir() +
+                          "/w6/sshd.log | grep -c 'Accepted publickey'",
+                      false)
+        .output;
+  };
+  const std::string logins_before = logins();
+  ASSERT_NE("0\n", logins_before);
+  CommandResult status = RunCommand(podrun + " status held", /*merge_stderr=*/false);
+  EXPECT_EQ(0, status.exit_code) << status.output;
+  EXPECT_NE(std::string::npos, status.output.find("running")) << status.output;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return RunCommand(podrun + " logs held -w 6").output.find("held-out-w6") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  const std::set<std::string> after = SshdConnections();
+  for (const std::string& peer : after) EXPECT_TRUE(before.count(peer)) << "new: " << peer;
+  EXPECT_EQ(logins_before, logins());
+  const std::string log = ReadTextFile(HolderDir() + "/holder.log");
+  EXPECT_NE(std::string::npos, log.find("@" + pod_->address(5) + ":")) << log;
+  CommandResult stop = RunCommand(podrun + " stop held");
+  EXPECT_EQ(0, stop.exit_code) << stop.output;
+  EXPECT_EQ(1u, Holders().size());
+}
+
 TEST_F(ExecHolderTest, NoPersistLeavesNoHolder) {
   ASSERT_EQ(0, HeldExec("", "--no-persist -w 0", "true").exit_code);
   ASSERT_EQ(0, HeldExec("PODRUN_PERSIST=0", "-w 0", "true").exit_code);

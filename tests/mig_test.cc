@@ -394,7 +394,8 @@ TEST_F(MigTest, ASliceWithoutApiWorkerNumbersIsPinnedByNameAndItsImpostorIsRefus
   // Each spec's known_hosts holds a stale key (of VMs gone) for every address of the pool.
   auto stale_known_hosts = [&](const std::string& name) {
     std::ofstream out(Dir() + "/known_hosts-" + name);
-    for (int i = 0; i < kWorkers; ++i) out << pod_->address(i) << " " << KeyOf(stale + ".pub") << "\n";
+    for (int i = 0; i < kWorkers; ++i)
+      out << pod_->address(i) << " " << KeyOf(stale + ".pub") << "\n";
   };
   const std::string slice = "machine_type: tpu7x-standard-4t, topology: 2x2x4, spot: true";
   stale_known_hosts("strict");
@@ -407,9 +408,9 @@ TEST_F(MigTest, ASliceWithoutApiWorkerNumbersIsPinnedByNameAndItsImpostorIsRefus
       << r.output;
   // In the order the VMs' own metadata gives (testpod worker i is TPU worker kNumber[i]).
   for (int i = 0; i < kWorkers; ++i) {
-    EXPECT_NE(std::string::npos, r.output.find("[w" + std::to_string(kNumber[i]) + "] rank " +
-                                               std::to_string(kNumber[i]) + " on w" +
-                                               std::to_string(i)))
+    EXPECT_NE(std::string::npos,
+              r.output.find("[w" + std::to_string(kNumber[i]) + "] rank " +
+                            std::to_string(kNumber[i]) + " on w" + std::to_string(i)))
         << r.output;
   }
   const std::string pinned = ReadTextFile(Dir() + "/known_hosts-strict");
@@ -427,17 +428,15 @@ TEST_F(MigTest, ASliceWithoutApiWorkerNumbersIsPinnedByNameAndItsImpostorIsRefus
   // (w1's sshd, with its own key) is not that VM.
   PublishKey(pod_->address(1), KeyOf(impostor + ".pub"));
   stale_known_hosts("impostor");
-  const std::string spec =
-      WriteSpec("impostor", "nonum-2", slice, "run: echo should not run\n");
+  const std::string spec = WriteSpec("impostor", "nonum-2", slice, "run: echo should not run\n");
   r = RunCommand(Podrun("home-nonum") + " launch " + spec);
   PublishKey(pod_->address(1), "");
   Admin("POST", "config?api_worker_numbers=1");
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("HOST KEY CHANGED for " + pod_->address(1)))
       << r.output;
-  EXPECT_NE(std::string::npos,
-            r.output.find("pins ssh-ed25519 " + Fingerprint(impostor + ".pub") +
-                          ", the key the VM at this address published"))
+  EXPECT_NE(std::string::npos, r.output.find("pins ssh-ed25519 " + Fingerprint(impostor + ".pub") +
+                                             ", the key the VM at this address published"))
       << r.output;
   EXPECT_NE(std::string::npos,
             r.output.find("now offers ssh-ed25519 " +
@@ -483,6 +482,42 @@ TEST_F(MigTest, AStockoutIsWaitedOutUntilCapacityWaitAndCtrlCLeavesNothing) {
   ASSERT_TRUE(WIFEXITED(status)) << ReadTextFile(output);
   EXPECT_EQ(130, WEXITSTATUS(status)) << ReadTextFile(output);
   EXPECT_EQ("", Made("big-2")) << ReadTextFile(output);
+}
+
+// A stockout in the spec's zone: the slice is made in its fallback zone at once (no backoff), the
+// job runs there, and `down SPEC` deletes it where it lives.
+TEST_F(MigTest, AStockoutInTheZoneMakesTheSliceInAFallbackZoneWhereItRunsAndDownDeletesIt) {
+  constexpr char kFallback[] = "us-central1-b";
+  ASSERT_TRUE(Admin("POST", std::string("config?stockout_zones=") + kZone).is_object());
+  const std::string spec = WriteSpec(
+      "moved", "moved-1",
+      std::string("machine_type: tpu7x-standard-4t, topology: 2x4, spot: true, fallback_zones: [") +
+          kFallback + "]",
+      "run: echo \"ran on $(hostname)\"\n");
+  CommandResult up = RunCommand(Podrun() + " up " + spec + " -y");
+  Admin("POST", "config?stockout_zones=");
+  ASSERT_EQ(0, up.exit_code) << up.output;
+  EXPECT_NE(std::string::npos, up.output.find(std::string("no capacity in ") + kZone + ": trying " +
+                                              kFallback + " at once"))
+      << up.output;
+  EXPECT_EQ(std::string::npos, up.output.find("trying again in")) << up.output;  // no backoff
+  nlohmann::json state = Admin("GET", "state");
+  ASSERT_TRUE(state.contains("migsNow")) << state.dump();
+  EXPECT_TRUE(state["migsNow"].contains(std::string(kFallback) + "/moved-1")) << state.dump();
+  EXPECT_FALSE(state["migsNow"].contains(std::string(kZone) + "/moved-1")) << state.dump();
+
+  CommandResult launch = RunCommand(Podrun() + " launch " + spec);
+  EXPECT_EQ(0, launch.exit_code) << launch.output;
+  EXPECT_NE(std::string::npos, launch.output.find("] ran on w")) << launch.output;
+
+  CommandResult down = RunCommand(Podrun() + " down " + spec + " -y");
+  EXPECT_EQ(0, down.exit_code) << down.output;
+  EXPECT_NE(std::string::npos, down.output.find(std::string("mig moved-1 (zone ") + kFallback))
+      << down.output;
+  EXPECT_TRUE(WaitUntil([] { return Made("moved-1").empty(); }, std::chrono::seconds(30)))
+      << Made("moved-1");
+  state = Admin("GET", "state");
+  EXPECT_FALSE(state["migsNow"].contains(std::string(kFallback) + "/moved-1")) << state.dump();
 }
 
 TEST_F(MigTest, APreemptedSpotVmRemakesItsSliceAndTheJobResumesFromItsCheckpoint) {
@@ -606,8 +641,8 @@ TEST_F(MigTest, ARepairingGroupIsWaitedForAndSaidThenTheGangRestarts) {
     // The repair is over: every VM RUNNING at its address again, the group stable.
     Admin("POST", std::string("repair?zone=") + kZone + "&mig=rep-1&seconds=0");
   } else {  // Ctrl-C to this test's launch: it deletes what it made
-    for (pid_t launch : PodrunProcesses(std::string(PODRUN_BINARY) + " launch " + spec,
-                                        Dir() + "/home-repair")) {
+    for (pid_t launch :
+         PodrunProcesses(std::string(PODRUN_BINARY) + " launch " + spec, Dir() + "/home-repair")) {
       ::kill(launch, SIGINT);
     }
   }
@@ -642,10 +677,11 @@ TEST_F(MigTest, AKeeperKilledWhileTheOldGroupDeletesOrTheNewOneCreatesIsFinished
   const std::string spec =
       WriteSpec(job, "ph-1", "machine_type: tpu7x-standard-4t, topology: 2x4, spot: true",
                 "run: |\n  echo \"attempt $PODRUN_ATTEMPT on $(hostname)\"\n  sleep 300\n");
-  CommandResult r =
-      RunCommand("setsid " + Podrun(home) + " launch -d " + spec + " < /dev/null");
+  CommandResult r = RunCommand("setsid " + Podrun(home) + " launch -d " + spec + " < /dev/null");
   ASSERT_EQ(0, r.exit_code) << r.output;  // restarts: 0: pod.create alone starts a keeper
-  auto log = [&] { return RunCommand("cat " + Dir() + "/" + home + "/jobs/*/keeper.log", false).output; };
+  auto log = [&] {
+    return RunCommand("cat " + Dir() + "/" + home + "/jobs/*/keeper.log", false).output;
+  };
   auto db = [&](const std::string& sql) {
     return RunCommand("sqlite3 -readonly " + Dir() + "/" + home + "/podrun.db " + ShellQuote(sql),
                       false)
@@ -684,8 +720,8 @@ TEST_F(MigTest, AKeeperKilledWhileTheOldGroupDeletesOrTheNewOneCreatesIsFinished
     // Killed once the old group reads DELETING, or once the new one reads CREATING (each VM's
     // current action, as the stand-in holds it).
     const std::string actions = phase + " " + phase + " ";
-    ASSERT_TRUE(WaitUntil([&] { return GroupActions("ph-1") == actions; },
-                          std::chrono::seconds(90)))
+    ASSERT_TRUE(
+        WaitUntil([&] { return GroupActions("ph-1") == actions; }, std::chrono::seconds(90)))
         << phase << " " << GroupActions("ph-1") << log();
     ASSERT_EQ(0, ::kill(keeper, SIGKILL));
     EXPECT_EQ(actions, GroupActions("ph-1")) << phase;  // still in that phase
@@ -717,8 +753,8 @@ TEST_F(MigTest, AKeeperKilledWhileTheOldGroupDeletesOrTheNewOneCreatesIsFinished
     const std::string known = ReadTextFile(known_hosts);
     for (int i = 0; i < 2; ++i) {
       EXPECT_EQ(std::string::npos, known.find(old_keys[i])) << phase << " w" << i << "\n" << known;
-      EXPECT_NE(std::string::npos, known.find(pod_->address(i) + " " + own_key(i) +
-                                              " podrun-pin:published-by-the-vm"))
+      EXPECT_NE(std::string::npos,
+                known.find(pod_->address(i) + " " + own_key(i) + " podrun-pin:published-by-the-vm"))
           << phase << " w" << i << "\n"
           << known;
     }

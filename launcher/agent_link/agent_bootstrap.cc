@@ -26,6 +26,27 @@ std::string RemoteAgentPath(const AgentBinary& agent) {
   return "$HOME/.podrun/bin/" + agent.remote_name();
 }
 
+std::string StartAgentCommand(const AgentBinary& agent) {
+  // `sh -c` so that the worker's login shell, whatever it is, runs POSIX syntax.
+  return "sh -c " + ShellQuote(fmt::format("a=\"{}\"; if [ -x \"$a\" ]; then exec \"$a\" serve; "
+                                           "else echo '{}'; fi",
+                                           RemoteAgentPath(agent), kAgentMissing));
+}
+
+std::string DialStdioCommand(const AgentBinary& agent) {
+  return "sh -c " + ShellQuote("exec \"" + RemoteAgentPath(agent) + "\" dial-stdio");
+}
+
+void CheckAgentProtocol(const AgentAnnouncement& announcement) {
+  if (announcement.protocol_version != kProtocolVersion) {
+    throw Error(
+        ExitCode::kUnreachable,
+        fmt::format("an agent of protocol {} (version {}) already runs there; this "
+                    "podrun speaks protocol {}: stop it with `pkill podrun-agent`",
+                    announcement.protocol_version, announcement.agent_version, kProtocolVersion));
+  }
+}
+
 namespace {
 
 constexpr auto kFetchTimeout = std::chrono::seconds(20);
@@ -84,24 +105,14 @@ asio::awaitable<AgentAnnouncement> EnsureAgent(const std::shared_ptr<SshSession>
       if (*seed) relay->SeedCannotLend();
     }
   } guard{relay, &seed};
-  std::string path = RemoteAgentPath(agent);
-  // `sh -c` so that the worker's login shell, whatever it is, runs POSIX syntax.
-  std::string start =
-      "sh -c " + ShellQuote(fmt::format("a=\"{}\"; if [ -x \"$a\" ]; then exec \"$a\" serve; "
-                                        "else echo '{}'; fi",
-                                        path, kAgentMissing));
+  const std::string path = RemoteAgentPath(agent);
+  const std::string start = StartAgentCommand(agent);
   for (int round = 0; round < 2; ++round) {
     RemoteResult r = co_await RunRemote(session, start);
     std::string other;
     auto announcement = ParseAnnouncement(r.out, &other);
     if (announcement) {
-      if (announcement->protocol_version != kProtocolVersion) {
-        throw Error(ExitCode::kUnreachable,
-                    fmt::format("an agent of protocol {} (version {}) already runs there; this "
-                                "podrun speaks protocol {}: stop it with `pkill podrun-agent`",
-                                announcement->protocol_version, announcement->agent_version,
-                                kProtocolVersion));
-      }
+      CheckAgentProtocol(*announcement);
       if (relay && *how != AgentInstall::kAlreadyThere && (seed || relay->WantsMoreSources())) {
         try {
           co_await Lend(shared, agent, *relay, lend_address);

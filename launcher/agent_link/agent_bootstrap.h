@@ -31,6 +31,17 @@ asio::awaitable<RemoteResult> RunRemote(SshSession& session, const std::string& 
 // The installed agent's path on the worker, in shell syntax ("$HOME/.podrun/bin/<name>").
 std::string RemoteAgentPath(const AgentBinary& agent);
 
+// The command that starts the installed agent (or finds it running) and prints its
+// announcement, or kAgentMissing when the worker lacks this binary.
+std::string StartAgentCommand(const AgentBinary& agent);
+
+// The command that relays the agent's gRPC through its stdio (`podrun-agent dial-stdio`), for a
+// server that refuses stream-local forwarding.
+std::string DialStdioCommand(const AgentBinary& agent);
+
+// Throws Error(kUnreachable) when the announced agent speaks another protocol than this podrun.
+void CheckAgentProtocol(const AgentAnnouncement& announcement);
+
 // How the agent got onto the worker during EnsureAgent.
 enum class AgentInstall { kAlreadyThere, kUploaded, kFromPeer };
 

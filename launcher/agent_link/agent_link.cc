@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grpcpp/create_channel.h>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/security/credentials.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <cstring>
@@ -19,9 +21,11 @@
 #include "launcher/agent_link/local_process.h"
 #include "launcher/agent_link/ssh_log_stream.h"
 #include "launcher/base/error.h"
+#include "launcher/persist/held_exec.h"
+#include "launcher/persist/held_tunnel.h"
+#include "launcher/persist/holder_client.h"
 #include "launcher/ssh/ssh_session.h"
 #include "proto/private_state.h"
-#include "proto/shell_quote.h"
 #include "proto/spawn.h"
 
 namespace podrun {
@@ -66,11 +70,14 @@ class SshAgentLink : public AgentLink {
   bool uploaded_agent() const override { return install_ == AgentInstall::kUploaded; }
   bool relayed_agent() const override { return install_ == AgentInstall::kFromPeer; }
   bool uses_dial_stdio() const override { return dial_stdio_; }
+  bool held() const override { return held_; }
 
   std::shared_ptr<AgentLogStream> StartLogStream(const std::string& job_id, uint32_t attempt,
                                                  uint64_t from_seq, bool follow,
                                                  AgentLogReader::OnBatch on_batch,
                                                  AgentLogReader::OnStreamDone on_done) override {
+    // A held link has no session here: the log comes by StreamLogs through its tunnel.
+    if (held_) return nullptr;
     SshLogStreamRequest request;
     request.agent_path = RemoteAgentPath(*ctx_.agent);
     request.job_id = job_id;
@@ -88,6 +95,10 @@ class SshAgentLink : public AgentLink {
   asio::awaitable<std::shared_ptr<grpc::Channel>> ConnectOnLoop() {
     tunnel_.reset();
     session_.reset();
+    held_ = false;
+    if (!ctx_.holder.empty()) {
+      if (auto channel = co_await ConnectThroughHolder()) co_return channel;
+    }
     {
       auto slot = co_await ctx_.window->Acquire();
       session_ = co_await SshSession::Connect(worker_.host, ssh_, ctx_.jumps);
@@ -115,12 +126,41 @@ class SshAgentLink : public AgentLink {
     dial_stdio_ = forwarding_refused;
     if (forwarding_refused) {
       // The server refuses stream-local forwarding: relay through the agent's own stdio.
-      channel = co_await SshChannel::Exec(
-          *session_,
-          "sh -c " + ShellQuote("exec \"" + RemoteAgentPath(*ctx_.agent) + "\" dial-stdio"));
+      channel = co_await SshChannel::Exec(*session_, DialStdioCommand(*ctx_.agent));
     }
     tunnel_ = std::make_unique<AgentTunnel>(session_, std::move(channel));
     co_return tunnel_->MakeGrpcChannel();
+  }
+
+  // Through the connection holder: the agent's announcement by a held exec, then a held tunnel
+  // to its socket. Null when the holder cannot serve this worker or its agent is not installed
+  // (nothing was changed there): the caller connects on its own, and installs it.
+  asio::awaitable<std::shared_ptr<grpc::Channel>> ConnectThroughHolder() {
+    auto slot = co_await ctx_.window->Acquire();  // the holder's handshake, when it makes one
+    HolderRequest request = HolderRequestFor(worker_.host, ssh_, StartAgentCommand(*ctx_.agent));
+    std::optional<HeldExec> start = co_await HeldExec::Start(ctx_.holder, request);
+    if (!start) co_return nullptr;
+    RemoteResult result;
+    result.status = co_await start->Drain([&](Stream stream, std::string_view data) {
+      (stream == Stream::kStdout ? result.out : result.err).append(data);
+    });
+    auto announcement = ParseAnnouncement(result.out, nullptr);
+    if (!announcement) co_return nullptr;  // not installed (or not starting): the long way
+    CheckAgentProtocol(*announcement);
+    request.kind = HolderRequest::Kind::kTunnel;
+    request.socket_path = announcement->socket_path;
+    request.command = DialStdioCommand(*ctx_.agent);
+    std::optional<HeldTunnel> tunnel = co_await OpenHeldTunnel(ctx_.holder, request);
+    if (!tunnel) co_return nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      address_ = tunnel->address;
+    }
+    install_ = AgentInstall::kAlreadyThere;
+    dial_stdio_ = tunnel->dial_stdio;
+    held_ = true;
+    co_return grpc::CreateCustomInsecureChannelFromFd("podrun-agent", tunnel->fd,
+                                                      AgentChannelArguments());
   }
 
   PodWorker worker_;
@@ -131,6 +171,7 @@ class SshAgentLink : public AgentLink {
   std::string address_;
   AgentInstall install_ = AgentInstall::kAlreadyThere;
   bool dial_stdio_ = false;
+  std::atomic<bool> held_{false};        // written on the loop, read by StartLogStream's caller
   std::shared_ptr<SshSession> session_;  // loop thread only
   std::unique_ptr<AgentTunnel> tunnel_;  // loop thread only
 };

@@ -55,6 +55,8 @@ class AgentLink {
   // True if the server refused stream-local forwarding and the tunnel runs through
   // `podrun-agent dial-stdio` instead.
   virtual bool uses_dial_stdio() const { return false; }
+  // True if the last Connect() went through the connection holder's kept session.
+  virtual bool held() const { return false; }
 };
 
 // What every link of a pod shares. The loop, window and jump hosts must outlive the links.
@@ -65,6 +67,11 @@ struct AgentLinkContext {
   const AgentBinary* agent = nullptr;
   AgentRelay* relay = nullptr;       // lives on the loop; null: every worker lacking it uploads
   std::filesystem::path local_root;  // --local: worker K's home is local_root/wK
+  // Warm connections (docs/decisions.md, "Warm connections"): the connection holder's socket.
+  // A worker whose agent runs is then reached through a kept session (one round trip to start
+  // the agent's announcement, one for the tunnel); one without it, or when the holder cannot
+  // serve, over a connection of the link's own. Empty: always the link's own.
+  std::filesystem::path holder;
 };
 
 // The link to `worker`'s agent over SSH with `ssh`'s settings.

@@ -127,28 +127,6 @@ void SayLost(const PodWorker& worker, WorkerOutcome& outcome, const std::excepti
   Say(fmt::format("w{} ({}): {}", worker.index, worker.host.ToString(), e.what()));
 }
 
-// What the holder is asked for this worker: its paths made absolute (the holder runs in /).
-HolderRequest HeldRequest(const PodWorker& worker, const Pod& pod, const std::string& command) {
-  HolderRequest request;
-  request.target = worker.host;
-  request.ssh = pod.ssh;
-  auto absolute = [](std::string& path) {
-    if (!path.empty() && path[0] != '/' && path[0] != '~') {
-      path = std::filesystem::absolute(path).lexically_normal().string();
-    }
-  };
-  if (request.ssh.identity) absolute(*request.ssh.identity);
-  if (request.ssh.ssh_config) absolute(*request.ssh.ssh_config);
-  absolute(request.ssh.known_hosts);
-  request.command = command;
-  request.persist = PersistSeconds();
-  const char* auth_sock = std::getenv("SSH_AUTH_SOCK");
-  const char* home = std::getenv("HOME");
-  request.auth_sock = auth_sock != nullptr ? auth_sock : "";
-  request.home = home != nullptr ? home : "";
-  return request;
-}
-
 // Through the connection holder (persist/held_exec.h): false when it cannot serve this worker
 // (absent, gone, refused), and nothing ran: the caller connects on its own.
 asio::awaitable<bool> ExecThroughHolder(const PodWorker& worker, const Pod& pod,
@@ -158,7 +136,8 @@ asio::awaitable<bool> ExecThroughHolder(const PodWorker& worker, const Pod& pod,
   std::optional<HeldExec> held;
   try {
     auto slot = co_await window.Acquire();  // the holder's handshake, when it makes one
-    held = co_await HeldExec::Start(holder.socket(), HeldRequest(worker, pod, command));
+    held =
+        co_await HeldExec::Start(holder.socket(), HolderRequestFor(worker.host, pod.ssh, command));
   } catch (const std::exception& e) {
     SayUnreachable(worker, outcome, e);
     co_return true;

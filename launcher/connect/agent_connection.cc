@@ -2,6 +2,8 @@
 #include "launcher/connect/agent_connection.h"
 
 #include "launcher/connect/clock_sync.h"
+#include "launcher/persist/holder_client.h"
+#include "launcher/store/podrun_home.h"
 
 namespace podrun {
 namespace {
@@ -47,8 +49,11 @@ AgentConnections::AgentConnections(const Pod& pod, const std::filesystem::path& 
       window_(std::make_unique<FanOutWindow>(loop_->executor(), pod.fanout)),
       jumps_(std::make_unique<JumpHosts>(loop_->executor())) {
   if (relay_agent) relay_.emplace(loop_->executor());
-  const AgentLinkContext context{loop_.get(), window_.get(), jumps_.get(),
-                                 &binary_,    relay(),       local_root};
+  AgentLinkContext context{loop_.get(), window_.get(), jumps_.get(), &binary_, relay(), local_root,
+                           {}};
+  if (pod.persist) {
+    if (auto holder = HolderClient::Reach(PodrunHome())) context.holder = holder->socket();
+  }
   for (int index : indexes) {
     connections_.push_back(
         std::make_unique<AgentConnection>(index, MakeAgentLink(pod, index, context)));

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/base/error.h"
+#include "launcher/persist/holder_client.h"
 
 namespace podrun {
 
@@ -161,6 +162,7 @@ Pod PodOfJob(const JobRecord& job, std::filesystem::path* local_root) {
     pod.slices = slices;
   }
   pod.description = job.pod;
+  pod.persist = pod.local == 0 && PersistWanted(false);  // PODRUN_PERSIST=0 turns it off
   return pod;
 }
 

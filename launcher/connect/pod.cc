@@ -9,6 +9,7 @@
 
 #include "launcher/base/error.h"
 #include "launcher/connect/source_discovery.h"
+#include "launcher/persist/holder_client.h"
 #include "launcher/pod/worker_range.h"
 #include "launcher/store/podrun_home.h"
 #include "proto/home_path.h"
@@ -104,6 +105,7 @@ Pod ResolvePod(const PodSettings& s, const SliceDescribed& described) {
   } else {
     for (int i = 0; i < n; ++i) pod.selected.push_back(i);
   }
+  pod.persist = pod.local == 0 && PersistWanted(s.no_persist);
   return pod;
 }
 

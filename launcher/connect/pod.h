@@ -30,6 +30,9 @@ struct Pod {
   // again when a worker is lost (a preemption); kept in the job record (a rerun or a keeper asks
   // the API about the same slices, in the zone each lives in now).
   std::vector<PodSourceRef> sources;
+  // Connections may be kept warm by the connection holder (persist/holder_client.h): not with
+  // --no-persist or PODRUN_PERSIST=0, never for --local.
+  bool persist = false;
 };
 
 // The pod's slices as pod sources, in slice order (its TPU nodes or its MIGs); none for a pod

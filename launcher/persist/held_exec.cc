@@ -4,14 +4,12 @@
 #include <fmt/format.h>
 
 #include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <cstdlib>
 
 #include "launcher/base/error.h"
+#include "launcher/persist/holder_ask.h"
 
 namespace podrun {
 namespace {
@@ -31,32 +29,10 @@ HeldExec::~HeldExec() = default;
 
 asio::awaitable<std::optional<HeldExec>> HeldExec::Start(const std::filesystem::path& path,
                                                          const HolderRequest& request) {
-  auto executor = co_await asio::this_coro::executor;
-  auto socket = std::make_unique<Socket>(executor);
-  boost::system::error_code ec;
-  co_await socket->async_connect(asio::local::stream_protocol::endpoint(path.string()),
-                                 asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return std::nullopt;  // gone (a stale socket): the next command starts another
-  const std::string line = EncodeHolderRequest(request);
-  co_await asio::async_write(*socket, asio::buffer(line),
-                             asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return std::nullopt;
-  std::string buffer;
-  const size_t n =
-      co_await asio::async_read_until(*socket, asio::dynamic_buffer(buffer, kHolderMaxLine), '\n',
-                                      asio::redirect_error(asio::use_awaitable, ec));
-  // A holder that went away before answering (it was exiting, idle, as this connected) had not
-  // read the request: nothing ran.
-  if (ec) co_return std::nullopt;
-  HolderReply reply;
-  try {
-    reply = DecodeHolderReply(std::string_view(buffer).substr(0, n - 1));
-  } catch (const std::exception&) {
-    co_return std::nullopt;
-  }
-  if (reply.fallback) co_return std::nullopt;
-  if (!reply.ok) throw Error(ExitCode::kUnreachable, reply.error);
-  co_return HeldExec(std::move(socket), buffer.substr(n), reply.host, reply.reused);
+  std::optional<HolderAnswer> answer = co_await AskHolder(path, request, /*exact_reply=*/false);
+  if (!answer) co_return std::nullopt;
+  co_return HeldExec(std::move(answer->socket), std::move(answer->buffered), answer->reply.host,
+                     answer->reply.reused);
 }
 
 asio::awaitable<ExitStatus> HeldExec::Drain(const OnData& on_data) {

@@ -91,6 +91,27 @@ std::optional<std::string> StartHolder(const HolderPaths& paths, const std::stri
 
 }  // namespace
 
+HolderRequest HolderRequestFor(const HostSpec& target, const SshOptions& ssh, std::string command) {
+  HolderRequest request;
+  request.target = target;
+  request.ssh = ssh;
+  auto absolute = [](std::string& path) {
+    if (!path.empty() && path[0] != '/' && path[0] != '~') {
+      path = std::filesystem::absolute(path).lexically_normal().string();
+    }
+  };
+  if (request.ssh.identity) absolute(*request.ssh.identity);
+  if (request.ssh.ssh_config) absolute(*request.ssh.ssh_config);
+  absolute(request.ssh.known_hosts);
+  request.command = std::move(command);
+  request.persist = PersistSeconds();
+  const char* auth_sock = std::getenv("SSH_AUTH_SOCK");
+  const char* home = std::getenv("HOME");
+  request.auth_sock = auth_sock != nullptr ? auth_sock : "";
+  request.home = home != nullptr ? home : "";
+  return request;
+}
+
 bool PersistWanted(bool no_persist_flag) {
   if (no_persist_flag) return false;
   const char* value = std::getenv("PODRUN_PERSIST");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "launcher/persist/holder_paths.h"
+#include "launcher/persist/holder_protocol.h"
 
 namespace podrun {
 
@@ -17,6 +18,11 @@ namespace podrun {
 bool PersistWanted(bool no_persist_flag);
 // PODRUN_PERSIST_SECONDS (whole seconds, > 0), else 600.
 std::chrono::seconds PersistSeconds();
+
+// What the holder is asked to run `command` on `target` with (or to tunnel to, with the kind and
+// socket set after): `ssh`'s paths made absolute (the holder runs in /), this command's persist
+// time, SSH_AUTH_SOCK and HOME.
+HolderRequest HolderRequestFor(const HostSpec& target, const SshOptions& ssh, std::string command);
 
 class HolderClient {
  public:

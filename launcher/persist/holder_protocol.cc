@@ -71,18 +71,26 @@ auto Decoding(const char* what, F f) {
 }  // namespace
 
 std::string EncodeHolderRequest(const HolderRequest& r) {
-  json j = {{"v", kHolderProtocolVersion},   {"op", "exec"},
+  const bool tunnel = r.kind == HolderRequest::Kind::kTunnel;
+  json j = {{"v", kHolderProtocolVersion},   {"op", tunnel ? "tunnel" : "exec"},
             {"target", r.target.ToString()}, {"ssh", OptionsJson(r.ssh, true)},
             {"command", r.command},          {"persist_s", r.persist.count()},
             {"auth_sock", r.auth_sock},      {"home", r.home}};
+  if (tunnel) j["socket"] = r.socket_path;
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 HolderRequest DecodeHolderRequest(std::string_view line) {
   return Decoding("request", [&] {
     json j = Parse(line);
-    if (j.at("op").get<std::string>() != "exec") throw std::runtime_error("unknown op");
+    const std::string op = j.at("op").get<std::string>();
+    if (op != "exec" && op != "tunnel") throw std::runtime_error("unknown op");
     HolderRequest r;
+    if (op == "tunnel") {
+      r.kind = HolderRequest::Kind::kTunnel;
+      r.socket_path = j.at("socket").get<std::string>();
+      if (r.socket_path.empty()) throw std::runtime_error("no socket");
+    }
     r.target = ParseHostSpec(j.at("target").get<std::string>());
     r.ssh = OptionsOf(j.at("ssh"));
     r.command = j.at("command").get<std::string>();
@@ -97,7 +105,8 @@ HolderRequest DecodeHolderRequest(std::string_view line) {
 std::string EncodeHolderReply(const HolderReply& r) {
   json j = {{"v", kHolderProtocolVersion}, {"ok", r.ok},
             {"fallback", r.fallback},      {"host", r.host},
-            {"reused", r.reused},          {"error", r.error}};
+            {"address", r.address},        {"reused", r.reused},
+            {"dial_stdio", r.dial_stdio},  {"error", r.error}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -108,7 +117,9 @@ HolderReply DecodeHolderReply(std::string_view line) {
     r.ok = j.at("ok").get<bool>();
     r.fallback = j.at("fallback").get<bool>();
     r.host = j.at("host").get<std::string>();
+    r.address = j.at("address").get<std::string>();
     r.reused = j.at("reused").get<bool>();
+    r.dial_stdio = j.at("dial_stdio").get<bool>();
     r.error = j.at("error").get<std::string>();
     return r;
   });

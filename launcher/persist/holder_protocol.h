@@ -5,6 +5,8 @@
 // its exit status or why the connection was lost. Both sides are podrun of one build or of
 // builds that agree on kHolderProtocolVersion; a holder that does not understand a request
 // answers `fallback`, and the command connects on its own as if there were no holder.
+// A tunnel request (an agent's gRPC, HolderRequest::Kind::kTunnel) is answered by the same reply
+// line, after which the connection carries the tunnel's bytes both ways, unframed.
 #pragma once
 
 #include <chrono>
@@ -21,17 +23,22 @@
 namespace podrun {
 
 // Bumped when either side's messages change meaning; a mismatch is a fallback, never an error.
-inline constexpr int kHolderProtocolVersion = 1;
+inline constexpr int kHolderProtocolVersion = 2;
 // The longest request or reply line either side reads.
 inline constexpr size_t kHolderMaxLine = size_t{64} << 10;
 // The longest frame payload the holder sends.
 inline constexpr size_t kHolderMaxFrame = size_t{64} << 10;
 
-// One exec asked of the holder: run `command` on `target` with the pod's SSH settings.
+// One exec asked of the holder: run `command` on `target` with the pod's SSH settings; or one
+// tunnel: a channel to the unix socket `socket_path` on `target` (an agent's), or, when the server
+// refuses stream-local forwarding, to `command`'s stdio (`podrun-agent dial-stdio`).
 struct HolderRequest {
+  enum class Kind { kExec, kTunnel };
+  Kind kind = Kind::kExec;
   HostSpec target;
   SshOptions ssh;
   std::string command;
+  std::string socket_path;  // kTunnel only
   // How long a session stays kept after its last use (PODRUN_PERSIST_SECONDS of the command).
   std::chrono::seconds persist{600};
   // The command's SSH_AUTH_SOCK and HOME: the holder serves only commands whose keys it would
@@ -42,12 +49,14 @@ struct HolderRequest {
 
 // The holder's one-line answer before any frame.
 struct HolderReply {
-  bool ok = false;        // the command runs; frames follow
-  bool fallback = false;  // not ok: the holder will not serve this; connect without it
-  std::string host;       // ok: "user@address:port" of the connection (SshSession::description)
-  bool reused = false;    // ok: on a kept connection (no handshake)
-  std::string error;      // not ok, not fallback: why the worker is unreachable, as a
-                          // connection of the command's own would have said it
+  bool ok = false;          // the command runs; frames follow
+  bool fallback = false;    // not ok: the holder will not serve this; connect without it
+  std::string host;         // ok: "user@address:port" of the connection (SshSession::description)
+  std::string address;      // ok: the address connected to (SshSession::address)
+  bool reused = false;      // ok: on a kept connection (no handshake)
+  bool dial_stdio = false;  // ok, a tunnel: through `command`, the server refused forwarding
+  std::string error;        // not ok, not fallback: why the worker is unreachable, as a
+                            // connection of the command's own would have said it
 };
 
 // Encodes as one JSON line ending in '\n'.

@@ -47,6 +47,22 @@ TEST(HolderProtocol, RequestRoundTrips) {
   EXPECT_EQ(in.auth_sock, out.auth_sock);
   EXPECT_EQ(in.home, out.home);
   EXPECT_EQ(SessionKey(in), SessionKey(out));
+  EXPECT_EQ(HolderRequest::Kind::kExec, out.kind);
+}
+
+// A tunnel names the worker's socket; it shares the session of an exec to the same worker.
+TEST(HolderProtocol, TunnelRequestRoundTripsAndSharesTheExecsSession) {
+  HolderRequest in = Sample();
+  in.kind = HolderRequest::Kind::kTunnel;
+  in.socket_path = "/root/.podrun/agent-1.sock";
+  const HolderRequest out = DecodeHolderRequest(WithoutNewline(EncodeHolderRequest(in)));
+  EXPECT_EQ(HolderRequest::Kind::kTunnel, out.kind);
+  EXPECT_EQ(in.socket_path, out.socket_path);
+  EXPECT_EQ(in.command, out.command);
+  EXPECT_EQ(SessionKey(Sample()), SessionKey(out));
+  std::string line = WithoutNewline(EncodeHolderRequest(in));
+  line.replace(line.find(in.socket_path), in.socket_path.size(), "");
+  EXPECT_THROW(DecodeHolderRequest(line), std::runtime_error);  // a tunnel to nowhere
 }
 
 TEST(HolderProtocol, ReplyRoundTrips) {
@@ -59,17 +75,26 @@ TEST(HolderProtocol, ReplyRoundTrips) {
   in = HolderReply{};
   in.ok = true;
   in.host = "root@10.0.0.5:22";
+  in.address = "10.0.0.5";
   in.reused = true;
+  in.dial_stdio = true;
   out = DecodeHolderReply(WithoutNewline(EncodeHolderReply(in)));
   EXPECT_TRUE(out.ok);
   EXPECT_TRUE(out.reused);
+  EXPECT_TRUE(out.dial_stdio);
   EXPECT_EQ("root@10.0.0.5:22", out.host);
+  EXPECT_EQ("10.0.0.5", out.address);
 }
 
 TEST(HolderProtocol, MalformedOrOtherVersionIsRefused) {
   EXPECT_THROW(DecodeHolderRequest("not json"), std::runtime_error);
   EXPECT_THROW(DecodeHolderRequest("{\"v\":99,\"op\":\"exec\"}"), std::runtime_error);
-  EXPECT_THROW(DecodeHolderRequest("{\"v\":1,\"op\":\"exec\"}"), std::runtime_error);
+  EXPECT_THROW(DecodeHolderRequest("{\"v\":2,\"op\":\"exec\"}"), std::runtime_error);
+  // A holder of protocol 1 (exec only) reads a request of this one as another version: the
+  // command falls back to connecting on its own.
+  std::string old = WithoutNewline(EncodeHolderRequest(Sample()));
+  old.replace(old.find("\"v\":2"), 5, "\"v\":1");
+  EXPECT_THROW(DecodeHolderRequest(old), std::runtime_error);
   std::string line = WithoutNewline(EncodeHolderRequest(Sample()));
   line.replace(line.find("\"exec\""), 6, "\"shell\"");
   EXPECT_THROW(DecodeHolderRequest(line), std::runtime_error);

@@ -1,18 +1,23 @@
 // Serving one command's exec through a kept session.
 #include "launcher/persist/holder_service.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <array>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <optional>
 #include <utility>
 
 #include "launcher/base/error.h"
+#include "launcher/ssh/channel_bridge.h"
 #include "launcher/ssh/ssh_channel.h"
 
 namespace podrun {
@@ -23,6 +28,8 @@ using Clock = std::chrono::steady_clock;
 
 // How often a silent command's connection is looked at: gone, its channel is closed.
 constexpr auto kCommandCheck = std::chrono::seconds(1);
+// The most a tunnel holds in each direction (as the launcher's own agent tunnels).
+constexpr size_t kTunnelChunkBytes = size_t{256} * 1024;
 
 asio::awaitable<void> SendText(Socket& socket, const std::string& text) {
   co_await asio::async_write(socket, asio::buffer(text), asio::use_awaitable);
@@ -122,6 +129,60 @@ asio::awaitable<OpenedExec> OpenExec(KeptSessions& sessions, HolderRequest reque
   }
 }
 
+// Serves a tunnel request: a channel to the agent's socket on a kept (or new) session, or to
+// `podrun-agent dial-stdio` when the server refuses forwarding; after the reply, the command's
+// connection and the channel are joined (ChannelBridge) until either ends or the SSH connection
+// is lost (its keepalives unanswered: the command's end is closed, and it reconnects).
+asio::awaitable<void> ServeTunnel(Socket socket, KeptSessions& sessions,
+                                  const HolderRequest& request, void (*log)(const std::string&)) {
+  HolderReply reply;
+  KeptSessions::Lease lease;
+  std::unique_ptr<SshChannel> channel;
+  try {
+    lease = co_await sessions.Acquire(request);
+    SshSession& session = lease.session();
+    if (!lease.reused()) log(fmt::format("connected {}", session.description()));
+    try {
+      channel = co_await SshChannel::OpenUnixSocket(session, request.socket_path);
+    } catch (const Error&) {
+      if (!ssh_is_connected(session.raw())) throw;  // the connection broke, not a refusal
+    }
+    if (!channel) {
+      channel = co_await SshChannel::Exec(session, request.command);
+      reply.dial_stdio = true;
+    }
+  } catch (const std::exception& e) {
+    reply.error = e.what();
+    reply.dial_stdio = false;
+  }
+  if (!channel) {
+    log(reply.error);
+    if (lease.has_session() && !ssh_is_connected(lease.session().raw())) lease.Discard();
+    co_await SendText(socket, EncodeHolderReply(reply));
+    co_return;
+  }
+  SshSession& session = lease.session();
+  reply.ok = true;
+  reply.host = session.description();
+  reply.address = session.address();
+  reply.reused = lease.reused();
+  co_await SendText(socket, EncodeHolderReply(reply));
+  const int fd = socket.release();
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  ChannelBridge bridge(lease.shared_session(), std::move(channel), fd, kTunnelChunkBytes);
+  asio::steady_timer check(co_await asio::this_coro::executor);
+  while (!bridge.finished() && !session.lost()) {
+    check.expires_after(kCommandCheck);
+    boost::system::error_code ignored;
+    co_await check.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+  if (session.lost() || !ssh_is_connected(session.raw())) {
+    log(fmt::format("{}: connection lost: {}", session.description(),
+                    session.lost() ? "no answer to keepalives" : session.LastError()));
+    lease.Discard();
+  }
+}
+
 }  // namespace
 
 asio::awaitable<void> ServeHolderConnection(Socket socket, KeptSessions& sessions,
@@ -146,6 +207,10 @@ asio::awaitable<void> ServeHolderConnection(Socket socket, KeptSessions& session
     if (reply.fallback) {
       log("refused a request: " + reply.error);
       co_await SendText(socket, EncodeHolderReply(reply));
+      co_return;
+    }
+    if (request.kind == HolderRequest::Kind::kTunnel) {
+      co_await ServeTunnel(std::move(socket), sessions, request, log);
       co_return;
     }
     OpenedExec opened;

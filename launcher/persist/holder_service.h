@@ -2,7 +2,8 @@
 // leased, the exec channel opened on it and its output, then its exit status, sent back as
 // frames (holder_protocol.h). A kept session that does not answer the channel's opening in
 // kReuseAnswer (its server vanished without a word) is forgotten and the worker connected
-// afresh, before anything was asked to run. Event-loop thread only.
+// afresh, before anything was asked to run. A tunnel (an agent's gRPC) is joined to the
+// command's connection instead, unframed. Event-loop thread only.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

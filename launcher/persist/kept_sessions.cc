@@ -50,6 +50,8 @@ KeptSessions::Lease& KeptSessions::Lease::operator=(Lease&& other) noexcept {
 
 SshSession& KeptSessions::Lease::session() const { return *entry_->session; }
 
+std::shared_ptr<SshSession> KeptSessions::Lease::shared_session() const { return entry_->session; }
+
 void KeptSessions::Lease::Discard() {
   if (owner_ != nullptr && entry_) owner_->Forget(entry_);
 }

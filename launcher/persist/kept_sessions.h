@@ -37,6 +37,10 @@ class KeptSessions {
     ~Lease() { Release(); }
 
     SshSession& session() const;
+    // False for a lease that holds nothing (default-made, released or moved from).
+    bool has_session() const { return entry_ != nullptr; }
+    // The same session, for what keeps it alive on its own (a ChannelBridge).
+    std::shared_ptr<SshSession> shared_session() const;
     // True when the session was kept from an earlier request (no handshake was made for it).
     bool reused() const { return reused_; }
     // Forgets the session (it proved stale: a channel could not be opened on it, or it broke):

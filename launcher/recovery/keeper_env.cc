@@ -25,8 +25,11 @@ std::vector<std::string> KeeperEnvironment(const char* const* environ,
         std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
                     [&](std::string_view p) { return name.starts_with(p); }) ||
         std::find(secret_names.begin(), secret_names.end(), name) != secret_names.end();
-    if (keep) kept.emplace_back(entry);
+    if (keep && !name.starts_with("PODRUN_PERSIST")) kept.emplace_back(entry);
   }
+  // A keeper lives for days: it holds its own connections, not the connection holder's (one
+  // process fewer between it and its workers, and a holder never kept alive by a run).
+  if (environ != nullptr) kept.emplace_back("PODRUN_PERSIST=0");
   return kept;
 }
 

@@ -4,6 +4,8 @@
 // CLOUDSDK_* (gcloud's own settings); HTTPS_PROXY, HTTP_PROXY, NO_PROXY and their lower-case
 // forms (so gcloud reaches Google behind a proxy); PODRUN_* (podrun's); and the values of the
 // job's secret_env names, which a restart hands to the workers again (never written anywhere).
+// PODRUN_PERSIST is always 0 there: a keeper connects on its own, never through the connection
+// holder.
 #pragma once
 
 #include <string>

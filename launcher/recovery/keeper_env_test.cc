@@ -12,6 +12,7 @@ TEST(KeeperEnvironmentTest, KeepsTheAllowListAndTheSecretsOnly) {
                            "SSH_AUTH_SOCK=/tmp/agent",
                            "CLOUDSDK_CORE_PROJECT=p",
                            "PODRUN_HOME=/h",
+                           "PODRUN_PERSIST=1",
                            "WANDB_API_KEY=secret",
                            "AWS_SECRET_ACCESS_KEY=not-the-job's",
                            "LD_PRELOAD=/tmp/evil.so",
@@ -22,7 +23,7 @@ TEST(KeeperEnvironmentTest, KeepsTheAllowListAndTheSecretsOnly) {
                            nullptr};
   EXPECT_EQ((std::vector<std::string>{"HOME=/home/u", "PATH=/usr/bin", "SSH_AUTH_SOCK=/tmp/agent",
                                       "CLOUDSDK_CORE_PROJECT=p", "PODRUN_HOME=/h",
-                                      "WANDB_API_KEY=secret"}),
+                                      "WANDB_API_KEY=secret", "PODRUN_PERSIST=0"}),
             KeeperEnvironment(environ, {"WANDB_API_KEY"}));
   EXPECT_TRUE(KeeperEnvironment(nullptr, {}).empty());
 }
@@ -33,11 +34,11 @@ TEST(KeeperEnvironmentTest, KeepsTheProxiesInBothCases) {
                            "HTTP_PROXY=http://proxy:3128",      "http_proxy=http://proxy:3128",
                            "NO_PROXY=metadata.google.internal", "no_proxy=localhost",
                            "FTP_PROXY=http://not-kept",         nullptr};
-  EXPECT_EQ(
-      (std::vector<std::string>{"HTTPS_PROXY=http://proxy:3128", "https_proxy=http://proxy:3128",
-                                "HTTP_PROXY=http://proxy:3128", "http_proxy=http://proxy:3128",
-                                "NO_PROXY=metadata.google.internal", "no_proxy=localhost"}),
-      KeeperEnvironment(environ, {}));
+  EXPECT_EQ((std::vector<std::string>{
+                "HTTPS_PROXY=http://proxy:3128", "https_proxy=http://proxy:3128",
+                "HTTP_PROXY=http://proxy:3128", "http_proxy=http://proxy:3128",
+                "NO_PROXY=metadata.google.internal", "no_proxy=localhost", "PODRUN_PERSIST=0"}),
+            KeeperEnvironment(environ, {}));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct ChannelBridge::State {
   std::shared_ptr<asio::steady_timer> wake;
   bool stopped = false;
   bool broken = false;
+  bool finished = false;
   // Whether a wait is pending: 0 ssh read, 1 ssh write, 2 local read, 3 local write.
   bool armed[4] = {false, false, false, false};
 
@@ -149,6 +150,7 @@ asio::awaitable<void> Copy(std::shared_ptr<ChannelBridge::State> s) {
     boost::system::error_code ec;
     co_await s->wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+  s->finished = true;
   boost::system::error_code ignored;
   s->local.close(ignored);  // the local side sees EOF
   s->channel.reset();       // closed on the server: its other end (a socket, an agent) sees EOF
@@ -172,5 +174,7 @@ ChannelBridge::~ChannelBridge() {
 }
 
 bool ChannelBridge::broken() const { return state_->broken; }
+
+bool ChannelBridge::finished() const { return state_->finished; }
 
 }  // namespace podrun

@@ -1,8 +1,8 @@
 // ChannelBridge: copies both ways between an SSH channel and a local socket (one end of a
 // socketpair) on the event loop, so that whatever holds the socketpair's other end talks
-// through the channel: gRPC to the agent (AgentTunnel, docs/design.md decision 3), or a worker's own
-// SSH session through a jump host's direct-tcpip channel (jump_hosts.h).
-// Create, use and destroy on the event-loop thread.
+// through the channel: gRPC to the agent (AgentTunnel, docs/design.md decision 3), or a worker's
+// own SSH session through a jump host's direct-tcpip channel (jump_hosts.h). Create, use and
+// destroy on the event-loop thread.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,8 @@ class ChannelBridge {
   // True once the copying stopped because the channel or the local socket failed (not a
   // clean end of both sides).
   bool broken() const;
+  // True once the copying stopped, for either reason (the local fd is closed then).
+  bool finished() const;
 
   struct State;
 
