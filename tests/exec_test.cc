@@ -42,6 +42,24 @@ class ExecTest : public ::testing::Test {
     return RunCommand(ExecLine(options, command), merge_stderr);
   }
 
+  // Makes `dir`/known_hosts, the pod's with worker 4's address carrying another key; returns the
+  // fingerprint of worker 4's real key (what a refusal names).
+  static std::string KnownHostsWithAnotherKeyForW4(const std::string& dir) {
+    RunCommand("rm -rf " + dir + " && mkdir -p " + dir + " && ssh-keygen -q -t ed25519 -N '' -f " +
+               dir + "/other");
+    const std::string address = pod_->address(4);
+    std::string other_key = RunCommand("cut -d' ' -f1,2 " + dir + "/other.pub").output;
+    other_key.pop_back();
+    RunCommand("grep -v '^" + address + " ' " + pod_->known_hosts() + " > " + dir +
+               "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir +
+               "/known_hosts");
+    std::string fingerprint =
+        RunCommand("ssh-keygen -lf " + pod_->dir() + "/w4/ssh_host_ed25519_key.pub | cut -d' ' -f2")
+            .output;
+    fingerprint.pop_back();
+    return fingerprint;
+  }
+
   static std::unique_ptr<TestPod> pod_;
 };
 
@@ -185,18 +203,9 @@ TEST_F(ExecTest, JumpToAClosedPortIsRetriedAsRefused) {
 
 TEST_F(ExecTest, ChangedHostKeyIsRefusedAndNothingRuns) {
   // A known_hosts in which worker 4's address carries another key.
-  std::string dir = ::testing::TempDir() + "/changed-key";
-  RunCommand("rm -rf " + dir + " && mkdir -p " + dir + " && ssh-keygen -q -t ed25519 -N '' -f " +
-             dir + "/other");
-  std::string address = pod_->address(4);
-  std::string other_key = RunCommand("cut -d' ' -f1,2 " + dir + "/other.pub").output;
-  other_key.pop_back();
-  RunCommand("grep -v '^" + address + " ' " + pod_->known_hosts() + " > " + dir +
-             "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir + "/known_hosts");
-  std::string fingerprint =
-      RunCommand("ssh-keygen -lf " + pod_->dir() + "/w4/ssh_host_ed25519_key.pub | cut -d' ' -f2")
-          .output;
-  fingerprint.pop_back();
+  const std::string dir = ::testing::TempDir() + "/changed-key";
+  const std::string fingerprint = KnownHostsWithAnotherKeyForW4(dir);
+  const std::string address = pod_->address(4);
   pod_->Exec(4, "rm -f /tmp/ran");
   std::string line = std::string(PODRUN_BINARY) + " exec --hosts @" + pod_->host_file() + " -i " +
                      pod_->identity() + " --known-hosts " + dir +
@@ -400,16 +409,8 @@ TEST_F(ExecHolderTest, ChangedHostKeyIsRefusedThroughTheHolder) {
   ASSERT_EQ(1u, Holders().size());
   // ...which a known_hosts where worker 4 carries another key does not get.
   const std::string dir = home_ + "/changed-key";
-  RunCommand("mkdir -p " + dir + " && ssh-keygen -q -t ed25519 -N '' -f " + dir + "/other");
+  const std::string fingerprint = KnownHostsWithAnotherKeyForW4(dir);
   const std::string address = pod_->address(4);
-  std::string other_key = RunCommand("cut -d' ' -f1,2 " + dir + "/other.pub").output;
-  other_key.pop_back();
-  RunCommand("grep -v '^" + address + " ' " + pod_->known_hosts() + " > " + dir +
-             "/known_hosts && echo '" + address + " " + other_key + "' >> " + dir + "/known_hosts");
-  std::string fingerprint =
-      RunCommand("ssh-keygen -lf " + pod_->dir() + "/w4/ssh_host_ed25519_key.pub | cut -d' ' -f2")
-          .output;
-  fingerprint.pop_back();
   pod_->Exec(4, "rm -f /tmp/ran-held");
   CommandResult r =
       RunCommand("env PODRUN_HOME=" + home_ + " " + PODRUN_BINARY + " exec --hosts @" +

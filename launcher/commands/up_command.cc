@@ -262,8 +262,9 @@ ExitCode RunDown(const DownRequest& request) {
     const std::vector<std::string> zones = SliceZones(create, slices[i].query.zone);
     EndKeepersOfSlice(slices[i], zones);  // first: a keeper would create again what is torn down
     ClearRecreationIntents(slices[i].query, zones);  // and so would the next podrun watch
-    const std::string one = provisioners[i]->What();
-    if (!provisioners[i]->Delete()) {
+    const bool deleted = provisioners[i]->Delete();
+    const std::string one = provisioners[i]->What();  // in the zone it lived in
+    if (!deleted) {
       Say(fmt::format("{} does not exist: nothing to delete", one));
     } else {
       Say(fmt::format("{} deleted", one));

@@ -108,15 +108,17 @@ class SliceProvisioner final : public Provisioner {
 
   bool Delete() override {
     bool deleted = false;
-    size_t last = 0;  // What() names the zone it was deleted in afterwards
-    for (at_ = 0; at_ < sources_.size(); ++at_) {
-      // In its own zone a MIG's template and policy may outlive its group: always asked.
-      if (at_ > 0 && outage_.Run([&] { return source().Now(); }).deleted()) continue;
+    size_t where = 0;  // What() names the zone it lived in afterwards
+    // Fallback zones first: a MIG's template and policy are shared with its own zone, where
+    // they may outlive its group (always asked there), and go once no group uses them.
+    for (at_ = sources_.size() - 1; at_ > 0; --at_) {
+      if (outage_.Run([&] { return source().Now(); }).deleted()) continue;
       if (!outage_.Run([&] { return source().Delete(); })) continue;
+      where = deleted ? where : at_;
       deleted = true;
-      last = at_;
     }
-    at_ = last;
+    deleted = outage_.Run([&] { return sources_[0]->Delete(); }) || deleted;
+    at_ = where;
     return deleted;
   }
 
@@ -132,8 +134,7 @@ class SliceProvisioner final : public Provisioner {
     return fmt::format("{} {}", PodSourceKindName(home_.kind), home_.query.name);
   }
 
-  // What the slice is now in the first of its zones where it exists (at_ set to it); gone in its
-  // own zone when it exists nowhere.
+  // What the slice is now in the first of its zones where it exists (at_ set to it), else gone.
   SourceNow Locate() {
     SourceNow own;
     for (at_ = 0; at_ < sources_.size(); ++at_) {
