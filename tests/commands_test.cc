@@ -2,9 +2,12 @@
 // (-f, -w, --fold, --no-prefix), `status`, `stop` and `ls`, on --local workers (no testpod); and
 // the workers' steps as `status`, `ls` and `top` show them.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -368,6 +371,55 @@ TEST_F(CommandsTest, StepsInStatusLsAndTop) {
   EXPECT_TRUE(std::regex_search(
       top.output, std::regex(R"(\nw1 .* 6\s+\S+\s+straggler: 0\.41 steps/s vs median 0\.93)")))
       << top.output;
+}
+
+// The launcher SIGKILLed between two local workers' Start (its test hook stalls it after w0's):
+// w0's agent stops the job once no confirmation came, `logs -f` shows what w0 printed and names
+// the others as never started, and nothing of the job is left running (as over SSH:
+// fault_matrix_test).
+TEST_F(CommandsTest, ALocalLauncherKilledBetweenTwoStartsLeavesNoPartialGang) {
+  const std::string marker = Marker("partial");
+  const std::string spec = WriteSpec("partial-local",
+                                     "  echo \"w$PODRUN_WORKER_ID started\"\n"
+                                     "  exec -a " +
+                                         marker + "-$PODRUN_WORKER_ID sleep 600\n");
+  const std::string out = ::testing::TempDir() + "/podrun-cmdtest-partial.out";
+  const std::string err = ::testing::TempDir() + "/podrun-cmdtest-partial.err";
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  const pid_t launcher = StartCommand(
+      "env PODRUN_TEST_STALL_AFTER_STARTS=1 PODRUN_TEST_START_CONFIRM_SLACK_MS=4000 " + Podrun() +
+      " launch " + spec + " --local " + std::to_string(kWorkers) + " > " + out + " 2> " + err);
+  ASSERT_NE(std::string::npos,
+            WaitForText(err, "test hook: stalled after 1 start", std::chrono::seconds(120))
+                .find("test hook: stalled after 1 start"))
+      << ReadTextFile(err);
+  std::smatch m;
+  const std::string printed_out = ReadTextFile(out);
+  ASSERT_TRUE(std::regex_search(printed_out, m, std::regex("job: ([0-9a-f-]+)"))) << printed_out;
+  const std::string job = m[1];
+  EXPECT_EQ(1, WaitForProcessCount(marker + "-0", 1)) << ReadTextFile(err);
+  EXPECT_EQ(0, CountProcesses(marker + "-[12]"));
+  ASSERT_EQ(0, ::kill(launcher, SIGKILL));
+  ::waitpid(launcher, nullptr, 0);
+
+  const CommandResult follow =
+      RunCommand("timeout 180 " + Podrun() + " logs " + job + " -f", /*merge_stderr=*/true);
+  EXPECT_EQ(1, follow.exit_code) << follow.output;
+  EXPECT_NE(std::string::npos, follow.output.find("[w0] w0 started\n")) << follow.output;
+  EXPECT_EQ(std::string::npos, follow.output.find("[w1] w1 started")) << follow.output;
+  EXPECT_NE(std::string::npos, follow.output.find("the start was never confirmed"))
+      << follow.output;
+  for (int w : {1, 2}) {
+    EXPECT_TRUE(std::regex_search(
+        follow.output, std::regex("(^|\n)podrun: w" + std::to_string(w) +
+                                  " \\([^)]*\\): never started: the launcher was lost while "
+                                  "starting")))
+        << follow.output;
+  }
+  EXPECT_EQ(0, WaitForProcessCount(marker, 0));
+  const CommandResult status = RunCommand(Podrun() + " status " + job);
+  EXPECT_TRUE(std::regex_search(status.output, std::regex("attempt 1: failed"))) << status.output;
 }
 
 }  // namespace
