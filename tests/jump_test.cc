@@ -45,7 +45,7 @@ class JumpTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { pod_.reset(); }
 
-  static std::string HostAddress() { return "10.233." + std::to_string(kPodId) + ".1"; }
+  static std::string HostAddress() { return "10.233." + std::to_string(pod_->id()) + ".1"; }
   static std::string JumpConfig() { return Scratch() + "/ssh_config"; }
   static std::string Names() { return "w0,w1,w2,w3"; }
 
