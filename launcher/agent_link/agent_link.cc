@@ -76,8 +76,6 @@ class SshAgentLink : public AgentLink {
                                                  uint64_t from_seq, bool follow,
                                                  AgentLogReader::OnBatch on_batch,
                                                  AgentLogReader::OnStreamDone on_done) override {
-    // A held link has no session here: the log comes by StreamLogs through its tunnel.
-    if (held_) return nullptr;
     SshLogStreamRequest request;
     request.agent_path = RemoteAgentPath(*ctx_.agent);
     request.job_id = job_id;
@@ -85,6 +83,11 @@ class SshAgentLink : public AgentLink {
     request.from_seq = from_seq;
     request.follow = follow;
     request.description = description();
+    if (held_) {  // the holder runs it on its kept session, as it carries the tunnel
+      return StartHeldLogStream(ctx_.loop->executor(), ctx_.holder,
+                                HolderRequestFor(worker_.host, ssh_, ""), std::move(request),
+                                std::move(on_batch), std::move(on_done));
+    }
     // session_ is read on the loop, where Connect sets it.
     return StartSshLogStream(
         ctx_.loop->executor(), [this] { return session_; }, std::move(request), std::move(on_batch),

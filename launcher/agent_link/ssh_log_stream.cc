@@ -12,9 +12,11 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "launcher/base/error.h"
+#include "launcher/persist/held_exec.h"
 #include "launcher/ssh/ssh_channel.h"
 #include "proto/log_wire.h"
 #include "proto/shell_quote.h"
@@ -264,6 +266,112 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
   co_return AgentLogStreamEnd{};  // cancelled (Finish says so)
 }
 
+// The same over a channel the connection holder opened on its kept session (held_exec.h): its
+// frames in place of the channel's reads. Not reading pauses the holder's copy, and so the channel.
+asio::awaitable<AgentLogStreamEnd> ReadHeldStream(std::shared_ptr<StreamState> s, HeldExec held,
+                                                  const SshLogStreamRequest& request) {
+  auto lost = [&](const std::string& why) {
+    return Error(ExitCode::kUnreachable,
+                 fmt::format("{}: log stream: {}", request.description, why));
+  };
+  // How often a silent stream looks whether it was cancelled (Cancel wakes the SSH reader only).
+  constexpr auto kCancelCheck = std::chrono::milliseconds(250);
+  WireDecoder decoder;
+  std::string error_text;
+  std::optional<ExitStatus> exited;
+  auto last_heard = std::chrono::steady_clock::now();
+  bool heard = false;
+  while (!s->cancelled) {
+    if (TooMuchUndelivered(*s)) {
+      s->paused = true;
+      {
+        std::lock_guard lock(paused_mutex);
+        paused_streams.push_back(s);
+      }
+      if (TooMuchUndelivered(*s)) co_await Wait(s);
+      last_heard = std::chrono::steady_clock::now();
+      continue;
+    }
+    try {
+      if (decoder.HasUndecoded()) decoder.Continue();
+    } catch (const std::runtime_error& e) {
+      throw lost(e.what());
+    }
+    std::vector<LogRecord> records = decoder.TakeRecords();
+    if (!records.empty()) Deliver(s, std::move(records));
+    if (decoder.end()) {
+      auto end = LogStreamEndFromBytes(*decoder.end());
+      if (!end) throw lost("a malformed end of the log");
+      co_return *end;
+    }
+    if (decoder.HasUndecoded()) continue;
+    if (exited) {
+      while (!error_text.empty() && error_text.back() == '\n') error_text.pop_back();
+      if (exited->exit_code == 0 && !request.follow) co_return AgentLogStreamEnd{};
+      if (exited->exit_code == kStreamLogRefused) {
+        throw AgentRefusal(
+            fmt::format("{}: agent stream-log: {}", request.description, error_text));
+      }
+      throw lost(fmt::format("podrun-agent stream-log ended early ({}){}", exited->ToString(),
+                             error_text.empty() ? "" : ": " + error_text));
+    }
+    const auto limit = last_heard + (heard ? kWireSilenceLimit : kWireStartLimit);
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= limit) {
+      throw lost(fmt::format("nothing, not even a heartbeat, for {} s",
+                             std::chrono::duration_cast<std::chrono::seconds>(
+                                 heard ? kWireSilenceLimit : kWireStartLimit)
+                                 .count()));
+    }
+    std::optional<HeldExec::Frame> frame =
+        co_await held.NextFrame(std::min(limit, now + kCancelCheck));
+    if (!frame) continue;
+    last_heard = std::chrono::steady_clock::now();
+    heard = true;
+    switch (frame->type) {
+      case FrameType::kStdout:
+        try {
+          decoder.Feed(frame->payload);
+        } catch (const std::runtime_error& e) {
+          throw lost(e.what());
+        }
+        break;
+      case FrameType::kStderr:
+        if (error_text.size() < kMaxErrorText) error_text += frame->payload;
+        break;
+      case FrameType::kExit:
+        try {
+          exited = DecodeExitStatus(frame->payload);
+        } catch (const std::exception& e) {
+          throw lost(e.what());
+        }
+        break;
+      case FrameType::kLost:
+        throw Error(ExitCode::kUnreachable,
+                    fmt::format("{}: log stream: {}", request.description, frame->payload));
+    }
+  }
+  co_return AgentLogStreamEnd{};  // cancelled (Finish says so)
+}
+
+asio::awaitable<void> RunHeld(std::shared_ptr<StreamState> s, std::filesystem::path holder,
+                              HolderRequest held_request, SshLogStreamRequest request) {
+  AgentLogStreamEnd end;
+  std::exception_ptr error;
+  try {
+    std::optional<HeldExec> held = co_await HeldExec::Start(holder, held_request);
+    if (!held) {
+      throw Error(
+          ExitCode::kUnreachable,
+          fmt::format("{}: log stream: the connection holder is gone", request.description));
+    }
+    end = co_await ReadHeldStream(s, std::move(*held), request);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  Finish(s, end, error);
+}
+
 asio::awaitable<void> Run(std::shared_ptr<StreamState> s,
                           std::function<std::shared_ptr<SshSession>()> get_session,
                           SshLogStreamRequest request) {
@@ -288,6 +396,20 @@ std::string StreamLogCommand(const SshLogStreamRequest& r) {
          ShellQuote(fmt::format(
              "exec \"{}\" stream-log --job {} --attempt {} --from {}{} --compress", r.agent_path,
              ShellQuote(r.job_id), r.attempt, r.from_seq, r.follow ? " --follow" : ""));
+}
+
+std::shared_ptr<AgentLogStream> StartHeldLogStream(asio::any_io_executor executor,
+                                                   const std::filesystem::path& holder,
+                                                   HolderRequest held_request,
+                                                   SshLogStreamRequest request,
+                                                   AgentLogReader::OnBatch on_batch,
+                                                   AgentLogReader::OnStreamDone on_done) {
+  auto state = std::make_shared<StreamState>(executor, std::move(on_batch), std::move(on_done));
+  state->next_seq = request.from_seq;
+  held_request.command = StreamLogCommand(request);
+  asio::co_spawn(executor, RunHeld(state, holder, std::move(held_request), std::move(request)),
+                 asio::detached);
+  return std::make_shared<Handle>(state);
 }
 
 std::shared_ptr<AgentLogStream> StartSshLogStream(

@@ -1,4 +1,5 @@
-// SshLogStream: a worker's job log over an SSH exec channel of its own, running
+// SshLogStream: a worker's job log over an SSH exec channel of its own (made here, or by the
+// connection holder on its kept session), running
 // `podrun-agent stream-log` (proto/log_wire.h), instead of the StreamLogs RPC through the agent
 // tunnel: bulk output then skips gRPC's framing, the tunnel's socketpair and their wakeups
 // (docs/decisions.md, "Bulk logs over a channel of their own"). The channel shares the
@@ -12,10 +13,12 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "launcher/agent_link/agent_log_reader.h"
+#include "launcher/persist/holder_protocol.h"
 #include "launcher/ssh/ssh_session.h"
 
 namespace podrun {
@@ -41,6 +44,16 @@ std::shared_ptr<AgentLogStream> StartSshLogStream(
     asio::any_io_executor executor, std::function<std::shared_ptr<SshSession>()> session,
     SshLogStreamRequest request, AgentLogReader::OnBatch on_batch,
     AgentLogReader::OnStreamDone on_done);
+
+// The same through the connection holder listening at `holder` (held_exec.h): stream-log runs on
+// its kept session for `held_request`'s target and settings (its command is set here), and the
+// output comes back as the holder's frames; a holder gone is an Error(kUnreachable) to on_done.
+std::shared_ptr<AgentLogStream> StartHeldLogStream(asio::any_io_executor executor,
+                                                   const std::filesystem::path& holder,
+                                                   HolderRequest held_request,
+                                                   SshLogStreamRequest request,
+                                                   AgentLogReader::OnBatch on_batch,
+                                                   AgentLogReader::OnStreamDone on_done);
 
 // The command line that runs stream-log on the worker for `request`.
 std::string StreamLogCommand(const SshLogStreamRequest& request);

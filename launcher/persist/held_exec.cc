@@ -5,6 +5,7 @@
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
 
@@ -78,6 +79,57 @@ asio::awaitable<ExitStatus> HeldExec::Drain(const OnData& on_data) {
         } catch (const std::exception& e) {
           throw holder_gone(e.what());
         }
+    }
+  }
+}
+
+}  // namespace podrun
+
+namespace podrun {
+
+asio::awaitable<std::optional<HeldExec::Frame>> HeldExec::NextFrame(
+    std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (buffered_.size() >= kFrameHeaderBytes) {
+      std::optional<FrameInfo> info =
+          ParseFrameHeader(std::string_view(buffered_).substr(0, kFrameHeaderBytes));
+      if (!info) {
+        throw Error(
+            ExitCode::kUnreachable,
+            fmt::format("{}: connection holder went away: a malformed frame", description_));
+      }
+      if (buffered_.size() >= kFrameHeaderBytes + info->length) {
+        Frame frame{info->type, buffered_.substr(kFrameHeaderBytes, info->length)};
+        buffered_.erase(0, kFrameHeaderBytes + info->length);
+        co_return frame;
+      }
+    }
+    // A read that the deadline's timer cancels takes nothing: what came stays in the socket.
+    // The timer's handler may run after the read completed: it cancels only a read still pending.
+    struct Race {
+      bool pending = true;
+      bool timed_out = false;
+    };
+    auto race = std::make_shared<Race>();
+    asio::steady_timer timer(socket_->get_executor());
+    timer.expires_at(deadline);
+    Socket* socket = socket_.get();
+    timer.async_wait([race, socket](boost::system::error_code ec) {
+      if (ec || !race->pending) return;
+      race->timed_out = true;
+      socket->cancel();
+    });
+    char chunk[64 * 1024];
+    boost::system::error_code ec;
+    const size_t n = co_await socket_->async_read_some(
+        asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
+    race->pending = false;
+    timer.cancel();
+    buffered_.append(chunk, n);
+    if (ec == asio::error::operation_aborted && race->timed_out) co_return std::nullopt;
+    if (ec) {
+      throw Error(ExitCode::kUnreachable,
+                  fmt::format("{}: connection holder went away: {}", description_, ec.message()));
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -46,6 +47,16 @@ class HeldExec {
   // Error(kUnreachable) when the connection to the worker was lost (the holder's words) or the
   // holder itself went away.
   asio::awaitable<ExitStatus> Drain(const OnData& on_data);
+
+  // Drain's parts, for a reader that paces itself (a log stream that stops reading while its
+  // records wait, and notices silence): the next frame as the holder sent it, or nullopt when
+  // `deadline` came first (nothing is lost: the next call reads on). Throws Error(kUnreachable)
+  // when the holder went away or sent a malformed frame.
+  struct Frame {
+    FrameType type;
+    std::string payload;
+  };
+  asio::awaitable<std::optional<Frame>> NextFrame(std::chrono::steady_clock::time_point deadline);
 
  private:
   HeldExec(std::unique_ptr<asio::local::stream_protocol::socket> socket, std::string buffered,
