@@ -13,6 +13,7 @@
 #include <boost/asio/use_future.hpp>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -83,6 +84,23 @@ HolderRequest Request() {
   return request;
 }
 
+// Starts an exec through the stand-in `holder` and returns what `read` makes of it ("no holder"
+// when none answered).
+std::string ReadHeld(const StandInHolder& holder,
+                     const std::function<boost::asio::awaitable<std::string>(HeldExec&)>& read) {
+  boost::asio::io_context io;
+  auto result = boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<std::string> {
+        std::optional<HeldExec> held = co_await HeldExec::Start(holder.path(), Request());
+        if (!held) co_return "no holder";
+        co_return co_await read(*held);
+      },
+      boost::asio::use_future);
+  io.run();
+  return result.get();
+}
+
 TEST(HeldExecTest, ADeadlineLosesNothingAndFramesSplitAnywhereArriveWhole) {
   StandInHolder holder([](int fd) {
     // The reply and half a frame at once; the rest after the reader's first deadline.
@@ -94,16 +112,12 @@ TEST(HeldExecTest, ADeadlineLosesNothingAndFramesSplitAnywhereArriveWhole) {
     Send(fd, out.substr(40003) + Frame(FrameType::kStderr, "err") +
                  Frame(FrameType::kExit, EncodeExitStatus(ExitStatus{3, ""})));
   });
-  boost::asio::io_context io;
-  auto result = boost::asio::co_spawn(
-      io,
-      [&]() -> boost::asio::awaitable<std::string> {
-        std::optional<HeldExec> held = co_await HeldExec::Start(holder.path(), Request());
-        if (!held) co_return "no holder";
+  const std::string said =
+      ReadHeld(holder, [](HeldExec& held) -> boost::asio::awaitable<std::string> {
         std::string seen;
         int timeouts = 0;
         for (;;) {
-          auto frame = co_await held->NextFrame(Clock::now() + 100ms);
+          auto frame = co_await held.NextFrame(Clock::now() + 100ms);
           if (!frame) {
             ++timeouts;
             continue;
@@ -118,30 +132,21 @@ TEST(HeldExecTest, ADeadlineLosesNothingAndFramesSplitAnywhereArriveWhole) {
                 (timeouts > 0 ? " after a timeout" : " with no timeout");
           }
         }
-      },
-      boost::asio::use_future);
-  io.run();
-  EXPECT_EQ("o:60000 e:3 x:15 exit 3 after a timeout", result.get());
+      });
+  EXPECT_EQ("o:60000 e:3 x:15 exit 3 after a timeout", said);
 }
 
 TEST(HeldExecTest, AHolderGoneMidFrameIsAnError) {
   StandInHolder holder(
       [](int fd) { Send(fd, Ok() + FrameHeader(FrameType::kStdout, 10) + "abc"); });
-  boost::asio::io_context io;
-  auto result = boost::asio::co_spawn(
-      io,
-      [&]() -> boost::asio::awaitable<std::string> {
-        std::optional<HeldExec> held = co_await HeldExec::Start(holder.path(), Request());
-        if (!held) co_return "no holder";
+  const std::string said =
+      ReadHeld(holder, [](HeldExec& held) -> boost::asio::awaitable<std::string> {
         try {
-          for (;;) co_await held->NextFrame(Clock::now() + 5s);
+          for (;;) co_await held.NextFrame(Clock::now() + 5s);
         } catch (const Error& e) {
           co_return e.what();
         }
-      },
-      boost::asio::use_future);
-  io.run();
-  const std::string said = result.get();
+      });
   EXPECT_NE(std::string::npos, said.find("root@10.0.0.5:22: connection holder went away")) << said;
 }
 
