@@ -303,9 +303,11 @@ TEST_F(AgentFaultTest, ADiskNearlyFullFromTheStartStillStreamsEveryLineLiveAndTh
   // Memory stayed bounded: the 20 MB went through, never all of it held (16 MiB held at most by
   // the supervisor, a few MiB in flight in the log stream, beside the agent's own ~10 MB).
   EXPECT_GT(supervisor_kib, 0);
-  EXPECT_LT(supervisor_kib, 48 * 1024);
   EXPECT_GT(stream_kib, 0);
+#ifndef PODRUN_SANITIZED  // ASan's shadow memory and quarantine are not podrun's
+  EXPECT_LT(supervisor_kib, 48 * 1024);
   EXPECT_LT(stream_kib, 48 * 1024);
+#endif
 }
 
 TEST_F(AgentFaultTest, ADiskFullBeforeTheStartRefusesTheJobAtOnceAndLeavesNothing) {
