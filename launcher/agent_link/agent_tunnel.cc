@@ -15,7 +15,6 @@
 namespace podrun {
 
 namespace {
-constexpr size_t kCopyChunkBytes = size_t{256} * 1024;
 constexpr auto kKeepaliveTime = std::chrono::seconds(5);
 constexpr auto kKeepaliveTimeout = std::chrono::seconds(10);
 }  // namespace
@@ -27,7 +26,7 @@ AgentTunnel::AgentTunnel(std::shared_ptr<SshSession> session, std::unique_ptr<Ss
   }
   grpc_fd_ = fds[1];
   bridge_ = std::make_unique<ChannelBridge>(std::move(session), std::move(channel), fds[0],
-                                            kCopyChunkBytes);
+                                            kAgentTunnelChunkBytes);
 }
 
 AgentTunnel::~AgentTunnel() {

@@ -161,6 +161,18 @@ asio::awaitable<void> Wait(
   co_await s->wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
 }
 
+// Waits for the delivery thread to catch up with `s` (it wakes the stream): not reading meanwhile
+// lets the channel's window close, since libssh (and the holder's copy) tops it up after every
+// read whatever it holds already, so reading on would let a buffer grow with the output.
+asio::awaitable<void> PauseUntilDelivered(const std::shared_ptr<StreamState>& s) {
+  s->paused = true;
+  {
+    std::lock_guard lock(paused_mutex);
+    paused_streams.push_back(s);
+  }
+  if (TooMuchUndelivered(*s)) co_await Wait(s);
+}
+
 // Reads the channel until the end frame, EOF, an error or Cancel; returns how it ended.
 asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
                                               std::shared_ptr<SshSession> session,
@@ -184,14 +196,7 @@ asio::awaitable<AgentLogStreamEnd> ReadStream(std::shared_ptr<StreamState> s,
   auto limit = [&] { return heard ? kWireSilenceLimit : kWireStartLimit; };
   while (!s->cancelled) {
     if (TooMuchUndelivered(*s)) {
-      // Not reading lets the channel's window close: libssh tops it up after every read,
-      // whatever it holds already, so reading on would let its buffer grow with the output.
-      s->paused = true;  // the delivery thread wakes us once it has caught up
-      {
-        std::lock_guard lock(paused_mutex);
-        paused_streams.push_back(s);
-      }
-      if (TooMuchUndelivered(*s)) co_await Wait(s);
+      co_await PauseUntilDelivered(s);
       last_heard = std::chrono::steady_clock::now();  // not reading is not silence
       continue;
     }
@@ -283,12 +288,7 @@ asio::awaitable<AgentLogStreamEnd> ReadHeldStream(std::shared_ptr<StreamState> s
   bool heard = false;
   while (!s->cancelled) {
     if (TooMuchUndelivered(*s)) {
-      s->paused = true;
-      {
-        std::lock_guard lock(paused_mutex);
-        paused_streams.push_back(s);
-      }
-      if (TooMuchUndelivered(*s)) co_await Wait(s);
+      co_await PauseUntilDelivered(s);
       last_heard = std::chrono::steady_clock::now();
       continue;
     }

@@ -28,8 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 // How often a silent command's connection is looked at: gone, its channel is closed.
 constexpr auto kCommandCheck = std::chrono::seconds(1);
-// The most a tunnel holds in each direction (as the launcher's own agent tunnels).
-constexpr size_t kTunnelChunkBytes = size_t{256} * 1024;
 
 asio::awaitable<void> SendText(Socket& socket, const std::string& text) {
   co_await asio::async_write(socket, asio::buffer(text), asio::use_awaitable);
@@ -169,7 +167,7 @@ asio::awaitable<void> ServeTunnel(Socket socket, KeptSessions& sessions,
   co_await SendText(socket, EncodeHolderReply(reply));
   const int fd = socket.release();
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  ChannelBridge bridge(lease.shared_session(), std::move(channel), fd, kTunnelChunkBytes);
+  ChannelBridge bridge(lease.shared_session(), std::move(channel), fd, kAgentTunnelChunkBytes);
   asio::steady_timer check(co_await asio::this_coro::executor);
   while (!bridge.finished() && !session.lost()) {
     check.expires_after(kCommandCheck);

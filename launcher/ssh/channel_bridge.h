@@ -13,6 +13,9 @@
 
 namespace podrun {
 
+// The most an agent's tunnel holds in each direction (the launcher's own, and the holder's).
+inline constexpr size_t kAgentTunnelChunkBytes = size_t{256} * 1024;
+
 class ChannelBridge {
  public:
   // Starts copying between `channel` (of `session`) and `local_fd`, which it takes (a
