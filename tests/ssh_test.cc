@@ -281,6 +281,37 @@ TEST_F(SshTest, KeepaliveDueWhileTheSessionIsDestroyedTouchesNothing) {
   EXPECT_EQ("alive\n", r.out);
 }
 
+// This process's open sockets (its own /proc/self/fd): a session's end must close its own.
+int OpenSockets() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
+}
+
+TEST_F(SshTest, EverySessionClosesItsSocketWhetherItWasUsedOrRefused) {
+  // libssh never closes a socket it was given (SSH_OPTIONS_FD): a connection holder that
+  // outlives hundreds of sessions, and a keeper that reconnects for a week, must not keep
+  // one socket (and one sshd on the worker) per session that ended.
+  std::string fingerprint;
+  const std::string changed = KnownHostsWithChangedKey(1, &fingerprint);
+  EventLoop loop;
+  // The loop's own sockets exist from here on: count after a first session came and went.
+  loop.Run(ConnectAndExec(Worker(0), PodSsh(), "true"));
+  const int before = OpenSockets();
+  for (int round = 0; round < 6; ++round) {
+    ExecResult r = loop.Run(ConnectAndExec(Worker(round % kWorkers), PodSsh(), "echo used"));
+    EXPECT_EQ("used\n", r.out);
+    SshOptions refused = PodSsh();
+    refused.known_hosts = changed;
+    EXPECT_THROW(loop.Run(ConnectAndExec(Worker(1), refused, "true")), Error);
+  }
+  EXPECT_EQ(before, OpenSockets()) << "12 sessions ended; their sockets must be closed";
+}
+
 TEST_F(SshTest, ChangedHostKeyIsRefusedWhateverSshConfigSaysExec) {
   std::string fingerprint;
   std::string known = KnownHostsWithChangedKey(1, &fingerprint);

@@ -213,8 +213,8 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
       watch->socket.set_option(asio::ip::tcp::no_delay(true));
       fd = watch->socket.release();
     }
+    session->socket_.reset(fd);
     if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
-      ::close(fd);
       throw Unreachable(
           fmt::format("{}: cannot hand the socket to libssh: {}", description, ssh_get_error(raw)));
     }

@@ -18,6 +18,7 @@
 #include "launcher/pod/host_list.h"
 #include "launcher/ssh/ssh_options.h"
 #include "launcher/ssh/ssh_transport.h"
+#include "proto/unique_fd.h"
 
 namespace podrun {
 
@@ -131,6 +132,9 @@ class SshSession {
 
   // Declared first, destroyed last: libssh's handle says goodbye through it.
   std::unique_ptr<SshTransport> transport_;  // null for a TCP connection of its own
+  // The socket libssh reads and writes (SSH_OPTIONS_FD): libssh never closes a socket it was
+  // given, so the session does, after libssh's handle.
+  UniqueFd socket_;
   UniqueSshSession session_;
   asio::posix::stream_descriptor waiter_;  // a dup of libssh's fd, for readiness only
   std::string description_;
