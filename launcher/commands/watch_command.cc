@@ -1,6 +1,8 @@
 // `podrun watch` (see watch_command.h).
 #include "launcher/commands/watch_command.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +33,7 @@ ExitCode RunWatch(const WatchRequest& request) {
   if (request.foreground) {
     std::optional<Keeper> keeper = Keeper::Acquire(home, job.id);
     if (!keeper) return already_driven();
+    if (::isatty(STDERR_FILENO) == 0) StampSayings();  // its log, read days later
     return keeper->Run(store, job);
   }
   if (DriverHolder(home, job.id)) return already_driven();
