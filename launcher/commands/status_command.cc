@@ -50,10 +50,20 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   std::map<int, int> pending_stops;         // worker -> grace seconds of a stop not delivered yet
   std::map<int, std::string> lost_reasons;  // why a worker with a pending stop was lost
   const std::vector<WorkerRecord> recorded = store.Workers(job.id, attempt);
+  // A live driver (an attached launch, a keeper) records what its workers do. One it is still
+  // connecting to (perhaps on a VM made a moment ago) or has lost (its VM preempted, being made
+  // again) is the driver's to reach, not status's: asking would only hammer a VM that is gone.
+  const bool driven = DriverHolder(PodrunHome(), job.id) ||
+                      ViewKeeper(store, PodrunHome(), job).state == KeeperState::kRunning;
   const bool any_prepared = std::any_of(recorded.begin(), recorded.end(), [](const auto& w) {
     return w.state == WorkerState::kPrepared;
   });
   for (const WorkerRecord& w : recorded) {
+    if (driven && !w.stop_pending_grace &&
+        (w.state == WorkerState::kPending || w.state == WorkerState::kConnecting ||
+         w.state == WorkerState::kLost)) {
+      continue;
+    }
     if (w.stop_pending_grace) {
       if (w.state == WorkerState::kLost) lost_reasons[w.index] = w.error;
       pending_stops[w.index] = *w.stop_pending_grace;
@@ -123,8 +133,6 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   }
   // Nobody follows the job (a `launch -d` without keeper): the stragglers are worked out here,
   // from the workers' own step records.
-  const bool driven = DriverHolder(PodrunHome(), job.id) ||
-                      ViewKeeper(store, PodrunHome(), job).state == KeeperState::kRunning;
   CacheSteps(store, job.id, attempt, steps, NowUnixNs(), StragglerAfter(job),
              driven ? std::nullopt : std::optional<StragglerRule>(StragglerRuleOf(job)));
   const bool abandoned = StartAbandoned(answers);

@@ -43,8 +43,12 @@ constexpr int kMaxSilentKeepalives = 3;
 
 void SshSessionDeleter::operator()(ssh_session s) const {
   if (s == nullptr) return;
+  // Open until now unless libssh closed it on a failure (it then forgets the number, which
+  // may since name another file: only a socket libssh still holds is closed here).
+  const socket_t fd = ssh_get_fd(s);
   ssh_disconnect(s);
   ssh_free(s);
+  if (fd != SSH_INVALID_SOCKET) ::close(fd);
 }
 
 SshSession::SshSession(asio::any_io_executor executor, UniqueSshSession session,
@@ -213,8 +217,8 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::ConnectOnce(const HostS
       watch->socket.set_option(asio::ip::tcp::no_delay(true));
       fd = watch->socket.release();
     }
-    session->socket_.reset(fd);
     if (ssh_options_set(raw, SSH_OPTIONS_FD, &fd) != SSH_OK) {
+      ::close(fd);
       throw Unreachable(
           fmt::format("{}: cannot hand the socket to libssh: {}", description, ssh_get_error(raw)));
     }

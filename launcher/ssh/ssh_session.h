@@ -18,7 +18,6 @@
 #include "launcher/pod/host_list.h"
 #include "launcher/ssh/ssh_options.h"
 #include "launcher/ssh/ssh_transport.h"
-#include "proto/unique_fd.h"
 
 namespace podrun {
 
@@ -26,6 +25,8 @@ namespace asio = boost::asio;
 
 class JumpHosts;
 
+// Disconnects and frees; then closes the session's socket if libssh left it open (libssh
+// closes a socket given with SSH_OPTIONS_FD when the connection fails, never on a disconnect).
 struct SshSessionDeleter {
   void operator()(ssh_session s) const;
 };
@@ -132,9 +133,6 @@ class SshSession {
 
   // Declared first, destroyed last: libssh's handle says goodbye through it.
   std::unique_ptr<SshTransport> transport_;  // null for a TCP connection of its own
-  // The socket libssh reads and writes (SSH_OPTIONS_FD): libssh never closes a socket it was
-  // given, so the session does, after libssh's handle.
-  UniqueFd socket_;
   UniqueSshSession session_;
   asio::posix::stream_descriptor waiter_;  // a dup of libssh's fd, for readiness only
   std::string description_;
