@@ -123,11 +123,12 @@ AgentClient::AgentClient(std::shared_ptr<grpc::Channel> channel)
 
 AgentClient::~AgentClient() = default;
 
-AgentHello AgentClient::Hello() {
+AgentHello AgentClient::Hello(bool tpu_worker_number) {
   grpc::ClientContext ctx;
   SetTimeout(ctx, kHelloTimeout);
   v1::HelloRequest req;
   req.set_protocol_version(kProtocolVersion);
+  req.set_without_tpu_worker_number(!tpu_worker_number);
   req.set_launcher_version(PODRUN_VERSION);
   v1::HelloReply reply;
   Check(stub_->stub->Hello(&ctx, req, &reply), "Hello");

@@ -209,8 +209,9 @@ class AgentClient {
   explicit AgentClient(std::shared_ptr<grpc::Channel> channel);
   ~AgentClient();
 
-  // Version handshake; throws if the agent speaks another protocol version.
-  AgentHello Hello();
+  // Version handshake; throws if the agent speaks another protocol version. Without
+  // `tpu_worker_number` the agent answers at once, its number only if it knows it already.
+  AgentHello Hello(bool tpu_worker_number = true);
   // Creates the workdir and job directory (freeing the accelerators first if asked).
   AgentPrepareReply Prepare(const AgentPrepareRequest& request);
   // GO: releases the prepared process (its supervisor already holds it, waiting), at

@@ -37,7 +37,8 @@ void PhaseFanOut::ConnectAll() {
     try {
       // The agent's clock offset, from the quickest of a few Hellos (NTP style), so that the
       // start can be scheduled at one instant on every worker.
-      w.connection.Connect(AgentConnection::Greeting::kMeasureClock);
+      w.connection.Connect(plan_.pod.cloud_tpu ? AgentConnection::Greeting::kMeasureClockOnly
+                                               : AgentConnection::Greeting::kMeasureClock);
     } catch (const std::exception& e) {
       w.error = e.what();
     }
@@ -157,7 +158,7 @@ std::chrono::nanoseconds PhaseFanOut::MeasureReach() {
     auto client = w.client();
     if (!w.error.empty() || !client) return;
     try {
-      client->Hello();
+      client->Hello(/*tpu_worker_number=*/false);  // light: never the metadata server's wait
     } catch (const std::exception&) {
       return;  // its Start fails and says why
     }

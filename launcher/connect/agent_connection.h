@@ -34,8 +34,10 @@ class AgentConnection {
   AgentConnection(int index, std::unique_ptr<AgentLink> link);
 
   // How Connect greets the agent: one Hello, or a few that also measure its clock offset (the
-  // quickest counts, NTP style) so that a start can be scheduled at one instant everywhere.
-  enum class Greeting { kHello, kMeasureClock };
+  // quickest counts, NTP style) so that a start can be scheduled at one instant everywhere;
+  // kMeasureClockOnly does not ask for the VM's TPU worker number (a discovered pod has it from
+  // the API), which spares waiting for the metadata server where none answers.
+  enum class Greeting { kHello, kMeasureClock, kMeasureClockOnly };
 
   // Connects anew (installing and starting the agent if needed), greets it and makes the result
   // the current client. Throws what the link or the Hello throws. One Connect at a time (others

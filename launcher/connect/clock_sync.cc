@@ -56,12 +56,13 @@ std::vector<int64_t> StartOffsets(const std::vector<ClockOffset>& measured) {
   return offsets;
 }
 
-ClockOffset MeasureClockOffset(AgentClient& client, int probes, AgentHello* hello) {
+ClockOffset MeasureClockOffset(AgentClient& client, int probes, AgentHello* hello,
+                               bool tpu_worker_number) {
   std::vector<ClockSample> samples;
   for (int i = 0; i < probes; ++i) {
     ClockSample sample;
     sample.sent_ns = NowUnixNs();
-    AgentHello answer = client.Hello();
+    AgentHello answer = client.Hello(tpu_worker_number);
     sample.agent_now_ns = answer.now_ns;
     if (hello) *hello = std::move(answer);
     sample.received_ns = NowUnixNs();

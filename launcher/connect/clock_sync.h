@@ -41,8 +41,10 @@ struct AgentHello;
 
 // Greets `client` with `probes` Hellos (which also checks its protocol version) and returns its
 // clock offset from the quickest one. Throws what AgentClient::Hello throws.
-// `hello`, if given, receives the last Hello's answer.
-ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3, AgentHello* hello = nullptr);
+// `hello`, if given, receives the last Hello's answer (with the VM's TPU worker number only if
+// `tpu_worker_number`: see AgentClient::Hello).
+ClockOffset MeasureClockOffset(AgentClient& client, int probes = 3, AgentHello* hello = nullptr,
+                               bool tpu_worker_number = true);
 
 // The offsets a start uses, one per agent of `measured` (each one's interval): the value that
 // the most intervals hold (of those, the nearest 0), for every agent whose interval holds it, so

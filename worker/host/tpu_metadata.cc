@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -74,6 +75,15 @@ std::optional<std::string> MetadataGet(const std::string& address, int port,
   return response.substr(body + 4);
 }
 
+namespace {
+std::atomic<int> known_number{-1};  // set once the metadata server answered with a number
+}  // namespace
+
+std::optional<int> TpuWorkerNumberIfKnown() {
+  const int n = known_number.load();
+  return n >= 0 ? std::optional<int>(n) : std::nullopt;
+}
+
 std::optional<int> TpuWorkerNumber() {
   static std::once_flag once;
   static std::optional<int> number;
@@ -85,7 +95,10 @@ std::optional<int> TpuWorkerNumber() {
     try {
       size_t used = 0;
       const int value = std::stoi(*text, &used);
-      if (value >= 0) number = value;
+      if (value >= 0) {
+        number = value;
+        known_number = value;
+      }
     } catch (const std::exception&) {
     }
   });

@@ -21,5 +21,8 @@ std::optional<std::string> MetadataGet(const std::string& address, int port,
 // This VM's TPU worker number, or nullopt when it is no Cloud TPU VM. Asked once per agent
 // process (a VM's number does not change); thread-safe.
 std::optional<int> TpuWorkerNumber();
+// Without waiting: TpuWorkerNumber()'s answer once it has one; nullopt while the metadata server
+// is being asked, or when the VM has no number.
+std::optional<int> TpuWorkerNumberIfKnown();
 
 }  // namespace podrun::agent
