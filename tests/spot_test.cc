@@ -1134,6 +1134,15 @@ TEST_F(SpotTest, ThreePreemptionsUseNoRestartAndTheApisBadMinuteIsWaitedOut) {
           << Status(job).dump() << ReadTextFile(keeper_log);
       // The keeper's heartbeat stays current through the outage.
       EXPECT_EQ("running", Status(job)["keeper"]["state"]) << Status(job).dump();
+    } else {
+      // While the keeper heals the job, status leaves the lost workers to it: no knocking at the
+      // VMs being made again (whose new host keys are not pinned yet), nothing said of them.
+      ASSERT_TRUE(WaitUntil([&] { return Status(job)["recovering"].is_object(); },
+                            std::chrono::seconds(60)))
+          << Status(job).dump() << ReadTextFile(keeper_log);
+      const std::string during = RunCommand(Podrun() + " status " + job, false).output;
+      EXPECT_EQ(std::string::npos, during.find("unreachable")) << during;
+      EXPECT_EQ(std::string::npos, during.find("HOST KEY CHANGED")) << during;
     }
     ASSERT_TRUE(WaitUntil(
         [&] {
@@ -1170,6 +1179,11 @@ TEST_F(SpotTest, ThreePreemptionsUseNoRestartAndTheApisBadMinuteIsWaitedOut) {
       << kept;
   EXPECT_NE(std::string::npos, kept.find("(restart 1 of 1, resumed from failure)")) << kept;
   EXPECT_NE(std::string::npos, kept.find("[w0] failing")) << kept;
+  // A log read days later says when: each of the keeper's own lines starts with the UTC time.
+  EXPECT_TRUE(std::regex_search(
+      kept,
+      std::regex(R"((^|\n)\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z podrun: attempt 2 of job )")))
+      << kept;
   EXPECT_NE(std::string::npos, RunCommand(Podrun() + " status " + job, false)
                                    .output.find("restarts 1/1 \u00b7 preemptions 3"));
   RunCommand(Podrun() + " down --tpu node-week --zone zone-a -y");

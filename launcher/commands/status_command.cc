@@ -367,7 +367,9 @@ CommandRun AddStatusOptions(CLI::App& app) {
       "straggler's note, and the verdict of the hang report kept if the stall watch\n"
       "fired. Without JOB: the latest job.\n"
       "Workers the store shows as not ended are checked with their agents and the\n"
-      "answer recorded (the launcher may be gone, e.g. after --detach). A worker whose\n"
+      "answer recorded (the launcher may be gone, e.g. after --detach); while a keeper\n"
+      "or an attached launch drives the job, those it is connecting to or has lost are\n"
+      "left to it. A worker whose\n"
       "agent cannot be reached keeps its recorded state, with the note 'agent\n"
       "unreachable: ...': podrun does not guess that its process is lost.");
   auto request = std::make_shared<StatusRequest>();

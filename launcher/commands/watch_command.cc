@@ -1,9 +1,8 @@
 // `podrun watch` (see watch_command.h).
 #include "launcher/commands/watch_command.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>

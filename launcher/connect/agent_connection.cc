@@ -26,8 +26,8 @@ std::shared_ptr<AgentClient> AgentConnection::Connect(Greeting greeting) {
   std::lock_guard connect(connect_mutex_);
   auto client = std::make_shared<AgentClient>(link_->Connect());
   if (greeting != Greeting::kHello) {
-    clock_ = MeasureClockOffset(*client, kClockProbes, &hello_,
-                                greeting == Greeting::kMeasureClock);
+    clock_ =
+        MeasureClockOffset(*client, kClockProbes, &hello_, greeting == Greeting::kMeasureClock);
     clock_offset_ns_ = clock_.offset_ns;
     clock_measured_ = true;
   } else {

@@ -1,13 +1,12 @@
 // Say: "podrun: <message>" on stderr.
 #include "launcher/output/say.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <ctime>
-
-#include <fmt/format.h>
 
 #include "launcher/output/live_progress.h"
 #include "proto/write_all.h"

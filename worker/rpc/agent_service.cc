@@ -154,9 +154,9 @@ grpc::Status AgentService::Hello(grpc::ServerContext*, const v1::HelloRequest* r
     reply->set_idle_exit_seconds(static_cast<uint32_t>(info_.idle_exit.count()));
     reply->set_agent_start_time_ns(info_.start_time_ns);
     reply->set_build_id(info_.build_id);
-    reply->set_tpu_worker_number((req->without_tpu_worker_number() ? TpuWorkerNumberIfKnown()
-                                                                    : TpuWorkerNumber())
-                                     .value_or(-1));
+    reply->set_tpu_worker_number(
+        (req->without_tpu_worker_number() ? TpuWorkerNumberIfKnown() : TpuWorkerNumber())
+            .value_or(-1));
     return grpc::Status::OK;
   });
 }
