@@ -901,13 +901,24 @@ TEST_F(SpotTest, ADetachedCheckpointedRunOnASpotNodePreemptedTwiceEndsWithTheSam
                 (p["back_ns"].get<int64_t>() - p["seen_ns"].get<int64_t>()) / 1e9);
   }
   EXPECT_EQ("ended", status["keeper"]["state"]) << status.dump();
-  // Attempt 3 ran on the VMs of attempt 1, whose host keys changed: podrun forgot the old keys of
-  // the node it recreated and recorded the new ones.
-  const std::string new_key =
-      RunCommand("cut -d' ' -f1,2 " + pod_->dir() + "/w0/ssh_host_ed25519_key.pub", false).output;
-  EXPECT_NE(std::string::npos,
-            ReadTextFile(pod_->known_hosts()).find(new_key.substr(0, new_key.size() - 1)))
-      << new_key;
+  // Attempt 3 ran on VMs whose host keys changed (each preemption gives its VMs new keys, and the
+  // stand-in hands out the pool's addresses in turn): podrun forgot the old keys of the node it
+  // recreated and recorded the new ones of the VMs it runs on now.
+  for (const auto& w : status["workers"]) {
+    const std::string host = w["host"].get<std::string>();
+    const size_t at = host.find('@') == std::string::npos ? 0 : host.find('@') + 1;
+    const std::string address = host.substr(at, host.find(':', at) - at);
+    int vm = -1;
+    for (int i = 0; i < kWorkers; ++i) vm = pod_->address(i) == address ? i : vm;
+    ASSERT_GE(vm, 0) << status.dump();
+    const std::string new_key = RunCommand("cut -d' ' -f1,2 " + pod_->dir() + "/" + pod_->name(vm) +
+                                               "/ssh_host_ed25519_key.pub",
+                                           false)
+                                    .output;
+    EXPECT_NE(std::string::npos, ReadTextFile(pod_->known_hosts())
+                                     .find(address + " " + new_key.substr(0, new_key.size() - 1)))
+        << address << " " << new_key << ReadTextFile(pod_->known_hosts());
+  }
   // Setup ran for real on the fresh VMs of each attempt (their stamps went with their homes).
   std::istringstream setups(ReadTextFile(ckpt + "/setup.log"));
   int setup_lines = 0;

@@ -222,12 +222,8 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost, bool known_go
   if (progress_) progress_->Ended(w.index, /*reachable=*/false);
   // A discovered pod's node may have been preempted: then that is what happened, said first.
   std::string reason = lost;
-  bool gone = known_gone;
   if (!known_gone) {
-    if (auto state = GoneNode(w.index)) {
-      reason = *state + "; " + lost;
-      gone = true;
-    }
+    if (auto state = GoneNode(w.index)) reason = *state + "; " + lost;
   }
   std::vector<AttemptWorker*> unsent;
   {
@@ -236,10 +232,8 @@ void GangDriver::OnLost(AttemptWorker& w, const std::string& lost, bool known_go
   }
   WorkerUpdate update{.state = WorkerState::kLost, .end_ns = NowUnixNs(), .error = reason};
   // Out of reach is not ended: with stop_all its process may still hold the accelerators, so
-  // the stop is recorded for the next podrun command that reaches it. Not on a node that is
-  // gone (preempted): its VM took every process with it, and a pending stop would only send
-  // each later `status` to connect to a VM that is no more (or to its replacement).
-  if (plan_.spec.on_failure == OnFailure::kStopAll && !gone) {
+  // the stop is recorded for the next podrun command that reaches it.
+  if (plan_.spec.on_failure == OnFailure::kStopAll) {
     update.stop_pending_grace = plan_.spec.grace_seconds;
   }
   recorder_.UpdateWorker(w.index, update);

@@ -29,6 +29,7 @@
 #include "launcher/recovery/recovery_report.h"
 #include "launcher/store/job_store.h"
 #include "launcher/store/podrun_home.h"
+#include "launcher/store/recovery_records.h"
 #include "launcher/store/run_records.h"
 
 namespace podrun {
@@ -51,10 +52,12 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   std::map<int, std::string> lost_reasons;  // why a worker with a pending stop was lost
   const std::vector<WorkerRecord> recorded = store.Workers(job.id, attempt);
   // A live driver (an attached launch, a keeper) records what its workers do. One it is still
-  // connecting to (perhaps on a VM made a moment ago) or has lost (its VM preempted, being made
-  // again) is the driver's to reach, not status's: asking would only hammer a VM that is gone.
+  // connecting to (perhaps on a VM made a moment ago) or has lost is the driver's to reach, not
+  // status's; while it remakes a preempted slice, so is a lost worker's pending stop (its VM is
+  // gone, or going): asking would only knock at VMs being made again, once per status.
   const bool driven = DriverHolder(PodrunHome(), job.id) ||
                       ViewKeeper(store, PodrunHome(), job).state == KeeperState::kRunning;
+  const bool recovering = driven && RecoveryRecords(store).Recovering(job.id).has_value();
   const bool any_prepared = std::any_of(recorded.begin(), recorded.end(), [](const auto& w) {
     return w.state == WorkerState::kPrepared;
   });
@@ -64,6 +67,7 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
          w.state == WorkerState::kLost)) {
       continue;
     }
+    if (recovering && w.state == WorkerState::kLost) continue;
     if (w.stop_pending_grace) {
       if (w.state == WorkerState::kLost) lost_reasons[w.index] = w.error;
       pending_stops[w.index] = *w.stop_pending_grace;
