@@ -104,7 +104,10 @@ class SshAgentLink : public AgentLink {
     }
     {
       auto slot = co_await ctx_.window->Acquire();
-      session_ = co_await SshSession::Connect(worker_.host, ssh_, ctx_.jumps);
+      SshOptions options = ssh_;
+      options.retry_refused = !connected_once_;  // a reconnection's caller retries, and asks why
+      session_ = co_await SshSession::Connect(worker_.host, options, ctx_.jumps);
+      connected_once_ = true;
     }
     {
       std::lock_guard lock(mutex_);
@@ -168,6 +171,7 @@ class SshAgentLink : public AgentLink {
 
   PodWorker worker_;
   SshOptions ssh_;
+  bool connected_once_ = false;  // loop thread: a session was made once (later ones reconnect)
   AgentLinkContext ctx_;
   std::mutex connect_mutex_;  // held through Connect
   mutable std::mutex mutex_;  // guards address_ (written on the loop, read by any thread)

@@ -24,6 +24,10 @@ struct SshOptions {
   std::string known_hosts;                  // file to check and record host keys in
   bool strict_host_keys = false;
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // A connection the server refused or reset (sshd not listening yet, or saturated) is tried
+  // again until connect_timeout. Off for a reconnection: its caller tries again after a pause,
+  // and asks meanwhile whether the VM is gone (a preempted VM refuses until it is).
+  bool retry_refused = true;
   std::chrono::milliseconds keepalive_interval{std::chrono::seconds(15)};
   // -J: every connection goes through this chain (an empty one: directly), whatever ssh_config
   // says, as with `ssh -J`; nullopt: ssh_config's ProxyJump or ProxyCommand decide.

@@ -116,6 +116,7 @@ asio::awaitable<std::unique_ptr<SshSession>> SshSession::Connect(HostSpec target
     } catch (const TransientError& e) {
       transient = e.what();
     }
+    if (!options.retry_refused) throw Unreachable(transient);
     if (Clock::now() + delay >= give_up_at) {
       throw Unreachable(fmt::format("{} (gave up after {} s of retries)", transient,
                                     options.connect_timeout.count() / 1000.0));

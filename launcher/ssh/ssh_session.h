@@ -37,7 +37,8 @@ class SshSession {
   // Resolves (through ssh_config, under podrun's own options: ConfigureSession), connects,
   // checks the host key (host_key_policy.h) and authenticates, all within
   // options.connect_timeout. A connection the server refused, reset or closed before its SSH
-  // banner (sshd saturated) is retried with backoff. Throws Error(kUnreachable) whose message
+  // banner (sshd saturated) is retried with backoff (unless !options.retry_refused). Throws
+  // Error(kUnreachable) whose message
   // names the host and the reason.
   // The connection is a TCP socket of its own, or a direct-tcpip channel of a jump host's
   // session taken from `jumps` (shared by every connection through that jump host; without
