@@ -61,13 +61,14 @@ Notes RefreshFromAgents(JobStore& store, const JobRecord& job, int attempt) {
   const bool any_prepared = std::any_of(recorded.begin(), recorded.end(), [](const auto& w) {
     return w.state == WorkerState::kPrepared;
   });
+  auto left_to_driver = [&](const WorkerRecord& w) {
+    const bool reaching = w.state == WorkerState::kPending || w.state == WorkerState::kConnecting ||
+                          w.state == WorkerState::kLost;
+    return driven && reaching &&
+           (!w.stop_pending_grace || (recovering && w.state == WorkerState::kLost));
+  };
   for (const WorkerRecord& w : recorded) {
-    if (driven && !w.stop_pending_grace &&
-        (w.state == WorkerState::kPending || w.state == WorkerState::kConnecting ||
-         w.state == WorkerState::kLost)) {
-      continue;
-    }
-    if (recovering && w.state == WorkerState::kLost) continue;
+    if (left_to_driver(w)) continue;
     if (w.stop_pending_grace) {
       if (w.state == WorkerState::kLost) lost_reasons[w.index] = w.error;
       pending_stops[w.index] = *w.stop_pending_grace;

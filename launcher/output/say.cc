@@ -1,14 +1,13 @@
 // Say: "podrun: <message>" on stderr.
 #include "launcher/output/say.h"
 
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <ctime>
 
 #include "launcher/output/live_progress.h"
+#include "launcher/output/time_format.h"
 #include "proto/write_all.h"
 
 namespace podrun {
@@ -17,15 +16,10 @@ namespace {
 std::atomic<bool> stamped{false};
 
 std::string Stamp() {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  return fmt::format("{}.{:03d}Z ", text, ms % 1000);
+  return FormatRfc3339Utc(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count()) +
+         " ";
 }
 
 }  // namespace

@@ -37,6 +37,15 @@ std::string FormatRfc3339(int64_t unix_ns) {
                      offset_minutes / 60, offset_minutes % 60);
 }
 
+std::string FormatRfc3339Utc(int64_t unix_ns) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ns / kNsPerSecond);
+  std::tm tm{};
+  ::gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buffer, (unix_ns % kNsPerSecond) / 1'000'000);
+}
+
 std::string FormatDuration(int64_t ns) {
   if (ns < 0) ns = 0;
   if (ns < kNsPerSecond) return fmt::format("{}ms", ns / 1'000'000);
