@@ -4,7 +4,13 @@
 #include <re2/filtered_re2.h>
 #include <re2/re2.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -69,27 +75,68 @@ bool IsAscii(std::string_view text) {
 
 char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
 
-// Whether ASCII `text` holds `atom` (lowercase), ignoring ASCII case: memchr for the atom's first
-// byte in either case, then the rest compared.
-bool ContainsIgnoringCase(std::string_view text, std::string_view atom) {
-  if (atom.empty()) return true;
-  if (atom.size() > text.size()) return false;
-  const char first = atom[0];
-  const char upper = first >= 'a' && first <= 'z' ? static_cast<char>(first - ('a' - 'A')) : first;
-  for (const char c : {first, upper}) {
-    const char* p = text.data();
-    const char* const last = text.data() + text.size() - atom.size();
-    while (p <= last) {
-      p = static_cast<const char*>(std::memchr(p, c, static_cast<size_t>(last - p) + 1));
-      if (p == nullptr) break;
-      size_t k = 1;
-      while (k < atom.size() && AsciiLower(p[k]) == atom[k]) ++k;
-      if (k == atom.size()) return true;
-      ++p;
-    }
-    if (upper == first) break;
+// Whether `atom` (lowercase) starts at `p`, ignoring ASCII case.
+bool AtomAt(const char* p, std::string_view atom) {
+  for (size_t k = 0; k < atom.size(); ++k) {
+    if (AsciiLower(p[k]) != atom[k]) return false;
   }
-  return false;
+  return true;
+}
+
+// Which of `atoms` (lowercase, two bytes or more) ASCII `text` holds ignoring ASCII case, as
+// indexes into atoms, in one pass: sixteen positions at a time are compared with every atom's
+// first two bytes (a letter's case bit set on both sides), and only those candidates compared
+// whole. A memchr per occurrence of an atom's first letter was slow where that letter is
+// frequent (base64, hex: issue 35's throughput).
+std::vector<int> AtomsIn(std::string_view text, const std::vector<std::string>& atoms) {
+  constexpr size_t kMaxAtoms = 32;  // a bit each; more (no pattern has them) all say "maybe"
+  uint32_t seen = 0;
+  for (size_t a = 0; a < atoms.size() && a < kMaxAtoms; ++a) {
+    if (atoms[a].size() < 2) seen |= 1U << a;  // none are (min_atom_len): "maybe"
+  }
+  const uint32_t all = atoms.size() >= kMaxAtoms ? ~0U : (1U << atoms.size()) - 1;
+  if (atoms.size() > kMaxAtoms) seen = all;
+  auto check = [&](size_t at, size_t a) {
+    if (atoms[a].size() <= text.size() - at && AtomAt(text.data() + at, atoms[a])) seen |= 1U << a;
+  };
+  size_t i = 0;
+#if defined(__SSE2__)
+  struct Prefix {
+    __m128i fold0, want0, fold1, want1;
+  };
+  std::array<Prefix, kMaxAtoms> prefixes;
+  for (size_t a = 0; a < atoms.size() && a < kMaxAtoms; ++a) {
+    if ((seen & (1U << a)) != 0) continue;
+    auto fold = [](char c) { return _mm_set1_epi8(c >= 'a' && c <= 'z' ? 0x20 : 0); };
+    prefixes[a] = {fold(atoms[a][0]), _mm_set1_epi8(atoms[a][0]), fold(atoms[a][1]),
+                   _mm_set1_epi8(atoms[a][1])};
+  }
+  for (; i + 17 <= text.size() && seen != all; i += 16) {
+    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i + 1));
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      if ((seen & (1U << a)) != 0) continue;
+      const Prefix& x = prefixes[a];
+      const __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(v0, x.fold0), x.want0),
+                                        _mm_cmpeq_epi8(_mm_or_si128(v1, x.fold1), x.want1));
+      for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+           mask != 0 && (seen & (1U << a)) == 0; mask &= mask - 1) {
+        check(i + static_cast<size_t>(__builtin_ctz(mask)), a);
+      }
+    }
+  }
+#endif
+  for (; i < text.size() && seen != all; ++i) {  // what is left, or every position without SSE2
+    const char c = AsciiLower(text[i]);
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      if ((seen & (1U << a)) == 0 && atoms[a][0] == c) check(i, a);
+    }
+  }
+  std::vector<int> found;
+  for (size_t a = 0; a < atoms.size(); ++a) {
+    if (a >= kMaxAtoms || (seen & (1U << a)) != 0) found.push_back(static_cast<int>(a));
+  }
+  return found;
 }
 
 }  // namespace
@@ -98,10 +145,7 @@ bool ProgressPattern::MayMatch(std::string_view text) const {
   if (!re_ || !HasDigit(text)) return false;
   // Other bytes: their lowercase is Unicode's, not ASCII's; the regex decides.
   if (!filter_ || !IsAscii(text)) return true;
-  std::vector<int> found;
-  for (size_t i = 0; i < atoms_.size(); ++i) {
-    if (ContainsIgnoringCase(text, atoms_[i])) found.push_back(static_cast<int>(i));
-  }
+  const std::vector<int> found = AtomsIn(text, atoms_);
   // No atom: no match (a pattern that could match without one has no atoms, and no filter_).
   // Most lines end here, without asking the filter (which allocates).
   if (found.empty()) return false;

@@ -187,5 +187,26 @@ TEST(ProgressPatternTest, MayMatchLooksAtManyLinesAtOnceAndNeverMissesOne) {
   EXPECT_FALSE(ProgressPattern("").MayMatch("step 1\n"));  // off
 }
 
+// The prefilter compares sixteen positions at a time and the rest one by one: an atom across two
+// blocks, in any case, at either end, and text where the atoms' first letters are everywhere.
+TEST(ProgressPatternTest, MayMatchFindsAnAtomWhereverItIsAndWhateverItsCase) {
+  const ProgressPattern p(kDefaultProgressPattern);
+  std::string base64;
+  for (int i = 0; i < 70000; ++i) base64 += "sStTiIlL0+/9"[(i * 7 + i / 13) % 12];
+  base64 += '\n';  // "s", "t", "i" and "l" everywhere, never "step" or "iter"
+  ASSERT_EQ(base64.find_first_of("eEpPrR"), std::string::npos);
+  EXPECT_FALSE(p.MayMatch(base64));
+  for (size_t at :
+       {size_t{0}, size_t{16382}, size_t{16383}, size_t{16384}, size_t{32760}, base64.size() - 1}) {
+    for (const char* word : {"step 5", "StEp 5", "ITER 5"}) {
+      std::string text = base64;
+      text.insert(at, std::string("\n") + word + "\n");
+      EXPECT_TRUE(p.MayMatch(text)) << word << " at " << at;
+    }
+  }
+  EXPECT_TRUE(p.MayMatch("STEP 1"));  // shorter than a word of eight
+  EXPECT_FALSE(p.MayMatch("STE 1"));
+}
+
 }  // namespace
 }  // namespace podrun

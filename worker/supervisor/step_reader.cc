@@ -1,9 +1,32 @@
 // See step_reader.h.
 #include "worker/supervisor/step_reader.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace podrun::agent {
+namespace {
+
+bool IsLineEnd(char c) { return c == '\n' || c == '\r'; }  // a progress bar's '\r' ends one too
+
+// The first line end in `data`, or npos. (string_view's find_first_of calls memchr on its set for
+// every byte.)
+size_t FirstLineEnd(std::string_view data) {
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (IsLineEnd(data[i])) return i;
+  }
+  return std::string_view::npos;
+}
+
+// The last line end in `data` before `end`, or npos.
+size_t LastLineEnd(std::string_view data, size_t end) {
+  for (size_t i = std::min(end, data.size()); i > 0; --i) {
+    if (IsLineEnd(data[i - 1])) return i - 1;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
 
 void StepReader::Add(std::string_view data, int64_t time_ns, int stream) {
   if (!pattern_.enabled()) return;
@@ -11,19 +34,19 @@ void StepReader::Add(std::string_view data, int64_t time_ns, int stream) {
   // A chunk's lines all get its one time, so of the lines it ends only the last one that holds
   // a step matters: they are looked at from the last one back, and the pattern runs on one line
   // of a chunk in the common case (a training loop's every line holds its step), not on each.
-  const size_t first_end = data.find_first_of("\n\r");  // a progress bar's '\r' ends a line too
+  const size_t first_end = FirstLineEnd(data);
   if (first_end == std::string_view::npos) {
     AppendToLine(line_, data);  // the line goes on in the next chunk
     return;
   }
-  const size_t last_end = data.find_last_of("\n\r");
+  const size_t last_end = LastLineEnd(data, data.size());
   bool found = false;
   // The lines after the first, whole in this chunk: looked at only when the prefilter, run on
   // all of them at once, says one of them may hold a step (output without steps costs one pass).
   const std::string_view whole = data.substr(first_end + 1, last_end - first_end);
   for (size_t end = pattern_.MayMatch(whole) ? last_end : first_end; end > first_end && !found;) {
     // data[first_end] is a line end: the search always stops there at the latest.
-    const size_t start = data.find_last_of("\n\r", end - 1);
+    const size_t start = LastLineEnd(data, end);
     const std::string_view line = data.substr(start + 1, std::min(end - start - 1, kLineBytes));
     if (!line.empty()) {
       if (std::optional<int64_t> step = pattern_.Step(line)) {
