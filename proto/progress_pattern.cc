@@ -83,12 +83,14 @@ bool AtomAt(const char* p, std::string_view atom) {
   return true;
 }
 
-// Which of `atoms` (lowercase, two bytes or more) ASCII `text` holds ignoring ASCII case, as
-// indexes into atoms, in one pass: sixteen positions at a time are compared with every atom's
-// first two bytes (a letter's case bit set on both sides), and only those candidates compared
-// whole. A memchr per occurrence of an atom's first letter was slow where that letter is
-// frequent (base64, hex: issue 35's throughput).
-std::vector<int> AtomsIn(std::string_view text, const std::vector<std::string>& atoms) {
+// Looks for `atoms` (lowercase, two bytes or more) in `text` ignoring ASCII case, in one pass:
+// sixteen positions at a time are compared with every atom's first two bytes (a letter's case
+// bit set on both sides), and only those candidates compared whole. Each time one more is found,
+// asks `enough` with the indexes of those found so far, and stops when it says so (returns
+// true). A memchr per occurrence of an atom's first letter was slow where that letter is
+// frequent (base64, hex), and a pass per atom slow where one atom never comes (issue 35).
+template <typename Enough>
+bool FindAtoms(std::string_view text, const std::vector<std::string>& atoms, Enough enough) {
   constexpr size_t kMaxAtoms = 32;  // a bit each; more (no pattern has them) all say "maybe"
   uint32_t seen = 0;
   for (size_t a = 0; a < atoms.size() && a < kMaxAtoms; ++a) {
@@ -96,9 +98,20 @@ std::vector<int> AtomsIn(std::string_view text, const std::vector<std::string>& 
   }
   const uint32_t all = atoms.size() >= kMaxAtoms ? ~0U : (1U << atoms.size()) - 1;
   if (atoms.size() > kMaxAtoms) seen = all;
+  uint32_t asked = 0;  // what `enough` was last asked about
+  auto ask = [&] {
+    if (seen == asked) return false;
+    asked = seen;
+    std::vector<int> found;
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      if (a >= kMaxAtoms || (seen & (1U << a)) != 0) found.push_back(static_cast<int>(a));
+    }
+    return enough(found);
+  };
   auto check = [&](size_t at, size_t a) {
     if (atoms[a].size() <= text.size() - at && AtomAt(text.data() + at, atoms[a])) seen |= 1U << a;
   };
+  if (ask()) return true;
   size_t i = 0;
 #if defined(__SSE2__)
   struct Prefix {
@@ -124,6 +137,7 @@ std::vector<int> AtomsIn(std::string_view text, const std::vector<std::string>& 
         check(i + static_cast<size_t>(__builtin_ctz(mask)), a);
       }
     }
+    if (ask()) return true;
   }
 #endif
   for (; i < text.size() && seen != all; ++i) {  // what is left, or every position without SSE2
@@ -131,27 +145,26 @@ std::vector<int> AtomsIn(std::string_view text, const std::vector<std::string>& 
     for (size_t a = 0; a < atoms.size(); ++a) {
       if ((seen & (1U << a)) == 0 && atoms[a][0] == c) check(i, a);
     }
+    if (ask()) return true;
   }
-  std::vector<int> found;
-  for (size_t a = 0; a < atoms.size(); ++a) {
-    if (a >= kMaxAtoms || (seen & (1U << a)) != 0) found.push_back(static_cast<int>(a));
-  }
-  return found;
+  return false;
 }
 
 }  // namespace
 
 bool ProgressPattern::MayMatch(std::string_view text) const {
   if (!re_ || !HasDigit(text)) return false;
-  // Other bytes: their lowercase is Unicode's, not ASCII's; the regex decides.
-  if (!filter_ || !IsAscii(text)) return true;
-  const std::vector<int> found = AtomsIn(text, atoms_);
-  // No atom: no match (a pattern that could match without one has no atoms, and no filter_).
-  // Most lines end here, without asking the filter (which allocates).
-  if (found.empty()) return false;
-  std::vector<int> passed;
-  filter_->AllPotentials(found, &passed);
-  return !passed.empty();
+  if (!filter_) return true;
+  // The filter is asked only when one more atom is found (it allocates); a training loop's
+  // chunk of lines ends at its first line.
+  const bool passes = FindAtoms(text, atoms_, [&](const std::vector<int>& found) {
+    std::vector<int> passed;
+    filter_->AllPotentials(found, &passed);
+    return !passed.empty();
+  });
+  // Not found ignoring ASCII case. Other bytes fold by Unicode's rules (a long s is an s): the
+  // regex decides.
+  return passes || !IsAscii(text);
 }
 
 std::optional<int64_t> ProgressPattern::Step(std::string_view line) const {
