@@ -21,6 +21,7 @@ namespace podrun::agent {
 class StepReader {
  public:
   static constexpr size_t kLineBytes = 1024;            // of each line, what the pattern sees
+  static constexpr size_t kBlockBytes = 4096;           // lines prefiltered together, looking back
   static constexpr size_t kRecentPoints = 64;           // the rate window's points ...
   static constexpr int64_t kRecentNs = 60'000'000'000;  // ... over the last 60 s
 

@@ -58,6 +58,29 @@ TEST(StepReaderTest, AChunksLastStepCountsWhateverFollowsIt) {
   EXPECT_EQ(7, none.TakeRecord(kSecond).step());
 }
 
+// Looking back, lines are prefiltered a block at a time: the last step is found wherever it is,
+// however many lines without one (with digits, with "step" in another case, without a number)
+// follow it, and however the blocks fall.
+TEST(StepReaderTest, TheLastStepIsFoundBehindManyLinesWithout) {
+  for (int noise_lines : {0, 1, 39, 40, 41, 200, 2000}) {
+    for (int step_at : {0, 1, 7}) {
+      std::string chunk = "the line begun before\n";
+      for (int i = 0; i < 10; ++i) {
+        chunk += i == step_at ? "Step 42 loss 0.1\n" : "warming up 3 of 9\n";
+      }
+      for (int i = 0; i < noise_lines; ++i) {
+        chunk += i % 7 == 0 ? "the STEP is slow: 12 GB/s\n"
+                            : "aGVsbG8gd29ybGQ0123456789+/"
+                              "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQR\n";
+      }
+      StepReader r(kDefaultProgressPattern);
+      r.Add(chunk, kSecond);
+      ASSERT_TRUE(r.changed()) << noise_lines << " lines after, step in line " << step_at;
+      EXPECT_EQ(42, r.TakeRecord(kSecond).step()) << noise_lines << " lines after";
+    }
+  }
+}
+
 TEST(StepReaderTest, OnlyALinesStartIsLookedAtAndNoneIsOff) {
   StepReader r(kDefaultProgressPattern);
   r.Add(std::string(StepReader::kLineBytes, 'x') + " step 9\n", kSecond);
