@@ -23,6 +23,7 @@
 #include "launcher/base/error.h"
 #include "launcher/ssh/event_loop.h"
 #include "launcher/ssh/ssh_channel.h"
+#include "launcher/ssh/ssh_options.h"
 #include "launcher/ssh/ssh_session.h"
 #include "proto/agent.grpc.pb.h"
 #include "tests/run_command.h"
@@ -310,6 +311,26 @@ TEST_F(SshTest, EverySessionClosesItsSocketWhetherItWasUsedOrRefused) {
     EXPECT_THROW(loop.Run(ConnectAndExec(Worker(1), refused, "true")), Error);
   }
   EXPECT_EQ(before, OpenSockets()) << "12 sessions ended; their sockets must be closed";
+}
+
+// The cipher a session to `target` encrypts with, as libssh negotiated it.
+asio::awaitable<std::string> NegotiatedCipher(HostSpec target, SshOptions options) {
+  auto session = co_await SshSession::Connect(target, options);
+  const char* cipher = ssh_get_cipher_out(session->raw());
+  co_return cipher == nullptr ? "" : cipher;
+}
+
+TEST_F(SshTest, AesGcmIsOfferedFirstWhereTheCpuHasAesAndSshConfigsCiphersWin) {
+  EventLoop loop;
+  const std::string chosen = loop.Run(NegotiatedCipher(Worker(0), PodSsh()));
+  EXPECT_EQ(
+      PreferredCiphers() != nullptr ? "aes128-gcm@openssh.com" : "chacha20-poly1305@openssh.com",
+      chosen);
+  const std::string config = ::testing::TempDir() + "/ssh-test-ciphers-config";
+  std::ofstream(config) << "Host *\n  Ciphers chacha20-poly1305@openssh.com,aes256-ctr\n";
+  SshOptions with_config = PodSsh();
+  with_config.ssh_config = config;
+  EXPECT_EQ("chacha20-poly1305@openssh.com", loop.Run(NegotiatedCipher(Worker(0), with_config)));
 }
 
 TEST_F(SshTest, ChangedHostKeyIsRefusedWhateverSshConfigSaysExec) {

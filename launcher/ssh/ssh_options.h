@@ -62,6 +62,11 @@ struct SshTarget {
 // cannot read the ssh_config file.
 SshTarget ConfigureSession(ssh_session s, const HostSpec& target, const SshOptions& options);
 
+// The ciphers podrun offers where this CPU has AES and carry-less multiply instructions: libssh's
+// own set, AES-GCM first (libssh and OpenSSH put ChaCha20-Poly1305 first for CPUs without
+// them). nullptr elsewhere: libssh's order stands. An ssh_config's Ciphers replaces it.
+const char* PreferredCiphers();
+
 // A string option of session `s` as libssh holds it now ("" when unset or unreadable).
 std::string GetStringOption(ssh_session s, ssh_options_e option);
 
