@@ -404,7 +404,7 @@ TEST_F(MigTest, ASliceWithoutApiWorkerNumbersIsPinnedByNameAndItsImpostorIsRefus
   CommandResult r = RunCommand(Podrun("home-nonum") + " launch " + strict + " --strict-host-keys");
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos,
-            r.output.find("pinned the host keys its 4 of 4 workers publish through the TPU API"))
+            r.output.find("pinned the host keys its 4 of 4 workers publish as guest attributes"))
       << r.output;
   // In the order the VMs' own metadata gives (testpod worker i is TPU worker kNumber[i]).
   for (int i = 0; i < kWorkers; ++i) {

@@ -199,7 +199,7 @@ PinnedHostKeys PinPublishedHostKeys(const PublishedKeysFetch& fetch, const std::
   }
   PinnedHostKeys done = PinHostKeys(known_hosts, workers, *published);
   if (!done.pinned.empty()) {
-    Say(fmt::format("{}: pinned the host keys its {} of {} workers publish through the TPU API",
+    Say(fmt::format("{}: pinned the host keys its {} of {} workers publish as guest attributes",
                     what, done.pinned.size(), workers.size()));
   }
   return done;
