@@ -81,6 +81,7 @@ class FollowPolicy {
     if (progressed->load() || Clock::now() - opened_ >= params_.healthy_stream) {
       give_up_at_.reset();
     }
+    fresh_loss_ = !give_up_at_;
     if (!give_up_at_) {
       give_up_at_ = Clock::now() + params_.lost_after;
       hooks_.say(fmt::format("{}: connection to the agent lost ({}); reconnecting",
@@ -89,14 +90,19 @@ class FollowPolicy {
     return give_up_at_;
   }
 
+  // Whether the last OnStreamDone began a loss (the stream had been healthy): its first
+  // reconnection is tried at once, so that a VM gone is found (the reconnect hook asks gcloud)
+  // without the pause first; a stream that keeps breaking is reconnected after a pause each time.
+  bool fresh_loss() const { return fresh_loss_; }
+
   // Reconnects until it works (true) or `give_up_at` passes (false, `lost` set; `by_hook` when
-  // the reconnect hook gave the worker up). Blocks; `stop` ends it early (false) between
-  // attempts. Touches only what its arguments and the hooks hold, so that it may run on a thread
-  // of its own.
+  // the reconnect hook gave the worker up), pausing before each attempt but the first when
+  // `at_once`. Blocks; `stop` ends it early (false) between attempts. Touches only what its
+  // arguments and the hooks hold, so that it may run on a thread of its own.
   static bool Reconnect(const LogFollowParams& params, const LogFollowHooks& hooks,
                         Clock::time_point give_up_at, std::string last_error, std::string* lost,
-                        bool* by_hook, std::stop_token stop = {}) {
-    for (;;) {
+                        bool* by_hook, bool at_once, std::stop_token stop = {}) {
+    for (bool first = true;; first = false) {
       if (stop.stop_requested()) {
         *lost = "stopped following the log: " + last_error;
         return false;
@@ -108,7 +114,7 @@ class FollowPolicy {
                         last_error);
         return false;
       }
-      {  // the pause, which `stop` cuts short
+      if (!(first && at_once)) {  // the pause, which `stop` cuts short
         std::mutex mutex;
         std::condition_variable_any pause;
         std::unique_lock lock(mutex);
@@ -138,6 +144,7 @@ class FollowPolicy {
   const LogFollowHooks& hooks_;
   Clock::time_point opened_;
   std::optional<Clock::time_point> give_up_at_;  // set while the agent makes no progress
+  bool fresh_loss_ = false;
 };
 
 class Followers {
@@ -175,7 +182,7 @@ class Followers {
         case Event::kStreamDone:
           log.stream.reset();
           if (auto give_up_at = log.policy.OnStreamDone(e.end, e.error)) {
-            StartReconnect(e.index, *give_up_at, log.policy.last_error);
+            StartReconnect(e.index, *give_up_at, log.policy.last_error, log.policy.fresh_loss());
           } else {
             finished = true;
           }
@@ -275,13 +282,14 @@ class Followers {
   }
 
   // A thread that reconnects log i's agent until it succeeds or give_up_at passes.
-  void StartReconnect(size_t i, Clock::time_point give_up_at, const std::string& last_error) {
+  void StartReconnect(size_t i, Clock::time_point give_up_at, const std::string& last_error,
+                      bool at_once) {
     const LogFollowJob& job = jobs_[i];
-    auto reconnect = [this, i, give_up_at, last_error, &job](std::stop_token stop) {
+    auto reconnect = [this, i, give_up_at, last_error, at_once, &job](std::stop_token stop) {
       std::string lost;
       bool by_hook = false;
       if (FollowPolicy::Reconnect(job.params, job.hooks, give_up_at, last_error, &lost, &by_hook,
-                                  stop)) {
+                                  at_once, stop)) {
         Post({Event::kReconnected, i, {}, {}, {}, false});
       } else {
         Post({Event::kGaveUp, i, {}, {}, lost, by_hook});
@@ -342,7 +350,8 @@ LogFollowResult FollowLog(const LogFollowParams& params, const LogFollowHooks& h
     if (!give_up_at) return policy.result;
     std::string lost;
     bool by_hook = false;
-    if (!FollowPolicy::Reconnect(params, hooks, *give_up_at, policy.last_error, &lost, &by_hook)) {
+    if (!FollowPolicy::Reconnect(params, hooks, *give_up_at, policy.last_error, &lost, &by_hook,
+                                 policy.fresh_loss())) {
       policy.result.lost = lost;
       policy.result.lost_by_hook = by_hook;
       return policy.result;

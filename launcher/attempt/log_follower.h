@@ -27,6 +27,7 @@ struct LogFollowParams {
   // How long the agent may give no progress (no record, no stream that stays up) before the
   // worker is given up.
   std::chrono::milliseconds lost_after = std::chrono::seconds(20);
+  // Before each reconnection, but the first after a healthy stream broke (tried at once).
   std::chrono::milliseconds reconnect_pause = std::chrono::milliseconds(500);
   // A stream that stayed open this long was healthy: the give-up clock starts again after it.
   std::chrono::milliseconds healthy_stream = std::chrono::seconds(5);

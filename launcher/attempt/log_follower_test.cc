@@ -66,6 +66,28 @@ TEST(LogFollower, ReconnectFailuresGiveUpWithTheLastError) {
   EXPECT_NE(r.lost.find("No route to host"), std::string::npos) << r.lost;
 }
 
+// A stream that had been healthy breaks: the first reconnection is tried at once (its hook asks
+// gcloud whether the VM is gone), not after the pause, which here would last an hour. A stream
+// that breaks again at once (FastParams' healthy_stream) pauses first: the test before this one.
+TEST(LogFollower, TheFirstReconnectionAfterAHealthyStreamIsTriedAtOnce) {
+  LogFollowParams p = FastParams();
+  p.reconnect_pause = std::chrono::hours(1);
+  p.lost_after = std::chrono::hours(1);
+  p.healthy_stream = milliseconds(0);
+  int reconnects = 0;
+  LogFollowHooks hooks{[] { return std::shared_ptr<AgentClient>(); },
+                       [&]() -> std::shared_ptr<AgentClient> {
+                         ++reconnects;
+                         throw GiveUpWorker("preempted: TPU node n is PREEMPTED (gcloud)");
+                       },
+                       [](const std::string&) {},
+                       {}};
+  LogFollowResult r = FollowLog(p, hooks, [](std::vector<LogRecord>&&) { return true; });
+  EXPECT_EQ(1, reconnects);
+  EXPECT_TRUE(r.lost_by_hook);
+  EXPECT_NE(r.lost.find("PREEMPTED"), std::string::npos) << r.lost;
+}
+
 TEST(LogFollower, StartsWhereAsked) {
   LogFollowParams p = FastParams();
   p.from_seq = 42;
