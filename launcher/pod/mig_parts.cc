@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -88,10 +91,58 @@ std::string MakePart(const SliceRef& mig, const std::string& what, const GcloudC
   }
 }
 
+// The parts this process made or checked: by group, the settings' digests and the policy's URL.
+class RememberedParts {
+ public:
+  static RememberedParts& Of() {
+    static RememberedParts parts;
+    return parts;
+  }
+
+  std::optional<std::string> PolicyUrl(const SliceRef& mig, const std::string& digests) {
+    std::lock_guard lock(mutex_);
+    auto it = parts_.find(Key(mig));
+    if (it == parts_.end() || it->second.digests != digests ||
+        std::chrono::steady_clock::now() - it->second.at > kFor) {
+      return std::nullopt;
+    }
+    return it->second.policy_url;
+  }
+  void Remember(const SliceRef& mig, const std::string& digests, const std::string& policy_url) {
+    std::lock_guard lock(mutex_);
+    parts_[Key(mig)] = {digests, policy_url, std::chrono::steady_clock::now()};
+  }
+  void Forget(const SliceRef& mig) {
+    std::lock_guard lock(mutex_);
+    parts_.erase(Key(mig));
+  }
+
+ private:
+  struct Parts {
+    std::string digests, policy_url;
+    std::chrono::steady_clock::time_point at;
+  };
+  static constexpr auto kFor = std::chrono::hours(1);
+  static std::string Key(const SliceRef& mig) {
+    return fmt::format("{}/{}/{}", mig.project.value_or(""), mig.zone, mig.name);
+  }
+
+  std::mutex mutex_;
+  std::map<std::string, Parts> parts_;  // guarded by mutex_
+};
+
 }  // namespace
+
+void ForgetMigParts(const SliceRef& mig) { RememberedParts::Of().Forget(mig); }
 
 std::string MakeMigParts(const SliceRef& mig, const std::string& what, const TpuCreate& create,
                          MigPartsMade* made) {
+  const std::string digests = MigPolicyDigest(mig, create) + " " + MigTemplateDigest(create);
+  if (std::optional<std::string> url = RememberedParts::Of().PolicyUrl(mig, digests)) {
+    made->remembered = true;
+    return *url;
+  }
+  made->remembered = false;
   std::string printed_policy;
   BothAtOnce([&](size_t i) {
     if (i == 0) {
@@ -108,16 +159,19 @@ std::string MakeMigParts(const SliceRef& mig, const std::string& what, const Tpu
                 fmt::format("{}: gcloud's answer for workload policy {} has no selfLink", what,
                             MigPartName(mig.name)));
   }
+  RememberedParts::Of().Remember(mig, digests, policy_url);
   return policy_url;
 }
 
 void DeleteMadeMigParts(const SliceRef& mig, const std::string& what, const MigPartsMade& made) {
+  ForgetMigParts(mig);
   if (made.instance_template)
     RunGcloudUnlessNotFound(GcloudMigTemplateCommand(mig, "delete"), what);
   if (made.policy) RunGcloudUnlessNotFound(GcloudMigPolicyCommand(mig, "delete"), what);
 }
 
 bool DeleteOwnedMigParts(const SliceRef& mig, const std::string& what) {
+  ForgetMigParts(mig);
   using Command = GcloudCommand (*)(const SliceRef&, const std::string&);
   const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
   bool deleted[2] = {false, false};

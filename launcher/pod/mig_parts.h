@@ -16,15 +16,23 @@ namespace podrun {
 struct MigPartsMade {
   bool policy = false;
   bool instance_template = false;
+  bool remembered = false;  // nothing was asked: both as this process made or checked them
 };
 
 // Makes the workload policy and the instance template of group `mig` for `create`, at once
 // (each gcloud is about a second of start-up), or reuses them; returns the policy's URL (its
-// selfLink), as the group's create takes it, and sets `made`. Throws as RunGcloud;
+// selfLink), as the group's create takes it, and sets `made`. Parts this process made or
+// checked for the same group and settings within the hour are not asked about again (a keeper
+// remaking the group after a preemption: a second less); both are immutable on Compute Engine,
+// so they are as they were unless deleted since (ForgetMigParts). Throws as RunGcloud;
 // Error(kUsage) when a part of that name is the user's or podrun made it for another group;
 // Error(kUnreachable) when the policy shows no selfLink. `what` names the slice in messages.
 std::string MakeMigParts(const SliceRef& mig, const std::string& what, const TpuCreate& create,
                          MigPartsMade* made);
+
+// Drops what MakeMigParts remembers of group `mig`'s parts: the next asks gcloud (a group create
+// that found one of them missing, after MakeMigParts answered from memory, tries once more).
+void ForgetMigParts(const SliceRef& mig);
 
 // Deletes what `made` says MakeMigParts made (the template, then the policy; a group using them
 // must be gone). Throws as RunGcloud.

@@ -181,18 +181,27 @@ class MigSource final : public PodSource {
     MigPartsMade parts;
     bool group = false;
     try {
-      const std::string policy_url = MakeMigParts(query_, What(), create, &parts);
-      try {
-        RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
-        group = true;
-      } catch (const GcloudError& e) {
-        group =
-            e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
-        if (e.failure() != GcloudFailure::kExists) throw;
-        // Made meanwhile by another podrun (two drivers; `up` beside a launch): theirs, never
-        // deleted here; the caller waits for it as for its own. Gone again: the error stands.
-        if (!RunGcloudUnlessNotFound(GcloudMigGroupDescribeCommand(query_), What())) throw;
-        return;
+      std::string policy_url = MakeMigParts(query_, What(), create, &parts);
+      while (!group) {
+        try {
+          RunGcloud(GcloudMigGroupCreateCommand(query_, create, policy_url), What());
+          group = true;
+        } catch (const GcloudError& e) {
+          group =
+              e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
+          // A template or policy MakeMigParts remembered was deleted since (`down` beside a
+          // keeper): asked about, and made, again (then not remembered: once).
+          if (e.failure() == GcloudFailure::kNotFound && parts.remembered) {
+            ForgetMigParts(query_);
+            policy_url = MakeMigParts(query_, What(), create, &parts);
+            continue;
+          }
+          if (e.failure() != GcloudFailure::kExists) throw;
+          // Made meanwhile by another podrun (two drivers; `up` beside a launch): theirs, never
+          // deleted here; the caller waits for it as for its own. Gone again: the error stands.
+          if (!RunGcloudUnlessNotFound(GcloudMigGroupDescribeCommand(query_), What())) throw;
+          return;
+        }
       }
       if (MigProvisioningOf(create) == "flex_start") {
         RunGcloud(GcloudMigResizeRequestCommand(query_, create), What());

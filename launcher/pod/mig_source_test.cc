@@ -12,6 +12,7 @@
 
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_gcloud.h"
+#include "launcher/pod/mig_parts.h"
 #include "launcher/pod/pod_source.h"
 
 namespace podrun {
@@ -57,6 +58,7 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
     ::setenv("PODRUN_GCLOUD", gcloud.c_str(), 1);
     ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
     source_ = MakePodSource({PodSourceKind::kMig, query_}, dir_ / "cache");
+    ForgetMigParts(query_);  // what an earlier test's creates remembered
   }
   void TearDown() override {
     ::unsetenv("PODRUN_GCLOUD");
@@ -79,10 +81,12 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
            "'projects/p/x/y' was not found\n",
            nth);
   }
-  // No answer and no call so far.
-  void Fresh() {
+  // No answer and no call so far; nothing remembered of the parts (another process) unless
+  // `same_process`.
+  void Fresh(bool same_process = false) {
     std::filesystem::remove_all(dir_ / "answers");
     std::filesystem::create_directories(dir_ / "answers");
+    if (!same_process) ForgetMigParts(query_);
   }
   // The commands gcloud was asked, one a line.
   std::vector<std::string> Calls() const {
@@ -280,6 +284,45 @@ TEST_F(MigSourceTest, APartMadeWithOtherSettingsIsMadeAgain) {
         << e.what();
   }
   EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
+}
+
+// A keeper remaking the group asks about its template and policy once: a second create in the
+// same process with the same settings goes straight to the group. When one of them was deleted
+// since (the group's create says NOT_FOUND), they are asked about and made again, once.
+TEST_F(MigSourceTest, PartsCheckedOnceAreNotAskedAboutAgainUnlessOneWasDeleted) {
+  PartsExist();
+  source_->Create(Spot());
+  EXPECT_EQ(1u, CallsWith("resource-policies describe"));
+  EXPECT_EQ(1u, CallsWith("instance-templates describe"));
+
+  Fresh(/*same_process=*/true);
+  source_->Create(Spot());
+  EXPECT_EQ(0u, CallsWith(" describe ")) << ::testing::PrintToString(Calls());
+  EXPECT_EQ(1u, CallsWith("instance-groups managed create slice-1"));
+
+  Fresh(/*same_process=*/true);  // the template was deleted meanwhile
+  NotFound("group-create", 1);
+  Answer("policy-describe", PolicyJson());
+  NotFound("template-describe");
+  Answer("template-create", "[" + TemplateJson() + "]");
+  EXPECT_NO_THROW(source_->Create(Spot()));
+  EXPECT_EQ(2u, CallsWith("instance-groups managed create slice-1"));
+  EXPECT_EQ(1u, CallsWith("instance-templates create slice-1-podrun"));
+  EXPECT_EQ(0u, CallsWith(" delete ")) << ::testing::PrintToString(Calls());
+
+  // Another settings' digest is asked about; a NOT_FOUND with nothing remembered is the error.
+  Fresh();
+  PartsExist();
+  NotFound("group-create");
+  EXPECT_THROW(source_->Create(Spot()), GcloudError);
+  EXPECT_EQ(1u, CallsWith("instance-groups managed create slice-1"));
+  TpuCreate changed = Spot();
+  changed.image_family = "tpu-vm-v2";
+  Fresh(/*same_process=*/true);
+  PartsExist();
+  Answer("template-create", "[" + TemplateJson() + "]");
+  source_->Create(changed);
+  EXPECT_EQ(1u, CallsWith("instance-templates describe"));
 }
 
 // The cached answer is written whole (a scratch file of its own, renamed) and private.
