@@ -63,7 +63,7 @@ void KeeperSignals::OnTerm() {
 }
 
 ProvisionWait KeeperSignals::wait() {
-  return [this](std::chrono::seconds wait) {
+  return [this](std::chrono::milliseconds wait) {
     const auto until = std::chrono::steady_clock::now() + wait;
     for (;;) {
       if (cancel_.cancelled()) return false;

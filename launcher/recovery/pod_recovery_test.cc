@@ -127,7 +127,7 @@ class PodRecoveryTest : public ::testing::Test {
     return plan;
   }
   static ProvisionWait NoWait() {
-    return [](std::chrono::seconds) { return true; };
+    return [](std::chrono::milliseconds) { return true; };
   }
 
   fs::path dir_;
@@ -253,7 +253,7 @@ TEST_F(PodRecoveryTest, AKeeperKilledWhileTheNewNodeIsCreatingIsFinishedWithoutA
   ASSERT_EQ(2, Calls("create", "node-1"));
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   EXPECT_TRUE(StartFailedOnAGoneSlice(store, plan, nodes, NoWait()));
-  auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::seconds) {
+  auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::milliseconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return true;
   });
@@ -275,7 +275,7 @@ TEST_F(PodRecoveryTest, TheApisBadMinuteDuringARecoveryIsWaitedOutAndNothingIsMa
   Run({"--admin", "outage", "3"});
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   int waits = 0;
-  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::seconds s) {
+  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::milliseconds s) {
     ++waits;
     std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(s, std::chrono::seconds(1)));
     return true;
@@ -297,7 +297,7 @@ TEST_F(PodRecoveryTest, APermanentRefusalDuringARecoveryEndsItAtOnceWithGcloudsW
   Run({"--admin", "outage", "600", "PERMISSION_DENIED"});
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   int waits = 0;
-  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::seconds) {
+  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::milliseconds) {
     ++waits;
     return true;
   });
@@ -317,7 +317,8 @@ TEST_F(PodRecoveryTest, TheSpecsCreateIsNotAppliedToAnotherNode) {
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   EXPECT_FALSE(StartFailedOnAGoneSlice(store, plan, nodes, NoWait()));
   // Waited for (it never comes back here): the wait is given up at its first sleep.
-  auto next = PrepareRestart(store, plan, {}, nodes, [](std::chrono::seconds) { return false; });
+  auto next =
+      PrepareRestart(store, plan, {}, nodes, [](std::chrono::milliseconds) { return false; });
   ASSERT_TRUE(std::holds_alternative<ExitCode>(next));
   EXPECT_EQ(ExitCode::kInterrupted, std::get<ExitCode>(next));
   EXPECT_EQ(1, Calls("create", "node-other"));
@@ -335,7 +336,7 @@ TEST_F(PodRecoveryTest, AWorkerLostWhileItsNodeReadsReadyIsWaitedForAtMostTheLim
   SourceStates nodes(plan.pod, dir_ / "cache", std::chrono::seconds(3));
   int waits = 0;
   const auto began = std::chrono::steady_clock::now();
-  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::seconds) {
+  auto next = PrepareRestart(store, plan, {}, nodes, [&](std::chrono::milliseconds) {
     ++waits;
     return waits < 1000;  // never given up by the user: only the limit ends the wait
   });

@@ -203,14 +203,23 @@ class SliceProvisioner final : public Provisioner {
     }
   }
 
+  // The pause before the next poll of a wait whose poll began at `asked`: polls begin poll_
+  // apart, gcloud's start-up counted in (at least poll_ / 4 between two).
+  std::chrono::milliseconds UntilNextPoll(Clock::time_point asked) const {
+    const std::chrono::milliseconds poll = poll_;
+    return std::max(poll / 4, poll - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         options_.clock() - asked));
+  }
+
   // An earlier delete (an earlier keeper's, killed in it) is waited for until the source is gone.
   void WaitUntilDeleted() {
     Say(fmt::format("{} is DELETING (an earlier delete): waiting until it is gone", What()));
     for (;;) {
+      const auto asked = options_.clock();
       const SourceNow now = outage_.Run([&] { return source().Now(); });
       if (now.deleted()) return;
       TellWait(fmt::format("{}: {} (an earlier delete)", Name(), now.state));
-      if (!wait_(poll_)) {
+      if (!wait_(UntilNextPoll(asked))) {
         throw Error(ExitCode::kInterrupted,
                     fmt::format("{}: interrupted while waiting for its delete", What()));
       }
@@ -306,6 +315,7 @@ class SliceProvisioner final : public Provisioner {
     std::string said;    // the condition last said on stderr (a stockout's wait is not repeated)
     int unreadable = 0;  // ready answers whose workers could not be read, in a row
     for (;;) {
+      const auto asked = options_.clock();
       // A poll that fails is asked again (the API's bad minutes): it never undoes what is made.
       const SourceNow now = outage_.Run([&] { return source().Now(); });
       if (now.ready()) {
@@ -370,7 +380,7 @@ class SliceProvisioner final : public Provisioner {
         said = sayable;
       }
       TellWait(fmt::format("{}: {}", Name(), state));
-      if (!wait_(poll_)) {
+      if (!wait_(UntilNextPoll(asked))) {
         throw Error(
             ExitCode::kInterrupted,
             fmt::format("{}: interrupted while waiting for it (it is still {})", What(), state));

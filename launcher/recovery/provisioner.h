@@ -22,7 +22,7 @@ namespace podrun {
 
 // Sleeps for the given time; false when the wait was given up (Ctrl-C, a stop), at once when it
 // was given up before (a zero wait asks only that).
-using ProvisionWait = std::function<bool(std::chrono::seconds)>;
+using ProvisionWait = std::function<bool(std::chrono::milliseconds)>;
 
 // A slice preempted while podrun was making it (a Spot VM taken before the slice was ready):
 // made again by the provisioner that made it; `state` is the API's word (PREEMPTED, TERMINATED).

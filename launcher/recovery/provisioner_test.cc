@@ -58,18 +58,22 @@ class ProvisionerTest : public ::testing::Test {
   }
 
   // A provisioner of node-1 in zone-a whose waits move clock_ on (never sleep) and are recorded;
-  // the wait numbered `give_up_at` (1-based) is given up (Ctrl-C).
+  // the wait numbered `give_up_at` (1-based) is given up (Ctrl-C). With `real_time` its clock
+  // also moves as the real one does (gcloud's calls take time).
   std::unique_ptr<Provisioner> Make(const TpuCreate& create, ProvisionerOptions options = {},
-                                    int give_up_at = 0) {
+                                    int give_up_at = 0, bool real_time = false) {
     options.on_wait = [this](const std::string& what) { told_.push_back(what); };
-    options.clock = [this] { return clock_; };
+    const auto began = std::chrono::steady_clock::now();
+    options.clock = [this, began, real_time] {
+      return real_time ? clock_ + (std::chrono::steady_clock::now() - began) : clock_;
+    };
     options.first_capacity_backoff = seconds(30);
     return MakeProvisioner(
         kNode, create, dir_ / "home" / "cache", seconds(10),
-        [this, give_up_at](seconds s) {
-          if (s == seconds(0)) return true;  // "given up already?" before a create: no
-          waits_.push_back(s);
-          clock_ += s;
+        [this, give_up_at](std::chrono::milliseconds ms) {
+          if (ms == ms.zero()) return true;  // "given up already?" before a create: no
+          waits_.push_back(ms);
+          clock_ += ms;
           return static_cast<int>(waits_.size()) != give_up_at;
         },
         std::move(options));
@@ -99,7 +103,7 @@ class ProvisionerTest : public ::testing::Test {
 
   fs::path dir_;
   std::chrono::steady_clock::time_point clock_{};
-  std::vector<seconds> waits_;
+  std::vector<std::chrono::milliseconds> waits_;
   std::vector<std::string> told_;
   const TpuCreate spot_{.accelerator_type = "v4-16", .version = "base", .spot = true};
 };
@@ -199,7 +203,7 @@ TEST_F(ProvisionerTest, AQueuedResourceThatExpiresIsDeleted) {
   queued.valid_until = "1s";
   std::unique_ptr<Provisioner> provisioner = MakeProvisioner(
       kNode, queued, dir_ / "home" / "cache", seconds(1),
-      [](seconds) {
+      [](std::chrono::milliseconds) {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the expiry is real time
         return true;
       },
@@ -238,6 +242,24 @@ TEST_F(ProvisionerTest, ANodeThatNeverLeavesCreatingIsGivenUpAndDeleted) {
   }
   EXPECT_EQ(kStuckCreateRetries + 1, Calls("create"));
   EXPECT_EQ(0u, State()["nodes"].size()) << State().dump();
+}
+
+// A slice being made is polled every poll interval from one question's start to the next: the
+// time gcloud took is not waited again (each is a second or more of start-up), and at least a
+// quarter of the interval is left between two.
+TEST_F(ProvisionerTest, PollsBeginAPollIntervalApartWhateverGcloudTakes) {
+  Configure({{"stuck_creating", -1}});
+  try {
+    Make(spot_, {}, /*give_up_at=*/2, /*real_time=*/true)->Ensure();
+    FAIL() << "a stuck node became READY";
+  } catch (const Error& e) {
+    EXPECT_EQ(ExitCode::kInterrupted, e.code()) << e.what();
+  }
+  ASSERT_EQ(2u, waits_.size());
+  for (const std::chrono::milliseconds wait : waits_) {
+    EXPECT_LT(wait, seconds(10));  // the poll interval less what the question took
+    EXPECT_GE(wait, std::chrono::milliseconds(2500));
+  }
 }
 
 // Zone failover (create.fallback_zones): a stockout in the slice's own zone moves on to the

@@ -19,7 +19,7 @@ bool WaitCancel::cancelled() const {
   return cancelled_;
 }
 
-bool WaitCancel::Sleep(std::chrono::seconds wait) {
+bool WaitCancel::Sleep(std::chrono::milliseconds wait) {
   std::unique_lock lock(mutex_);
   return !cv_.wait_for(lock, wait, [this] { return cancelled_; });
 }

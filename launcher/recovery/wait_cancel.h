@@ -20,10 +20,10 @@ class WaitCancel {
   bool cancelled() const;
 
   // Sleeps for `wait`; false when cancelled, before or during.
-  bool Sleep(std::chrono::seconds wait);
+  bool Sleep(std::chrono::milliseconds wait);
   // Sleep as a ProvisionWait; the WaitCancel must outlive it.
   ProvisionWait AsWait() {
-    return [this](std::chrono::seconds wait) { return Sleep(wait); };
+    return [this](std::chrono::milliseconds wait) { return Sleep(wait); };
   }
 
  private:
