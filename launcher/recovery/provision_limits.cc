@@ -1,6 +1,7 @@
 // See provision_limits.h.
 #include "launcher/recovery/provision_limits.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace podrun {
@@ -27,6 +28,12 @@ std::chrono::seconds CapacityBackoff() {
 
 std::chrono::seconds CreatingDeadline() {
   return SecondsFromEnv("PODRUN_TPU_CREATING_DEADLINE_SECONDS", std::chrono::minutes(30));
+}
+
+std::chrono::milliseconds UntilNextPoll(std::chrono::seconds poll,
+                                        std::chrono::steady_clock::duration spent) {
+  const std::chrono::milliseconds every = poll;
+  return std::max(every / 4, every - std::chrono::duration_cast<std::chrono::milliseconds>(spent));
 }
 
 }  // namespace podrun

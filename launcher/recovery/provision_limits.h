@@ -18,5 +18,9 @@ std::chrono::seconds CreatingDeadline();
 inline constexpr int kStuckCreateRetries = 2;
 // `gcloud ... describe` every `fallback`, or every $PODRUN_TPU_POLL_SECONDS (tests).
 std::chrono::seconds ProvisionPollInterval(std::chrono::seconds fallback);
+// The pause before the next poll, `spent` after the last one began: polls begin `poll` apart,
+// gcloud's start-up (a second or more) counted in; at least a quarter of `poll` between two.
+std::chrono::milliseconds UntilNextPoll(std::chrono::seconds poll,
+                                        std::chrono::steady_clock::duration spent);
 
 }  // namespace podrun

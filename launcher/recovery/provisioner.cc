@@ -22,11 +22,6 @@ std::chrono::seconds Seconds(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d);
 }
 
-// The zones joined for a message: "us-central2-b, us-east5-a".
-std::string Joined(const std::vector<std::string>& zones) {
-  return fmt::format("{}", fmt::join(zones, ", "));
-}
-
 // Ready answers in a row whose workers cannot be read, asked again before the error stands.
 constexpr int kUnreadableAnswers = 3;
 
@@ -203,14 +198,6 @@ class SliceProvisioner final : public Provisioner {
     }
   }
 
-  // The pause before the next poll of a wait whose poll began at `asked`: polls begin poll_
-  // apart, gcloud's start-up counted in (at least poll_ / 4 between two).
-  std::chrono::milliseconds UntilNextPoll(Clock::time_point asked) const {
-    const std::chrono::milliseconds poll = poll_;
-    return std::max(poll / 4, poll - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         options_.clock() - asked));
-  }
-
   // An earlier delete (an earlier keeper's, killed in it) is waited for until the source is gone.
   void WaitUntilDeleted() {
     Say(fmt::format("{} is DELETING (an earlier delete): waiting until it is gone", What()));
@@ -219,7 +206,7 @@ class SliceProvisioner final : public Provisioner {
       const SourceNow now = outage_.Run([&] { return source().Now(); });
       if (now.deleted()) return;
       TellWait(fmt::format("{}: {} (an earlier delete)", Name(), now.state));
-      if (!wait_(UntilNextPoll(asked))) {
+      if (!wait_(UntilNextPoll(poll_, options_.clock() - asked))) {
         throw Error(ExitCode::kInterrupted,
                     fmt::format("{}: interrupted while waiting for its delete", What()));
       }
@@ -276,7 +263,7 @@ class SliceProvisioner final : public Provisioner {
         const std::string again = zones_.size() > 1 ? " with " + zones_.front() : "";
         const std::string message = fmt::format(
             "{}: no capacity in {} (RESOURCE_EXHAUSTED): trying again in {}{} (waited {} of {})",
-            Name(), Joined(refused), FormatSpan(pause), again, FormatSpan(waited),
+            Name(), fmt::join(refused, ", "), FormatSpan(pause), again, FormatSpan(waited),
             FormatSpan(limit));
         SayAndTell(message);
         if (!live) {
@@ -284,7 +271,7 @@ class SliceProvisioner final : public Provisioner {
           live->BeginPhase(Name(), {0});
         }
         live->SetDetail(fmt::format("no capacity in {}: again in {} (waited {} of {})",
-                                    Joined(refused), FormatSpan(pause), FormatSpan(waited),
+                                    fmt::join(refused, ", "), FormatSpan(pause), FormatSpan(waited),
                                     FormatSpan(limit)));
         if (!wait_(pause)) {
           throw Error(ExitCode::kInterrupted,
@@ -380,7 +367,7 @@ class SliceProvisioner final : public Provisioner {
         said = sayable;
       }
       TellWait(fmt::format("{}: {}", Name(), state));
-      if (!wait_(UntilNextPoll(asked))) {
+      if (!wait_(UntilNextPoll(poll_, options_.clock() - asked))) {
         throw Error(
             ExitCode::kInterrupted,
             fmt::format("{}: interrupted while waiting for it (it is still {})", What(), state));
@@ -418,7 +405,7 @@ class SliceProvisioner final : public Provisioner {
         ExitCode::kUnreachable,
         fmt::format("{}: no capacity in {}: gave up after waiting {} (capacity_wait: {}; "
                     "set create: capacity_wait to wait longer{}). The API said: {}",
-                    Name(), Joined(zones), FormatSpan(waited), FormatSpan(limit),
+                    Name(), fmt::join(zones, ", "), FormatSpan(waited), FormatSpan(limit),
                     zones_.size() > 1 ? "" : ", or fallback_zones to try other zones", said));
   }
 
