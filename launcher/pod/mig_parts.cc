@@ -153,7 +153,7 @@ std::string MakeMigParts(const SliceRef& mig, const std::string& what, const Tpu
                MigTemplateDigest(create), &made->instance_template);
     }
   });
-  const std::string policy_url = PolicyUrlOf(printed_policy);
+  std::string policy_url = PolicyUrlOf(printed_policy);
   if (policy_url.empty()) {
     throw Error(ExitCode::kUnreachable,
                 fmt::format("{}: gcloud's answer for workload policy {} has no selfLink", what,
