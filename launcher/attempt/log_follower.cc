@@ -90,9 +90,9 @@ class FollowPolicy {
     return give_up_at_;
   }
 
-  // Whether the last OnStreamDone began a loss (the stream had been healthy): its first
-  // reconnection is tried at once, so that a VM gone is found (the reconnect hook asks gcloud)
-  // without the pause first; a stream that keeps breaking is reconnected after a pause each time.
+  // Whether the last OnStreamDone began a loss (the first, or one after a healthy stream): its
+  // first reconnection is tried at once, so that a VM gone is found sooner (the reconnect hook
+  // asks gcloud); a stream that keeps breaking is reconnected after a pause each time.
   bool fresh_loss() const { return fresh_loss_; }
 
   // Reconnects until it works (true) or `give_up_at` passes (false, `lost` set; `by_hook` when

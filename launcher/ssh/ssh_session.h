@@ -38,8 +38,7 @@ class SshSession {
   // checks the host key (host_key_policy.h) and authenticates, all within
   // options.connect_timeout. A connection the server refused, reset or closed before its SSH
   // banner (sshd saturated) is retried with backoff (unless !options.retry_refused). Throws
-  // Error(kUnreachable) whose message
-  // names the host and the reason.
+  // Error(kUnreachable) whose message names the host and the reason.
   // The connection is a TCP socket of its own, or a direct-tcpip channel of a jump host's
   // session taken from `jumps` (shared by every connection through that jump host; without
   // `jumps`, a jump host connection of this session's own), or a ProxyCommand's process
