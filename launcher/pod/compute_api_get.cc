@@ -1,0 +1,147 @@
+// A GET of Compute Engine's REST API through libcurl (see compute_api_get.h).
+#include "launcher/pod/compute_api_get.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "proto/interrupt_note.h"
+
+namespace podrun {
+namespace {
+
+// The longest answer taken: a VM's guest attributes are a few KB.
+constexpr size_t kMaxAnswerBytes = 4 << 20;
+constexpr long kConnectTimeoutMs = 20'000;
+
+struct CurlEasyFree {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct CurlListFree {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct Transfer {
+  std::string body;
+  bool too_big = false;
+  uint64_t interrupts_at_start = 0;
+};
+
+size_t Append(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->body.size() + size * n > kMaxAnswerBytes) {
+    t->too_big = true;
+    return 0;  // ends the transfer
+  }
+  t->body.append(data, size * n);
+  return size * n;
+}
+
+int Progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return InterruptCount() != static_cast<Transfer*>(user)->interrupts_at_start ? 1 : 0;
+}
+
+// The API's error status and message ({"error": {"code", "message", "status"}}); "" when the
+// body is not one.
+std::string ApiWords(const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
+  const nlohmann::json& e = j["error"];
+  std::string status = e.value("status", std::string());
+  std::string message = e.value("message", std::string());
+  if (message.size() > 500) message.resize(500);
+  return status.empty() ? message : message.empty() ? status : status + ": " + message;
+}
+
+// What the path asks for, without its query (for messages).
+std::string Asked(const std::string& path) { return path.substr(0, path.find('?')); }
+
+}  // namespace
+
+std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const std::string& path,
+                                         const std::string& what) {
+  InitCurlOnce();
+  std::unique_ptr<CURL, CurlEasyFree> curl(curl_easy_init());
+  if (!curl) {
+    throw GcloudError(ExitCode::kUnreachable, what + ": libcurl could not start a request",
+                      GcloudFailure::kCouldNotRun);
+  }
+  const std::string url = access.endpoint + path;
+  std::unique_ptr<curl_slist, CurlListFree> headers(
+      curl_slist_append(nullptr, ("Authorization: Bearer " + access.token).c_str()));
+  headers.reset(curl_slist_append(headers.release(), "Accept: application/json"));
+  Transfer t;
+  t.interrupts_at_start = InterruptCount();
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "podrun/" PODRUN_VERSION);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+  const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(kGcloudQueryDeadline);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(deadline.count()));
+  if (!access.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, access.ca_file.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  const CURLcode rc = curl_easy_perform(c);
+  const std::string asked = "GET " + Asked(path);
+  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    throw GcloudError(
+        ExitCode::kInterrupted,
+        fmt::format("{}: interrupted: the Compute Engine API's {} stopped", what, asked),
+        GcloudFailure::kInterrupted);
+  }
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    throw GcloudError(ExitCode::kUnreachable,
+                      fmt::format("{}: the Compute Engine API did not answer {} within {} s", what,
+                                  asked, kGcloudQueryDeadline.count()),
+                      GcloudFailure::kTimedOut,
+                      fmt::format("no answer within {} s", kGcloudQueryDeadline.count()));
+  }
+  if (t.too_big) {
+    throw GcloudError(ExitCode::kUnreachable,
+                      fmt::format("{}: the Compute Engine API's answer to {} is over {} MiB", what,
+                                  asked, kMaxAnswerBytes >> 20),
+                      GcloudFailure::kFailed);
+  }
+  if (rc != CURLE_OK) {
+    // A refused, reset or unresolved connection can be the network's bad minute; a certificate
+    // that does not verify is not.
+    const bool certificate = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
+    throw GcloudError(ExitCode::kUnreachable,
+                      fmt::format("{}: the Compute Engine API's {} failed: {}", what, asked,
+                                  curl_easy_strerror(rc)),
+                      certificate ? GcloudFailure::kFailed : GcloudFailure::kTransient,
+                      curl_easy_strerror(rc));
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 200) return std::move(t.body);
+  if (status == 404) return std::nullopt;
+  const std::string words = ApiWords(t.body);
+  const std::string message = fmt::format("{}: the Compute Engine API answered {} with HTTP {}{}",
+                                          what, asked, status, words.empty() ? "" : ": " + words);
+  const std::string reason = fmt::format("HTTP {}", status);
+  if (status == 401) {
+    throw ComputeApiTokenRefused(ExitCode::kUnreachable, message, GcloudFailure::kFailed, reason);
+  }
+  const bool transient = status >= 500 || status == 429 || status == 408;
+  throw GcloudError(ExitCode::kUnreachable, message,
+                    transient ? GcloudFailure::kTransient : GcloudFailure::kFailed, reason);
+}
+
+}  // namespace podrun
