@@ -317,7 +317,7 @@ TEST_F(MigTest, AnInstanceNotRunningIsRefusedNamingItAndItsState) {
             r.output.find("mig slice-bad: instance slice-bad-pp is STOPPING (action RECREATING), "
                           "not RUNNING: nothing was started"))
       << r.output;
-  // gcloud's own words for a group that does not exist.
+  // A group that does not exist, named.
   r = RunCommand(Podrun() + " exec" + Pod("slice-none") + " -- true");
   EXPECT_EQ(3, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("slice-none")) << r.output;

@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,8 +68,10 @@ std::string Asked(const std::string& path) { return path.substr(0, path.find('?'
 
 }  // namespace
 
-std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const std::string& path,
-                                         const std::string& what) {
+namespace {
+
+std::optional<std::string> Request(const ComputeApiAccess& access, const std::string& path,
+                                   bool post, const std::string& what) {
   InitCurlOnce();
   std::unique_ptr<CURL, CurlEasyFree> curl(curl_easy_init());
   if (!curl) {
@@ -97,8 +100,13 @@ std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const s
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  if (post) {
+    headers.reset(curl_slist_append(headers.release(), "Content-Type: application/json"));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+  }
   const CURLcode rc = curl_easy_perform(c);
-  const std::string asked = "GET " + Asked(path);
+  const std::string asked = (post ? "POST " : "GET ") + Asked(path);
   if (rc == CURLE_ABORTED_BY_CALLBACK) {
     throw GcloudError(
         ExitCode::kInterrupted,
@@ -142,6 +150,55 @@ std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const s
   const bool transient = status >= 500 || status == 429 || status == 408;
   throw GcloudError(ExitCode::kUnreachable, message,
                     transient ? GcloudFailure::kTransient : GcloudFailure::kFailed, reason);
+}
+
+}  // namespace
+
+std::string ComputeApiQueryValue(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const std::string& path,
+                                         const std::string& what) {
+  return Request(access, path, false, what);
+}
+
+std::optional<std::string> ComputeApiList(const ComputeApiAccess& access, const std::string& path,
+                                          const std::string& items_key, bool post,
+                                          const std::string& what) {
+  nlohmann::json all = nlohmann::json::array();
+  std::string token;
+  for (int page = 0; page < 100; ++page) {
+    const std::string asked = token.empty()
+                                  ? path
+                                  : path + (path.find('?') == std::string::npos ? "?" : "&") +
+                                        "pageToken=" + ComputeApiQueryValue(token);
+    const std::optional<std::string> body = Request(access, asked, post, what);
+    if (!body) return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
+    if (!j.is_object()) {
+      throw GcloudError(
+          ExitCode::kUnreachable,
+          fmt::format("{}: the Compute Engine API's answer to {} is not a JSON object", what,
+                      Asked(path)),
+          GcloudFailure::kFailed);
+    }
+    if (auto items = j.find(items_key); items != j.end() && items->is_array()) {
+      for (const nlohmann::json& item : *items) all.push_back(item);
+    }
+    auto next = j.find("nextPageToken");
+    if (next == j.end() || !next->is_string() || next->get<std::string>().empty()) break;
+    token = next->get<std::string>();
+  }
+  return all.dump();
 }
 
 }  // namespace podrun

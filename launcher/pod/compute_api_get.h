@@ -3,6 +3,7 @@
 // that discovery and recovery treat both alike.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -26,5 +27,36 @@ class ComputeApiTokenRefused : public GcloudError {
 // own message.
 std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const std::string& path,
                                          const std::string& what);
+
+// The items of a list method, every page (`pageToken`, at most 100 pages) merged into one JSON
+// array, as gcloud prints a list: `path` with its query ("...?maxResults=500"); the answer's
+// array `items_key` ("items", "managedInstances"). `post`: the method is a POST with an empty
+// body (listManagedInstances). nullopt for a 404; throws as ComputeApiGet.
+std::optional<std::string> ComputeApiList(const ComputeApiAccess& access, const std::string& path,
+                                          const std::string& items_key, bool post,
+                                          const std::string& what);
+
+// `text` as a URL's query value: every byte but letters, digits and -._~ as %XX.
+std::string ComputeApiQueryValue(const std::string& text);
+
+// `api(access, project)` when gcloud's access may be used (GcloudComputeApiAccess) and the
+// project is known (`project`, else gcloud's configured one); else `gcloud()`, also when the API
+// refuses the token (which is then forgotten: gcloud refreshes its own).
+template <typename T>
+T ThroughApiElseGcloud(const std::optional<std::string>& project,
+                       const std::function<T(const ComputeApiAccess&, const std::string&)>& api,
+                       const std::function<T()>& gcloud) {
+  if (std::optional<ComputeApiAccess> access = GcloudComputeApiAccess()) {
+    const std::string p = project.value_or(access->project);
+    if (!p.empty()) {
+      try {
+        return api(*access, p);
+      } catch (const ComputeApiTokenRefused&) {
+        ForgetComputeApiAccess();
+      }
+    }
+  }
+  return gcloud();
+}
 
 }  // namespace podrun

@@ -222,6 +222,34 @@ TEST(ComputeApiGetTest, TheTokenGoesInAHeaderAndEachAnswerIsClassifiedAsGcloudsF
   }
 }
 
+TEST(ComputeApiGetTest, AListsPagesAreMergedIntoOneListAsGcloudPrintsIt) {
+  TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
+    if (target.find("pageToken=") == std::string::npos) {
+      return {200,
+              R"({"managedInstances": [{"name": "a"}, {"name": "b"}], "nextPageToken": "t/2 x"})"};
+    }
+    if (target.find("pageToken=t%2F2%20x") != std::string::npos) {
+      return {200, R"({"managedInstances": [{"name": "c"}]})"};
+    }
+    return {400, ApiError(400, "INVALID_ARGUMENT", "bad page token")};
+  });
+  ComputeApiAccess access;
+  access.endpoint = "http://127.0.0.1:" + std::to_string(server.port()) + "/compute/v1/";
+  access.token = "t";
+  const std::optional<std::string> list = ComputeApiList(
+      access, "projects/p/zones/z/instanceGroupManagers/g/listManagedInstances?maxResults=500",
+      "managedInstances", /*post=*/true, "mig g");
+  ASSERT_TRUE(list);
+  EXPECT_EQ(R"([{"name":"a"},{"name":"b"},{"name":"c"}])", *list);
+  ASSERT_EQ(2u, server.Requests().size());
+  for (const std::string& head : server.Requests()) {
+    EXPECT_TRUE(
+        head.starts_with("POST /compute/v1/projects/p/zones/z/instanceGroupManagers/g/"
+                         "listManagedInstances?maxResults=500"))
+        << head;
+  }
+}
+
 // A MIG's keys with a stand-in gcloud (PODRUN_GCLOUD): config-helper points at the test server;
 // get-guest-attributes answers kEd1 for any VM. Every call is logged.
 class MigHostKeysTest : public ::testing::Test {

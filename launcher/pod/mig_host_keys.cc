@@ -8,7 +8,6 @@
 #include <mutex>
 
 #include "launcher/base/parallel_for.h"
-#include "launcher/pod/compute_api_access.h"
 #include "launcher/pod/compute_api_get.h"
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_gcloud.h"
@@ -65,27 +64,24 @@ TpuHostKeys ReadHostKeys(const SliceRef& mig, const std::string& what,
       throw UsageError(fmt::format("{}: instance name '{}': {}", what, w.name, problem));
     }
   }
-  if (std::optional<ComputeApiAccess> access = GcloudComputeApiAccess()) {
-    const std::string project = mig.project.value_or(access->project);
-    if (!project.empty()) {
-      try {
+  return ThroughApiElseGcloud<TpuHostKeys>(
+      mig.project,
+      [&](const ComputeApiAccess& access, const std::string& project) {
         return ReadEach(what, workers, kGetsAtOnce, [&](const SourceWorker& w) {
           // A VM that has not published yet has no `hostkeys/` path: the API answers 404, or
           // an empty queryValue.
-          return ComputeApiGet(*access,
+          return ComputeApiGet(access,
                                fmt::format("projects/{}/zones/{}/instances/{}/"
                                            "getGuestAttributes?queryPath=hostkeys%2F",
                                            project, mig.zone, w.name),
                                what);
         });
-      } catch (const ComputeApiTokenRefused&) {
-        ForgetComputeApiAccess();  // gcloud reads them below, refreshing its own token
-      }
-    }
-  }
-  return ReadEach(what, workers, kGcloudsAtOnce, [&](const SourceWorker& w) {
-    return RunGcloudUnlessNotFound(GcloudMigHostKeysCommand(mig, w.name), what);
-  });
+      },
+      [&] {
+        return ReadEach(what, workers, kGcloudsAtOnce, [&](const SourceWorker& w) {
+          return RunGcloudUnlessNotFound(GcloudMigHostKeysCommand(mig, w.name), what);
+        });
+      });
 }
 
 }  // namespace podrun

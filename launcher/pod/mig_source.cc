@@ -1,5 +1,5 @@
-// The Compute Engine managed instance group of TPU VMs as a pod source (pod_source.h): two gcloud
-// calls (list-instances, then instances list) give the instances, their states and addresses;
+// The Compute Engine managed instance group of TPU VMs as a pod source (pod_source.h): two reads
+// (list-instances, then instances list: mig_reads.h) give the instances, states and addresses;
 // the answer is cached as podrun's own JSON, with the TPU worker numbers the VMs gave when the
 // API does not show them. A slice is made as Google documents it (mig_gcloud.h: workload
 // policy and instance template, mig_parts.h; then the group) and unmade in the reverse order;
@@ -21,6 +21,7 @@
 #include "launcher/pod/mig_host_keys.h"
 #include "launcher/pod/mig_instances.h"
 #include "launcher/pod/mig_parts.h"
+#include "launcher/pod/mig_reads.h"
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
@@ -111,7 +112,13 @@ class MigSource final : public PodSource {
     }
     const std::string what = What();
     std::optional<std::string> listed = RecentList();
-    if (!listed) listed = RunGcloud(GcloudMigListInstancesCommand(query_), what);
+    if (!listed) listed = ReadMigManagedInstances(query_, what);
+    if (!listed) {
+      throw GcloudError(
+          ExitCode::kUnreachable,
+          fmt::format("{}: the managed instance group {} was not found", what, query_.name),
+          GcloudFailure::kNotFound);
+    }
     const std::vector<ManagedInstance> instances = ParseManagedInstances(*listed, what);
     SourceState out;
     out.not_ready = MigNotReady(query_.name, instances);
@@ -119,8 +126,7 @@ class MigSource final : public PodSource {
     if (!out.not_ready.empty()) return out;
     std::vector<std::string> names;
     for (const ManagedInstance& m : instances) names.push_back(m.name);
-    out.workers = ParseMigInstances(RunGcloud(GcloudMigInstancesCommand(query_, names), what),
-                                    instances, what, &out.project);
+    out.workers = ParseMigInstances(ReadMigVms(query_, names, what), instances, what, &out.project);
     // Between the two calls an instance may have stopped.
     for (const SourceWorker& w : out.workers) {
       if (w.state != "RUNNING") {
@@ -156,8 +162,7 @@ class MigSource final : public PodSource {
   SourceNow Now() override {
     SourceNow now;
     now.ref = {PodSourceKind::kMig, query_};
-    const std::optional<std::string> text =
-        RunGcloudUnlessNotFound(GcloudMigListInstancesCommand(query_), What());
+    const std::optional<std::string> text = ReadMigManagedInstances(query_, What());
     ForgetCache();  // a later discovery asks afresh too
     {
       std::lock_guard lock(list_mutex_);
