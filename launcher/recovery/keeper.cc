@@ -20,8 +20,10 @@
 #include "launcher/attempt/attempt_runner.h"
 #include "launcher/base/open_files.h"
 #include "launcher/connect/job_pod.h"
+#include "launcher/connect/pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
+#include "launcher/pod/compute_api_access.h"
 #include "launcher/recovery/keeper_env.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/spec.h"
@@ -163,6 +165,14 @@ ExitCode Keeper::Keep(JobStore& store, JobRecord job, const std::vector<AttemptR
   JobSpec spec = RecordedSpec(store, job);
   std::filesystem::path local_root;
   Pod pod = PodOfJob(job, &local_root);
+  // A MIG slice is read through Compute Engine's API with gcloud's token: asked for now, so
+  // that noticing the first preemption does not wait for gcloud's start-up.
+  for (const PodSourceRef& source : PodSourcesOf(pod)) {
+    if (source.kind == PodSourceKind::kMig) {
+      GcloudComputeApiAccess();
+      break;
+    }
+  }
   const AttemptRecord& latest = attempts.back();
   pod.selected = latest.workers;
   EnsureOpenFiles(pod.selected.size());
