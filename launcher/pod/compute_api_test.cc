@@ -1,8 +1,8 @@
 // Tests of reading Compute Engine's API with gcloud's access: config-helper's answer read (what
 // podrun may use, what it leaves to gcloud), real GETs through libcurl to an HTTP server in this
 // process (the token in a header, each answer classified as gcloud's failures are), and a MIG's
-// host keys read with one gcloud call (a stand-in gcloud script counts them) or, when the API
-// refuses the token, through gcloud.
+// host keys and its other reads made with one gcloud call (a stand-in gcloud script counts
+// them) or, when the API refuses the token, through gcloud.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -22,6 +22,7 @@
 #include "launcher/pod/compute_api_access.h"
 #include "launcher/pod/compute_api_get.h"
 #include "launcher/pod/mig_host_keys.h"
+#include "launcher/pod/mig_reads.h"
 
 namespace podrun {
 namespace {
@@ -342,6 +343,40 @@ TEST_F(MigHostKeysTest, ATokenTheApiRefusesLeavesTheReadToGcloudAndIsAskedForAga
 
   ReadHostKeys(mig, "mig slice-a", Vms(2));
   EXPECT_EQ(2u, CallsWith("config config-helper"));
+}
+
+TEST_F(MigHostKeysTest, TheSlicesInstancesAndPartsAreReadThroughTheApiAsGcloudPrintsThem) {
+  TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
+    const std::string project = "/compute/v1/projects/proj-one/";
+    if (target == project + "global/instanceTemplates/slice-a-podrun") {
+      return {200, R"({"name": "slice-a-podrun", "description": "podrun: x"})"};
+    }
+    if (target.starts_with(project + "zones/us-central1-a/instanceGroupManagers/slice-a/"
+                                     "listManagedInstances")) {
+      return {200, R"({"managedInstances": [{"name": "vm-0", "instanceStatus": "RUNNING"}]})"};
+    }
+    if (target.starts_with(project + "zones/us-central1-a/instances?")) {
+      return {200, R"({"items": [{"name": "vm-0", "status": "RUNNING"}]})"};
+    }
+    return {404, ApiError(404, "NOT_FOUND", "no such thing")};
+  });
+  StandInGcloud(server.port());
+  EXPECT_EQ(R"({"name": "slice-a-podrun", "description": "podrun: x"})",
+            ReadMigPart(mig_, /*policy=*/false, "mig slice-a"));
+  EXPECT_EQ(std::nullopt, ReadMigPart(mig_, /*policy=*/true, "mig slice-a"));
+  EXPECT_EQ(R"([{"instanceStatus":"RUNNING","name":"vm-0"}])",
+            ReadMigManagedInstances(mig_, "mig slice-a"));
+  EXPECT_EQ(R"([{"name":"vm-0","status":"RUNNING"}])", ReadMigVms(mig_, {"vm-0", "vm-1"}, "mig"));
+  const std::vector<std::string> asked = server.Requests();
+  ASSERT_EQ(4u, asked.size());
+  EXPECT_TRUE(asked[1].starts_with(
+      "GET /compute/v1/projects/proj-one/regions/us-central1/resourcePolicies/slice-a-podrun "))
+      << asked[1];
+  // The VMs by name, filtered by the API: name eq "(vm-0|vm-1)".
+  EXPECT_NE(std::string::npos, asked[3].find("filter=name%20eq%20%22%28vm-0%7Cvm-1%29%22"))
+      << asked[3];
+  EXPECT_EQ(1u, CallsWith("config config-helper"));
+  EXPECT_EQ(1u, CallsWith(""));  // nothing else was asked of gcloud
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "launcher/base/parallel_for.h"
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_gcloud.h"
+#include "launcher/pod/mig_reads.h"
 
 namespace podrun {
 namespace {
@@ -44,11 +45,9 @@ void BothAtOnce(Part&& part) {
 std::string MakePart(const SliceRef& mig, const std::string& what, const GcloudCommand& create,
                      const char* part, const std::string& digest, bool* made) {
   const bool policy = std::string_view(part) == "policy";
-  const GcloudCommand describe =
-      policy ? GcloudMigPolicyCommand(mig, "describe") : GcloudMigTemplateCommand(mig, "describe");
   const GcloudCommand remove =
       policy ? GcloudMigPolicyCommand(mig, "delete") : GcloudMigTemplateCommand(mig, "delete");
-  std::optional<std::string> described = RunGcloudUnlessNotFound(describe, what);
+  std::optional<std::string> described = ReadMigPart(mig, policy, what);
   for (int tries = 0;; ++tries) {
     if (!described) {
       try {
@@ -60,7 +59,8 @@ std::string MakePart(const SliceRef& mig, const std::string& what, const GcloudC
             e.failure() == GcloudFailure::kInterrupted || e.failure() == GcloudFailure::kTimedOut;
         // Made meanwhile (a second podrun): described again below.
         if (e.failure() != GcloudFailure::kExists) throw;
-        described = RunGcloud(describe, what);
+        described = ReadMigPart(mig, policy, what);
+        if (!described) throw;  // made and deleted again meanwhile: the error stands
       }
     }
     const std::optional<MigPartOwner> owner = MigPartOwnerOf(*described);
@@ -176,8 +176,7 @@ bool DeleteOwnedMigParts(const SliceRef& mig, const std::string& what) {
   const Command parts[2] = {&GcloudMigTemplateCommand, &GcloudMigPolicyCommand};
   bool deleted[2] = {false, false};
   BothAtOnce([&](size_t i) {
-    const std::optional<std::string> described =
-        RunGcloudUnlessNotFound(parts[i](mig, "describe"), what);
+    const std::optional<std::string> described = ReadMigPart(mig, i == 1, what);
     const std::optional<MigPartOwner> owner = described ? MigPartOwnerOf(*described) : std::nullopt;
     if (!owner || owner->mig != mig.name) return;
     deleted[i] = RunGcloudUnlessNotFound(parts[i](mig, "delete"), what) != std::nullopt;

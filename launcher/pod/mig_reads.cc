@@ -6,6 +6,7 @@
 
 #include "launcher/pod/compute_api_get.h"
 #include "launcher/pod/gcloud_run.h"
+#include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/mig_instances.h"
 #include "launcher/pod/tpu_names.h"
 
@@ -24,6 +25,25 @@ std::optional<std::string> ReadMigManagedInstances(const SliceRef& mig, const st
                               "managedInstances", /*post=*/true, what);
       },
       [&] { return RunGcloudUnlessNotFound(GcloudMigListInstancesCommand(mig), what); });
+}
+
+std::optional<std::string> ReadMigPart(const SliceRef& mig, bool policy, const std::string& what) {
+  CheckSliceRef(mig);
+  return ThroughApiElseGcloud<std::optional<std::string>>(
+      mig.project,
+      [&](const ComputeApiAccess& access, const std::string& project) {
+        const std::string path =
+            policy ? fmt::format("projects/{}/regions/{}/resourcePolicies/{}", project,
+                                 RegionOfZone(mig.zone), MigPartName(mig.name))
+                   : fmt::format("projects/{}/global/instanceTemplates/{}", project,
+                                 MigPartName(mig.name));
+        return ComputeApiGet(access, path, what);
+      },
+      [&] {
+        return RunGcloudUnlessNotFound(policy ? GcloudMigPolicyCommand(mig, "describe")
+                                              : GcloudMigTemplateCommand(mig, "describe"),
+                                       what);
+      });
 }
 
 std::string ReadMigVms(const SliceRef& mig, const std::vector<std::string>& names,
