@@ -96,6 +96,12 @@ std::optional<ComputeApiAccess> ParseGcloudConfigHelper(std::string_view json,
   access.ca_file = StringAt(properties, {"core", "custom_ca_certs_file"});
   access.project = StringAt(properties, {"core", "project"});
   if (!access.project.empty() && !ProjectIdProblem(access.project).empty()) access.project.clear();
+  access.quota_project = StringAt(properties, {"billing", "quota_project"});
+  if (access.quota_project == "CURRENT_PROJECT") access.quota_project = access.project;
+  if (!access.quota_project.empty() && !ProjectIdProblem(access.quota_project).empty()) {
+    *why = "gcloud's billing/quota_project is not a project id: " + access.quota_project;
+    return std::nullopt;
+  }
   const std::optional<std::chrono::system_clock::time_point> expiry =
       ExpiryOf(StringAt(j, {"credential", "token_expiry"}));
   access.expiry = expiry ? *expiry - kRenewBefore : now + kUndatedTokenLife;

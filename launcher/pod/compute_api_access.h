@@ -18,6 +18,9 @@ struct ComputeApiAccess {
   std::string token;     // an OAuth access token (sent as "Authorization: Bearer ...")
   std::string ca_file;   // core/custom_ca_certs_file; "" for the system's
   std::string project;   // core/project; "" when gcloud has none configured
+  // billing/quota_project, sent as X-Goog-User-Project as gcloud does ("CURRENT_PROJECT":
+  // core/project); "" for none.
+  std::string quota_project;
   std::chrono::system_clock::time_point expiry;  // when to ask gcloud again
 };
 

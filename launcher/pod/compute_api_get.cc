@@ -79,9 +79,18 @@ std::optional<std::string> Request(const ComputeApiAccess& access, const std::st
                       GcloudFailure::kCouldNotRun);
   }
   const std::string url = access.endpoint + path;
-  std::unique_ptr<curl_slist, CurlListFree> headers(
-      curl_slist_append(nullptr, ("Authorization: Bearer " + access.token).c_str()));
-  headers.reset(curl_slist_append(headers.release(), "Accept: application/json"));
+  std::unique_ptr<curl_slist, CurlListFree> headers;
+  const auto add = [&](const std::string& header) {
+    // On failure curl_slist_append returns null and leaves the list as it was.
+    if (curl_slist* more = curl_slist_append(headers.get(), header.c_str())) {
+      (void)headers.release();
+      headers.reset(more);
+    }
+  };
+  add("Authorization: Bearer " + access.token);
+  add("Accept: application/json");
+  if (!access.quota_project.empty()) add("X-Goog-User-Project: " + access.quota_project);
+  if (post) add("Content-Type: application/json");
   Transfer t;
   t.interrupts_at_start = InterruptCount();
   CURL* c = curl.get();
@@ -100,11 +109,7 @@ std::optional<std::string> Request(const ComputeApiAccess& access, const std::st
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  if (post) {
-    headers.reset(curl_slist_append(headers.release(), "Content-Type: application/json"));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-  }
+  if (post) curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
   const CURLcode rc = curl_easy_perform(c);
   const std::string asked = (post ? "POST " : "GET ") + Asked(path);
   if (rc == CURLE_ABORTED_BY_CALLBACK) {

@@ -63,6 +63,21 @@ TEST(ComputeApiAccessTest, ConfigHelperGivesTheTokenEndpointCaFileProjectAndWhen
   EXPECT_EQ("http://127.0.0.1:8080/compute/v1/", a->endpoint);
   EXPECT_EQ(now + std::chrono::minutes(5), a->expiry);
   EXPECT_EQ("", a->project);
+  EXPECT_EQ("", a->quota_project);
+
+  // A quota project, as gcloud sends it: its own, or core/project's for CURRENT_PROJECT.
+  a = ParseGcloudConfigHelper(
+      HelperJson(R"({"billing": {"quota_project": "bill-proj"}})", R"({"access_token": "t"})"), now,
+      &why);
+  ASSERT_TRUE(a) << why;
+  EXPECT_EQ("bill-proj", a->quota_project);
+  a = ParseGcloudConfigHelper(
+      HelperJson(
+          R"({"billing": {"quota_project": "CURRENT_PROJECT"}, "core": {"project": "my-proj"}})",
+          R"({"access_token": "t"})"),
+      now, &why);
+  ASSERT_TRUE(a) << why;
+  EXPECT_EQ("my-proj", a->quota_project);
 }
 
 TEST(ComputeApiAccessTest, WhatPodrunCannotHonourIsLeftToGcloudSayingWhy) {
@@ -81,6 +96,7 @@ TEST(ComputeApiAccessTest, WhatPodrunCannotHonourIsLeftToGcloudSayingWhy) {
       {HelperJson(R"({"core": {"universe_domain": "example.goog"}})", token), "universe"},
       {HelperJson("{}", R"({"access_token": null})"), "no access token"},
       {HelperJson("{}", R"({"access_token": "a b"})"), "no access token"},
+      {HelperJson(R"({"billing": {"quota_project": "x\ny"}})", token), "quota_project"},
       {HelperJson("{}", R"({"access_token": "t", "token_expiry": "2027-01-15T07:40:00Z"})"),
        "expires"},
       {"ERROR: not json", "no JSON"},
@@ -187,11 +203,14 @@ TEST(ComputeApiGetTest, TheTokenGoesInAHeaderAndEachAnswerIsClassifiedAsGcloudsF
   ComputeApiAccess access;
   access.endpoint = "http://127.0.0.1:" + std::to_string(server.port()) + "/compute/v1/";
   access.token = "tok-123";
+  access.quota_project = "bill-proj";
 
   EXPECT_EQ(R"({"fine": true})", ComputeApiGet(access, "ok?x=1", "mig m"));
   ASSERT_EQ(1u, server.Requests().size());
   EXPECT_TRUE(server.Requests()[0].starts_with("GET /compute/v1/ok?x=1 HTTP/1.1\r\n"));
   EXPECT_NE(std::string::npos, server.Requests()[0].find("\r\nAuthorization: Bearer tok-123\r\n"));
+  EXPECT_NE(std::string::npos, server.Requests()[0].find("\r\nX-Goog-User-Project: bill-proj\r\n"));
+  access.quota_project.clear();
 
   EXPECT_EQ(std::nullopt, ComputeApiGet(access, "missing", "mig m"));
   try {
