@@ -66,19 +66,8 @@ std::string ApiWords(const std::string& body) {
 // What the path asks for, without its query (for messages).
 std::string Asked(const std::string& path) { return path.substr(0, path.find('?')); }
 
-}  // namespace
-
-namespace {
-
-std::optional<std::string> Request(const ComputeApiAccess& access, const std::string& path,
-                                   bool post, const std::string& what) {
-  InitCurlOnce();
-  std::unique_ptr<CURL, CurlEasyFree> curl(curl_easy_init());
-  if (!curl) {
-    throw GcloudError(ExitCode::kUnreachable, what + ": libcurl could not start a request",
-                      GcloudFailure::kCouldNotRun);
-  }
-  const std::string url = access.endpoint + path;
+// The request's headers: the token, and the quota project as gcloud sends it.
+std::unique_ptr<curl_slist, CurlListFree> Headers(const ComputeApiAccess& access, bool post) {
   std::unique_ptr<curl_slist, CurlListFree> headers;
   const auto add = [&](const std::string& header) {
     // On failure curl_slist_append returns null and leaves the list as it was.
@@ -91,27 +80,13 @@ std::optional<std::string> Request(const ComputeApiAccess& access, const std::st
   add("Accept: application/json");
   if (!access.quota_project.empty()) add("X-Goog-User-Project: " + access.quota_project);
   if (post) add("Content-Type: application/json");
-  Transfer t;
-  t.interrupts_at_start = InterruptCount();
-  CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "podrun/" PODRUN_VERSION);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-  const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(kGcloudQueryDeadline);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(deadline.count()));
-  if (!access.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, access.ca_file.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  if (post) curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-  const CURLcode rc = curl_easy_perform(c);
-  const std::string asked = (post ? "POST " : "GET ") + Asked(path);
+  return headers;
+}
+
+// The error of a transfer that did not end with a 200 or a 404 (`rc`, then the HTTP `status`
+// and `body`).
+[[noreturn]] void ThrowFailure(CURLcode rc, const Transfer& t, long status,
+                               const std::string& asked, const std::string& what) {
   if (rc == CURLE_ABORTED_BY_CALLBACK) {
     throw GcloudError(
         ExitCode::kInterrupted,
@@ -141,10 +116,6 @@ std::optional<std::string> Request(const ComputeApiAccess& access, const std::st
                       certificate ? GcloudFailure::kFailed : GcloudFailure::kTransient,
                       curl_easy_strerror(rc));
   }
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  if (status == 200) return std::move(t.body);
-  if (status == 404) return std::nullopt;
   const std::string words = ApiWords(t.body);
   const std::string message = fmt::format("{}: the Compute Engine API answered {} with HTTP {}{}",
                                           what, asked, status, words.empty() ? "" : ": " + words);
@@ -155,6 +126,44 @@ std::optional<std::string> Request(const ComputeApiAccess& access, const std::st
   const bool transient = status >= 500 || status == 429 || status == 408;
   throw GcloudError(ExitCode::kUnreachable, message,
                     transient ? GcloudFailure::kTransient : GcloudFailure::kFailed, reason);
+}
+
+std::optional<std::string> Request(const ComputeApiAccess& access, const std::string& path,
+                                   bool post, const std::string& what) {
+  InitCurlOnce();
+  std::unique_ptr<CURL, CurlEasyFree> curl(curl_easy_init());
+  if (!curl) {
+    throw GcloudError(ExitCode::kUnreachable, what + ": libcurl could not start a request",
+                      GcloudFailure::kCouldNotRun);
+  }
+  const std::string url = access.endpoint + path;
+  const std::unique_ptr<curl_slist, CurlListFree> headers = Headers(access, post);
+  Transfer t;
+  t.interrupts_at_start = InterruptCount();
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "podrun/" PODRUN_VERSION);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+  const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(kGcloudQueryDeadline);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(deadline.count()));
+  if (!access.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, access.ca_file.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  if (post) curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+  const CURLcode rc = curl_easy_perform(c);
+  const std::string asked = (post ? "POST " : "GET ") + Asked(path);
+  long status = 0;
+  if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 200 && !t.too_big) return std::move(t.body);
+  if (status == 404) return std::nullopt;
+  ThrowFailure(rc, t, status, asked, what);
 }
 
 }  // namespace
