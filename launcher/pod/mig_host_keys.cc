@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "launcher/base/parallel_for.h"
-#include "launcher/pod/compute_api_get.h"
+#include "launcher/pod/cloud_api_get.h"
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/tpu_names.h"
@@ -65,16 +65,16 @@ TpuHostKeys ReadHostKeys(const SliceRef& mig, const std::string& what,
     }
   }
   return ThroughApiElseGcloud<TpuHostKeys>(
-      mig.project,
-      [&](const ComputeApiAccess& access, const std::string& project) {
+      CloudApi::kCompute, mig.project,
+      [&](const CloudApiAccess& access, const std::string& project) {
         return ReadEach(what, workers, kGetsAtOnce, [&](const SourceWorker& w) {
           // A VM that has not published yet has no `hostkeys/` path: the API answers 404, or
           // an empty queryValue.
-          return ComputeApiGet(access,
-                               fmt::format("projects/{}/zones/{}/instances/{}/"
-                                           "getGuestAttributes?queryPath=hostkeys%2F",
-                                           project, mig.zone, w.name),
-                               what);
+          return CloudApiGet(access, CloudApi::kCompute,
+                             fmt::format("projects/{}/zones/{}/instances/{}/"
+                                         "getGuestAttributes?queryPath=hostkeys%2F",
+                                         project, mig.zone, w.name),
+                             what);
         });
       },
       [&] {

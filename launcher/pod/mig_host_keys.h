@@ -1,6 +1,6 @@
 // The SSH host keys a MIG slice's VMs publish (guest attributes `hostkeys/`, as on Cloud TPU
 // VMs; docs/reference.md, "Host keys from the API"): read through Compute Engine's API with
-// gcloud's token (compute_api_access.h), all VMs at once; where gcloud's access cannot be used,
+// gcloud's token (cloud_api_access.h), all VMs at once; where gcloud's access cannot be used,
 // one `gcloud compute instances get-guest-attributes` per VM, a few at a time.
 #pragma once
 

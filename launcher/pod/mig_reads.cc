@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "launcher/pod/compute_api_get.h"
+#include "launcher/pod/cloud_api_get.h"
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/mig_instances.h"
@@ -16,13 +16,13 @@ std::optional<std::string> ReadMigManagedInstances(const SliceRef& mig, const st
   CheckSliceRef(mig);
   using Answer = std::optional<std::string>;
   return ThroughApiElseGcloud<Answer>(
-      mig.project,
-      [&](const ComputeApiAccess& access, const std::string& project) {
-        return ComputeApiList(access,
-                              fmt::format("projects/{}/zones/{}/instanceGroupManagers/{}/"
-                                          "listManagedInstances?maxResults=500",
-                                          project, mig.zone, mig.name),
-                              "managedInstances", /*post=*/true, what);
+      CloudApi::kCompute, mig.project,
+      [&](const CloudApiAccess& access, const std::string& project) {
+        return CloudApiList(access, CloudApi::kCompute,
+                            fmt::format("projects/{}/zones/{}/instanceGroupManagers/{}/"
+                                        "listManagedInstances?maxResults=500",
+                                        project, mig.zone, mig.name),
+                            "managedInstances", /*post=*/true, what);
       },
       [&] { return RunGcloudUnlessNotFound(GcloudMigListInstancesCommand(mig), what); });
 }
@@ -30,14 +30,14 @@ std::optional<std::string> ReadMigManagedInstances(const SliceRef& mig, const st
 std::optional<std::string> ReadMigPart(const SliceRef& mig, bool policy, const std::string& what) {
   CheckSliceRef(mig);
   return ThroughApiElseGcloud<std::optional<std::string>>(
-      mig.project,
-      [&](const ComputeApiAccess& access, const std::string& project) {
+      CloudApi::kCompute, mig.project,
+      [&](const CloudApiAccess& access, const std::string& project) {
         const std::string path =
             policy ? fmt::format("projects/{}/regions/{}/resourcePolicies/{}", project,
                                  RegionOfZone(mig.zone), MigPartName(mig.name))
                    : fmt::format("projects/{}/global/instanceTemplates/{}", project,
                                  MigPartName(mig.name));
-        return ComputeApiGet(access, path, what);
+        return CloudApiGet(access, CloudApi::kCompute, path, what);
       },
       [&] {
         return RunGcloudUnlessNotFound(policy ? GcloudMigPolicyCommand(mig, "describe")
@@ -56,16 +56,16 @@ std::string ReadMigVms(const SliceRef& mig, const std::vector<std::string>& name
   }
   if (names.empty()) return "[]";
   return ThroughApiElseGcloud<std::string>(
-      mig.project,
-      [&](const ComputeApiAccess& access, const std::string& project) {
+      CloudApi::kCompute, mig.project,
+      [&](const CloudApiAccess& access, const std::string& project) {
         // Names are checked VM names (lowercase letters, digits, hyphens): a regex of them
         // matches only them.
         const std::string filter = fmt::format("name eq \"({})\"", fmt::join(names, "|"));
         const std::optional<std::string> listed =
-            ComputeApiList(access,
-                           fmt::format("projects/{}/zones/{}/instances?maxResults=500&filter={}",
-                                       project, mig.zone, ComputeApiQueryValue(filter)),
-                           "items", /*post=*/false, what);
+            CloudApiList(access, CloudApi::kCompute,
+                         fmt::format("projects/{}/zones/{}/instances?maxResults=500&filter={}",
+                                     project, mig.zone, CloudApiQueryValue(filter)),
+                         "items", /*post=*/false, what);
         return listed.value_or("[]");  // no such zone: no VMs there
       },
       [&] { return RunGcloud(GcloudMigInstancesCommand(mig, names), what); });

@@ -1,6 +1,6 @@
 // The reads of a MIG slice, `instance-groups managed list-instances`, `instances list` of its
 // VMs and `describe` of its template and policy: through Compute Engine's API with gcloud's token
-// where podrun may use it (compute_api_get.h: tens of milliseconds, where each gcloud is a second
+// where podrun may use it (cloud_api_get.h: tens of milliseconds, where each gcloud is a second
 // of Python start-up, on the path of every poll and recovery), else through gcloud. Either way the
 // answer is what gcloud prints (a JSON list), read by mig_instances.h.
 #pragma once

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "launcher/pod/compute_api_access.h"
+#include "launcher/pod/cloud_api_access.h"
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/mig_gcloud.h"
 #include "launcher/pod/mig_parts.h"
@@ -60,7 +60,7 @@ exit $(cat "$f.rc" 2>/dev/null || echo 0)
     ::unsetenv("PODRUN_GCLOUD_TIMEOUT_SECONDS");
     source_ = MakePodSource({PodSourceKind::kMig, query_}, dir_ / "cache");
     ForgetMigParts(query_);    // what an earlier test's creates remembered
-    ForgetComputeApiAccess();  // this stand-in gcloud has no config-helper: gcloud does the reads
+    ForgetGcloudApiAccess();  // this stand-in gcloud has no config-helper: gcloud does the reads
   }
   void TearDown() override {
     ::unsetenv("PODRUN_GCLOUD");

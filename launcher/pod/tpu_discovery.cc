@@ -14,6 +14,7 @@
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
+#include "launcher/pod/tpu_reads.h"
 
 namespace podrun {
 namespace {
@@ -70,9 +71,8 @@ TpuNode DescribeTpuNode(const SliceRef& query, const std::filesystem::path& cach
       }
     }
   }
-  const std::vector<std::string> argv = GcloudDescribeCommand(query);
-  // gcloud_run.h: within a deadline, the failure typed.
-  const std::string answer = RunGcloud(argv, what);
+  // tpu_reads.h: through the API or gcloud, within a deadline, the failure typed.
+  const std::string answer = ReadExistingTpuNode(query, what);
   TpuNode node = ParseTpuNode(answer, what);
   if (node.state == "READY") {
     std::filesystem::create_directories(cache_dir, ec);

@@ -7,6 +7,7 @@
 
 #include "launcher/base/error.h"
 #include "launcher/pod/tpu_names.h"
+#include "launcher/pod/tpu_reads.h"
 
 namespace podrun {
 namespace {
@@ -88,14 +89,14 @@ GcloudCommand GcloudGuestAttributesCommand(const SliceRef& node) {
 
 std::optional<TpuNode> FindTpuNode(const SliceRef& node) {
   const std::string what = DescribeSliceRef(node);
-  auto out = RunGcloudUnlessNotFound(GcloudDescribeCommand(node), what);
+  auto out = ReadTpuNode(node, what);
   if (!out) return std::nullopt;
   return ParseTpuNode(*out, what);
 }
 
 std::optional<QueuedResource> FindQueuedResource(const SliceRef& node) {
   const std::string what = "queued resource " + node.name;
-  auto out = RunGcloudUnlessNotFound(GcloudDescribeQueuedCommand(node), what);
+  auto out = ReadQueuedResource(node, what);
   if (!out) return std::nullopt;
   return ParseQueuedResource(*out, what);
 }

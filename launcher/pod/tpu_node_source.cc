@@ -6,6 +6,7 @@
 #include "launcher/pod/pod_source.h"
 #include "launcher/pod/tpu_gcloud.h"
 #include "launcher/pod/tpu_names.h"
+#include "launcher/pod/tpu_reads.h"
 
 namespace podrun {
 
@@ -107,7 +108,7 @@ class TpuNodeSource final : public PodSource {
 
   TpuHostKeys PublishedHostKeys(const SourceState&) override {
     // By worker id, which is the endpoint's place in the node's answer (SourceStateOfNode).
-    return ParseTpuHostKeys(RunGcloud(GcloudGuestAttributesCommand(query_), What()), What());
+    return ParseTpuHostKeys(ReadTpuGuestAttributes(query_, What()), What());
   }
 
  private:

@@ -23,7 +23,7 @@
 #include "launcher/connect/pod.h"
 #include "launcher/output/say.h"
 #include "launcher/output/time_format.h"
-#include "launcher/pod/compute_api_access.h"
+#include "launcher/pod/cloud_api_access.h"
 #include "launcher/recovery/keeper_env.h"
 #include "launcher/recovery/restarts.h"
 #include "launcher/spec/spec.h"
@@ -165,14 +165,9 @@ ExitCode Keeper::Keep(JobStore& store, JobRecord job, const std::vector<AttemptR
   JobSpec spec = RecordedSpec(store, job);
   std::filesystem::path local_root;
   Pod pod = PodOfJob(job, &local_root);
-  // A MIG slice is read through Compute Engine's API with gcloud's token: asked for now, so
-  // that noticing the first preemption does not wait for gcloud's start-up.
-  for (const PodSourceRef& source : PodSourcesOf(pod)) {
-    if (source.kind == PodSourceKind::kMig) {
-      GcloudComputeApiAccess();
-      break;
-    }
-  }
+  // A slice is read through Google's API with gcloud's token (launcher/pod/cloud_api_access.h):
+  // asked for now, so that noticing the first preemption does not wait for gcloud's start-up.
+  if (!PodSourcesOf(pod).empty()) GcloudApiAccess();
   const AttemptRecord& latest = attempts.back();
   pod.selected = latest.workers;
   EnsureOpenFiles(pod.selected.size());

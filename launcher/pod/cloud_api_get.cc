@@ -1,5 +1,5 @@
-// A GET of Compute Engine's REST API through libcurl (see compute_api_get.h).
-#include "launcher/pod/compute_api_get.h"
+// A GET of Compute Engine's REST API through libcurl (see cloud_api_get.h).
+#include "launcher/pod/cloud_api_get.h"
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -63,11 +63,15 @@ std::string ApiWords(const std::string& body) {
   return status.empty() ? message : message.empty() ? status : status + ": " + message;
 }
 
+const char* ApiName(CloudApi api) {
+  return api == CloudApi::kTpu ? "the TPU API" : "the Compute Engine API";
+}
+
 // What the path asks for, without its query (for messages).
 std::string Asked(const std::string& path) { return path.substr(0, path.find('?')); }
 
 // The request's headers: the token, and the quota project as gcloud sends it.
-std::unique_ptr<curl_slist, CurlListFree> Headers(const ComputeApiAccess& access, bool post) {
+std::unique_ptr<curl_slist, CurlListFree> Headers(const CloudApiAccess& access, bool post) {
   std::unique_ptr<curl_slist, CurlListFree> headers;
   const auto add = [&](const std::string& header) {
     // On failure curl_slist_append returns null and leaves the list as it was.
@@ -85,58 +89,60 @@ std::unique_ptr<curl_slist, CurlListFree> Headers(const ComputeApiAccess& access
 
 // The error of a transfer that did not end with a 200 or a 404 (`rc`, then the HTTP `status`
 // and `body`).
-[[noreturn]] void ThrowFailure(CURLcode rc, const Transfer& t, long status,
+[[noreturn]] void ThrowFailure(CloudApi api, CURLcode rc, const Transfer& t, long status,
                                const std::string& asked, const std::string& what) {
   if (rc == CURLE_ABORTED_BY_CALLBACK) {
-    throw GcloudError(
-        ExitCode::kInterrupted,
-        fmt::format("{}: interrupted: the Compute Engine API's {} stopped", what, asked),
-        GcloudFailure::kInterrupted);
+    throw GcloudError(ExitCode::kInterrupted,
+                      fmt::format("{}: interrupted: {}'s {} stopped", what, ApiName(api), asked),
+                      GcloudFailure::kInterrupted);
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
     throw GcloudError(ExitCode::kUnreachable,
-                      fmt::format("{}: the Compute Engine API did not answer {} within {} s", what,
-                                  asked, kGcloudQueryDeadline.count()),
+                      fmt::format("{}: {} did not answer {} within {} s", what, ApiName(api), asked,
+                                  kGcloudQueryDeadline.count()),
                       GcloudFailure::kTimedOut,
                       fmt::format("no answer within {} s", kGcloudQueryDeadline.count()));
   }
   if (t.too_big) {
     throw GcloudError(ExitCode::kUnreachable,
-                      fmt::format("{}: the Compute Engine API's answer to {} is over {} MiB", what,
-                                  asked, kMaxAnswerBytes >> 20),
+                      fmt::format("{}: {}'s answer to {} is over {} MiB", what, ApiName(api), asked,
+                                  kMaxAnswerBytes >> 20),
                       GcloudFailure::kFailed);
   }
   if (rc != CURLE_OK) {
     // A refused, reset or unresolved connection can be the network's bad minute; a certificate
     // that does not verify is not.
     const bool certificate = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
-    throw GcloudError(ExitCode::kUnreachable,
-                      fmt::format("{}: the Compute Engine API's {} failed: {}", what, asked,
-                                  curl_easy_strerror(rc)),
-                      certificate ? GcloudFailure::kFailed : GcloudFailure::kTransient,
-                      curl_easy_strerror(rc));
+    throw GcloudError(
+        ExitCode::kUnreachable,
+        fmt::format("{}: {}'s {} failed: {}", what, ApiName(api), asked, curl_easy_strerror(rc)),
+        certificate ? GcloudFailure::kFailed : GcloudFailure::kTransient, curl_easy_strerror(rc));
   }
   const std::string words = ApiWords(t.body);
-  const std::string message = fmt::format("{}: the Compute Engine API answered {} with HTTP {}{}",
-                                          what, asked, status, words.empty() ? "" : ": " + words);
+  const std::string message = fmt::format("{}: {} answered {} with HTTP {}{}", what, ApiName(api),
+                                          asked, status, words.empty() ? "" : ": " + words);
   const std::string reason = fmt::format("HTTP {}", status);
   if (status == 401) {
-    throw ComputeApiTokenRefused(ExitCode::kUnreachable, message, GcloudFailure::kFailed, reason);
+    throw CloudApiTokenRefused(ExitCode::kUnreachable, message, GcloudFailure::kFailed, reason);
   }
   const bool transient = status >= 500 || status == 429 || status == 408;
   throw GcloudError(ExitCode::kUnreachable, message,
                     transient ? GcloudFailure::kTransient : GcloudFailure::kFailed, reason);
 }
 
-std::optional<std::string> Request(const ComputeApiAccess& access, const std::string& path,
-                                   bool post, const std::string& what) {
+// `body`: a POST of it, else a GET.
+std::optional<std::string> Request(const CloudApiAccess& access, CloudApi api,
+                                   const std::string& path, const std::optional<std::string>& body,
+                                   const std::string& what) {
+  const bool post = body.has_value();
   InitCurlOnce();
   std::unique_ptr<CURL, CurlEasyFree> curl(curl_easy_init());
   if (!curl) {
     throw GcloudError(ExitCode::kUnreachable, what + ": libcurl could not start a request",
                       GcloudFailure::kCouldNotRun);
   }
-  const std::string url = access.endpoint + path;
+  const std::string url =
+      (api == CloudApi::kTpu ? access.tpu_endpoint : access.compute_endpoint) + path;
   const std::unique_ptr<curl_slist, CurlListFree> headers = Headers(access, post);
   Transfer t;
   t.interrupts_at_start = InterruptCount();
@@ -156,19 +162,22 @@ std::optional<std::string> Request(const ComputeApiAccess& access, const std::st
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  if (post) curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+  if (post) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body->size()));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->c_str());
+  }
   const CURLcode rc = curl_easy_perform(c);
   const std::string asked = (post ? "POST " : "GET ") + Asked(path);
   long status = 0;
   if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   if (status == 200 && !t.too_big) return std::move(t.body);
   if (status == 404) return std::nullopt;
-  ThrowFailure(rc, t, status, asked, what);
+  ThrowFailure(api, rc, t, status, asked, what);
 }
 
 }  // namespace
 
-std::string ComputeApiQueryValue(const std::string& text) {
+std::string CloudApiQueryValue(const std::string& text) {
   std::string out;
   for (const unsigned char c : text) {
     if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
@@ -180,30 +189,40 @@ std::string ComputeApiQueryValue(const std::string& text) {
   return out;
 }
 
-std::optional<std::string> ComputeApiGet(const ComputeApiAccess& access, const std::string& path,
-                                         const std::string& what) {
-  return Request(access, path, false, what);
+bool Reaches(const CloudApiAccess& access, CloudApi api) {
+  return !(api == CloudApi::kTpu ? access.tpu_endpoint : access.compute_endpoint).empty();
 }
 
-std::optional<std::string> ComputeApiList(const ComputeApiAccess& access, const std::string& path,
-                                          const std::string& items_key, bool post,
-                                          const std::string& what) {
+std::optional<std::string> CloudApiGet(const CloudApiAccess& access, CloudApi api,
+                                       const std::string& path, const std::string& what) {
+  return Request(access, api, path, std::nullopt, what);
+}
+
+std::optional<std::string> CloudApiPost(const CloudApiAccess& access, CloudApi api,
+                                        const std::string& path, const std::string& body,
+                                        const std::string& what) {
+  return Request(access, api, path, body, what);
+}
+
+std::optional<std::string> CloudApiList(const CloudApiAccess& access, CloudApi api,
+                                        const std::string& path, const std::string& items_key,
+                                        bool post, const std::string& what) {
   nlohmann::json all = nlohmann::json::array();
   std::string token;
   for (int page = 0; page < 100; ++page) {
     const std::string asked = token.empty()
                                   ? path
                                   : path + (path.find('?') == std::string::npos ? "?" : "&") +
-                                        "pageToken=" + ComputeApiQueryValue(token);
-    const std::optional<std::string> body = Request(access, asked, post, what);
+                                        "pageToken=" + CloudApiQueryValue(token);
+    const std::optional<std::string> body =
+        Request(access, api, asked, post ? std::optional<std::string>("") : std::nullopt, what);
     if (!body) return std::nullopt;
     const nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
     if (!j.is_object()) {
-      throw GcloudError(
-          ExitCode::kUnreachable,
-          fmt::format("{}: the Compute Engine API's answer to {} is not a JSON object", what,
-                      Asked(path)),
-          GcloudFailure::kFailed);
+      throw GcloudError(ExitCode::kUnreachable,
+                        fmt::format("{}: {}'s answer to {} is not a JSON object", what,
+                                    ApiName(api), Asked(path)),
+                        GcloudFailure::kFailed);
     }
     if (auto items = j.find(items_key); items != j.end() && items->is_array()) {
       for (const nlohmann::json& item : *items) all.push_back(item);

@@ -1,8 +1,8 @@
-// Tests of reading Compute Engine's API with gcloud's access: config-helper's answer read (what
-// podrun may use, what it leaves to gcloud), real GETs through libcurl to an HTTP server in this
-// process (the token in a header, each answer classified as gcloud's failures are), and a MIG's
-// host keys and its other reads made with one gcloud call (a stand-in gcloud script counts
-// them) or, when the API refuses the token, through gcloud.
+// Tests of reading Google's APIs (Compute Engine, Cloud TPU) with gcloud's access: config-helper's
+// answer read (what podrun may use, what it leaves to gcloud), real GETs through libcurl to an HTTP
+// server in this process (the token in a header, each answer classified as gcloud's failures are),
+// and a MIG's host keys and its other reads made with one gcloud call (a stand-in gcloud script
+// counts them) or, when the API refuses the token, through gcloud.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -19,10 +19,11 @@
 #include <mutex>
 #include <thread>
 
-#include "launcher/pod/compute_api_access.h"
-#include "launcher/pod/compute_api_get.h"
+#include "launcher/pod/cloud_api_access.h"
+#include "launcher/pod/cloud_api_get.h"
 #include "launcher/pod/mig_host_keys.h"
 #include "launcher/pod/mig_reads.h"
+#include "launcher/pod/tpu_reads.h"
 
 namespace podrun {
 namespace {
@@ -38,15 +39,15 @@ std::string HelperJson(const std::string& properties, const std::string& credent
          R"(}, "credential": )" + credential + R"(, "sentinels": {}})";
 }
 
-TEST(ComputeApiAccessTest, ConfigHelperGivesTheTokenEndpointCaFileProjectAndWhenToAskAgain) {
+TEST(CloudApiAccessTest, ConfigHelperGivesTheTokenEndpointCaFileProjectAndWhenToAskAgain) {
   const system_clock::time_point now = system_clock::from_time_t(1'800'000'000);
   std::string why;
-  std::optional<ComputeApiAccess> a = ParseGcloudConfigHelper(
+  std::optional<CloudApiAccess> a = ParseGcloudConfigHelper(
       HelperJson(R"({"core": {"project": "my-proj", "custom_ca_certs_file": "/etc/ca.pem"}})",
                  R"({"access_token": "ya29.tok", "token_expiry": "2027-01-15T08:20:00Z"})"),
       now, &why);
   ASSERT_TRUE(a) << why;
-  EXPECT_EQ("https://compute.googleapis.com/compute/v1/", a->endpoint);
+  EXPECT_EQ("https://compute.googleapis.com/compute/v1/", a->compute_endpoint);
   EXPECT_EQ("ya29.tok", a->token);
   EXPECT_EQ("/etc/ca.pem", a->ca_file);
   EXPECT_EQ("my-proj", a->project);
@@ -60,10 +61,23 @@ TEST(ComputeApiAccessTest, ConfigHelperGivesTheTokenEndpointCaFileProjectAndWhen
                  R"({"access_token": "t", "token_expiry": null})"),
       now, &why);
   ASSERT_TRUE(a) << why;
-  EXPECT_EQ("http://127.0.0.1:8080/compute/v1/", a->endpoint);
+  EXPECT_EQ("http://127.0.0.1:8080/compute/v1/", a->compute_endpoint);
   EXPECT_EQ(now + std::chrono::minutes(5), a->expiry);
   EXPECT_EQ("", a->project);
   EXPECT_EQ("", a->quota_project);
+  EXPECT_EQ("https://tpu.googleapis.com/", a->tpu_endpoint);
+
+  // Another universe: only the API whose endpoint is given is read by podrun.
+  a = ParseGcloudConfigHelper(
+      HelperJson(R"({"core": {"universe_domain": "example.goog"}, "api_endpoint_overrides": )"
+                 R"({"compute": "https://compute.example.goog/compute/v1/"}})",
+                 R"({"access_token": "t"})"),
+      now, &why);
+  ASSERT_TRUE(a) << why;
+  EXPECT_EQ("https://compute.example.goog/compute/v1/", a->compute_endpoint);
+  EXPECT_EQ("", a->tpu_endpoint);
+  EXPECT_FALSE(Reaches(*a, CloudApi::kTpu));
+  EXPECT_TRUE(Reaches(*a, CloudApi::kCompute));
 
   // A quota project, as gcloud sends it: its own, or core/project's for CURRENT_PROJECT.
   a = ParseGcloudConfigHelper(
@@ -80,7 +94,7 @@ TEST(ComputeApiAccessTest, ConfigHelperGivesTheTokenEndpointCaFileProjectAndWhen
   EXPECT_EQ("my-proj", a->quota_project);
 }
 
-TEST(ComputeApiAccessTest, WhatPodrunCannotHonourIsLeftToGcloudSayingWhy) {
+TEST(CloudApiAccessTest, WhatPodrunCannotHonourIsLeftToGcloudSayingWhy) {
   const system_clock::time_point now = system_clock::from_time_t(1'800'000'000);
   const std::string token = R"({"access_token": "t"})";
   struct Case {
@@ -190,7 +204,7 @@ std::string ApiError(int code, const std::string& status, const std::string& mes
          R"(", "status": ")" + status + R"("}})";
 }
 
-TEST(ComputeApiGetTest, TheTokenGoesInAHeaderAndEachAnswerIsClassifiedAsGcloudsFailuresAre) {
+TEST(CloudApiGetTest, TheTokenGoesInAHeaderAndEachAnswerIsClassifiedAsGcloudsFailuresAre) {
   TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
     if (target.starts_with("/compute/v1/ok")) return {200, R"({"fine": true})"};
     if (target.starts_with("/compute/v1/busy")) return {503, ApiError(503, "UNAVAILABLE", "later")};
@@ -200,21 +214,21 @@ TEST(ComputeApiGetTest, TheTokenGoesInAHeaderAndEachAnswerIsClassifiedAsGcloudsF
     if (target.starts_with("/compute/v1/stale")) return {401, ApiError(401, "UNAUTHENTICATED", "")};
     return {404, ApiError(404, "NOT_FOUND", "gone")};
   });
-  ComputeApiAccess access;
-  access.endpoint = "http://127.0.0.1:" + std::to_string(server.port()) + "/compute/v1/";
+  CloudApiAccess access;
+  access.compute_endpoint = "http://127.0.0.1:" + std::to_string(server.port()) + "/compute/v1/";
   access.token = "tok-123";
   access.quota_project = "bill-proj";
 
-  EXPECT_EQ(R"({"fine": true})", ComputeApiGet(access, "ok?x=1", "mig m"));
+  EXPECT_EQ(R"({"fine": true})", CloudApiGet(access, CloudApi::kCompute, "ok?x=1", "mig m"));
   ASSERT_EQ(1u, server.Requests().size());
   EXPECT_TRUE(server.Requests()[0].starts_with("GET /compute/v1/ok?x=1 HTTP/1.1\r\n"));
   EXPECT_NE(std::string::npos, server.Requests()[0].find("\r\nAuthorization: Bearer tok-123\r\n"));
   EXPECT_NE(std::string::npos, server.Requests()[0].find("\r\nX-Goog-User-Project: bill-proj\r\n"));
   access.quota_project.clear();
 
-  EXPECT_EQ(std::nullopt, ComputeApiGet(access, "missing", "mig m"));
+  EXPECT_EQ(std::nullopt, CloudApiGet(access, CloudApi::kCompute, "missing", "mig m"));
   try {
-    ComputeApiGet(access, "busy", "mig m");
+    CloudApiGet(access, CloudApi::kCompute, "busy", "mig m");
     ADD_FAILURE() << "a 503 returned";
   } catch (const GcloudError& e) {
     EXPECT_EQ(GcloudFailure::kTransient, e.failure());
@@ -223,26 +237,26 @@ TEST(ComputeApiGetTest, TheTokenGoesInAHeaderAndEachAnswerIsClassifiedAsGcloudsF
     EXPECT_NE(std::string::npos, std::string(e.what()).find("UNAVAILABLE: later")) << e.what();
   }
   try {
-    ComputeApiGet(access, "denied", "mig m");
+    CloudApiGet(access, CloudApi::kCompute, "denied", "mig m");
     ADD_FAILURE() << "a 403 returned";
   } catch (const GcloudError& e) {
     EXPECT_EQ(GcloudFailure::kFailed, e.failure());
     EXPECT_NE(std::string::npos, std::string(e.what()).find("PERMISSION_DENIED")) << e.what();
   }
-  EXPECT_THROW(ComputeApiGet(access, "stale", "mig m"), ComputeApiTokenRefused);
+  EXPECT_THROW(CloudApiGet(access, CloudApi::kCompute, "stale", "mig m"), CloudApiTokenRefused);
 
   // Nobody listening: the network's bad minute, tried again by recovery.
-  ComputeApiAccess closed = access;
-  closed.endpoint = "http://127.0.0.1:1/compute/v1/";
+  CloudApiAccess closed = access;
+  closed.compute_endpoint = "http://127.0.0.1:1/compute/v1/";
   try {
-    ComputeApiGet(closed, "ok", "mig m");
+    CloudApiGet(closed, CloudApi::kCompute, "ok", "mig m");
     ADD_FAILURE() << "a refused connection returned";
   } catch (const GcloudError& e) {
     EXPECT_EQ(GcloudFailure::kTransient, e.failure());
   }
 }
 
-TEST(ComputeApiGetTest, AListsPagesAreMergedIntoOneListAsGcloudPrintsIt) {
+TEST(CloudApiGetTest, AListsPagesAreMergedIntoOneListAsGcloudPrintsIt) {
   TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
     if (target.find("pageToken=") == std::string::npos) {
       return {200,
@@ -253,12 +267,13 @@ TEST(ComputeApiGetTest, AListsPagesAreMergedIntoOneListAsGcloudPrintsIt) {
     }
     return {400, ApiError(400, "INVALID_ARGUMENT", "bad page token")};
   });
-  ComputeApiAccess access;
-  access.endpoint = "http://127.0.0.1:" + std::to_string(server.port()) + "/compute/v1/";
+  CloudApiAccess access;
+  access.compute_endpoint = "http://127.0.0.1:" + std::to_string(server.port()) + "/compute/v1/";
   access.token = "t";
-  const std::optional<std::string> list = ComputeApiList(
-      access, "projects/p/zones/z/instanceGroupManagers/g/listManagedInstances?maxResults=500",
-      "managedInstances", /*post=*/true, "mig g");
+  const std::optional<std::string> list =
+      CloudApiList(access, CloudApi::kCompute,
+                   "projects/p/zones/z/instanceGroupManagers/g/listManagedInstances?maxResults=500",
+                   "managedInstances", /*post=*/true, "mig g");
   ASSERT_TRUE(list);
   EXPECT_EQ(R"([{"name":"a"},{"name":"b"},{"name":"c"}])", *list);
   ASSERT_EQ(2u, server.Requests().size());
@@ -272,29 +287,33 @@ TEST(ComputeApiGetTest, AListsPagesAreMergedIntoOneListAsGcloudPrintsIt) {
 
 // A MIG's keys with a stand-in gcloud (PODRUN_GCLOUD): config-helper points at the test server;
 // get-guest-attributes answers kEd1 for any VM. Every call is logged.
-class MigHostKeysTest : public ::testing::Test {
+class SliceReadsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("compute-api-test-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    ForgetComputeApiAccess();
+    ForgetGcloudApiAccess();
   }
   void TearDown() override {
     ::unsetenv("PODRUN_GCLOUD");
-    ForgetComputeApiAccess();
+    ForgetGcloudApiAccess();
     std::filesystem::remove_all(dir_);
   }
-  void StandInGcloud(int port) {
+  // `helper_fails`: config-helper exits 1 as gcloud does when nobody is logged in.
+  void StandInGcloud(int port, bool helper_fails = false) {
     const std::filesystem::path gcloud = dir_ / "gcloud";
     std::ofstream(gcloud)
         << "#!/bin/sh\necho \"$*\" >> '" << (dir_ / "calls").string() << "'\n"
         << "case \"$*\" in\n"
+        << (helper_fails ? "  *config-helper*) echo 'ERROR: (gcloud.config.config-helper) You do "
+                           "not currently have an active account selected.' >&2; exit 1 ;;\n"
+                         : "")
         << "  *config-helper*) echo '"
         << HelperJson(R"({"api_endpoint_overrides": {"compute": "http://127.0.0.1:)" +
-                          std::to_string(port) +
-                          R"(/compute/v1/"}, "core": {"project": "proj-one"}})",
+                          std::to_string(port) + R"(/compute/v1/", "tpu": "http://127.0.0.1:)" +
+                          std::to_string(port) + R"(/"}, "core": {"project": "proj-one"}})",
                       R"({"access_token": "tok-9", "token_expiry": null})")
         << "' ;;\n"
         << "  *get-guest-attributes*) echo '[{\"namespace\": \"hostkeys\", \"key\": "
@@ -320,7 +339,7 @@ class MigHostKeysTest : public ::testing::Test {
   const SliceRef mig_{"slice-a", "us-central1-a", std::nullopt};
 };
 
-TEST_F(MigHostKeysTest, AllVmsAreReadThroughTheApiWithOneGcloudCallKeptForTheNextRead) {
+TEST_F(SliceReadsTest, AllVmsAreReadThroughTheApiWithOneGcloudCallKeptForTheNextRead) {
   TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
     const std::string base = "/compute/v1/projects/proj-one/zones/us-central1-a/instances/";
     const std::string query = "/getGuestAttributes?queryPath=hostkeys%2F";
@@ -346,7 +365,7 @@ TEST_F(MigHostKeysTest, AllVmsAreReadThroughTheApiWithOneGcloudCallKeptForTheNex
   EXPECT_EQ(1u, CallsWith("config config-helper"));  // the token was kept
 }
 
-TEST_F(MigHostKeysTest, ATokenTheApiRefusesLeavesTheReadToGcloudAndIsAskedForAgainNextTime) {
+TEST_F(SliceReadsTest, ATokenTheApiRefusesLeavesTheReadToGcloudAndIsAskedForAgainNextTime) {
   TestApiServer server([](const std::string&) -> std::pair<int, std::string> {
     return {401, ApiError(401, "UNAUTHENTICATED", "Request had invalid authentication")};
   });
@@ -364,7 +383,7 @@ TEST_F(MigHostKeysTest, ATokenTheApiRefusesLeavesTheReadToGcloudAndIsAskedForAga
   EXPECT_EQ(2u, CallsWith("config config-helper"));
 }
 
-TEST_F(MigHostKeysTest, TheSlicesInstancesAndPartsAreReadThroughTheApiAsGcloudPrintsThem) {
+TEST_F(SliceReadsTest, TheSlicesInstancesAndPartsAreReadThroughTheApiAsGcloudPrintsThem) {
   TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
     const std::string project = "/compute/v1/projects/proj-one/";
     if (target == project + "global/instanceTemplates/slice-a-podrun") {
@@ -396,6 +415,51 @@ TEST_F(MigHostKeysTest, TheSlicesInstancesAndPartsAreReadThroughTheApiAsGcloudPr
       << asked[3];
   EXPECT_EQ(1u, CallsWith("config config-helper"));
   EXPECT_EQ(1u, CallsWith(""));  // nothing else was asked of gcloud
+}
+
+TEST_F(SliceReadsTest, AConfigHelperThatFailsLeavesTheReadsToGcloudAndIsNotAskedAtEachRead) {
+  StandInGcloud(/*port=*/1, /*helper_fails=*/true);
+  TpuHostKeys keys = ReadHostKeys(mig_, "mig slice-a", Vms(2));
+  EXPECT_EQ(2u, keys.size());
+  keys = ReadHostKeys(mig_, "mig slice-a", Vms(2));
+  EXPECT_EQ(2u, keys.size());
+  EXPECT_EQ(4u, CallsWith("get-guest-attributes"));
+  EXPECT_EQ(1u, CallsWith("config config-helper"));
+}
+
+TEST_F(SliceReadsTest, ATpuNodeItsQueuedResourceAndItsKeysAreReadThroughTheTpuApi) {
+  TestApiServer server([](const std::string& target) -> std::pair<int, std::string> {
+    const std::string base = "/v2/projects/proj-one/locations/us-central2-b/";
+    if (target == base + "nodes/node-1") return {200, R"({"name": "node-1", "state": "READY"})"};
+    if (target == base + "nodes/node-1:getGuestAttributes") {
+      return {200, R"({"guestAttributes": [{"queryPath": "hostkeys/", "workerId": "0"}]})"};
+    }
+    return {404, ApiError(404, "NOT_FOUND", "no such thing")};
+  });
+  StandInGcloud(server.port());
+  const SliceRef node{"node-1", "us-central2-b", std::nullopt};
+  EXPECT_EQ(R"({"name": "node-1", "state": "READY"})", ReadTpuNode(node, "tpu node-1"));
+  EXPECT_EQ(R"({"name": "node-1", "state": "READY"})", ReadExistingTpuNode(node, "tpu node-1"));
+  EXPECT_EQ(std::nullopt, ReadQueuedResource(node, "tpu node-1"));
+  EXPECT_NE(std::string::npos, ReadTpuGuestAttributes(node, "tpu node-1").find("hostkeys/"));
+  const SliceRef gone{"node-2", "us-central2-b", std::nullopt};
+  EXPECT_EQ(std::nullopt, ReadTpuNode(gone, "tpu node-2"));
+  try {
+    ReadExistingTpuNode(gone, "tpu node-2");
+    ADD_FAILURE() << "a missing node was read";
+  } catch (const GcloudError& e) {
+    EXPECT_EQ(GcloudFailure::kNotFound, e.failure());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("node-2")) << e.what();
+  }
+  const std::vector<std::string> asked = server.Requests();
+  ASSERT_EQ(6u, asked.size());
+  EXPECT_TRUE(asked[2].starts_with(
+      "GET /v2/projects/proj-one/locations/us-central2-b/queuedResources/node-1 "))
+      << asked[2];
+  EXPECT_TRUE(asked[3].starts_with(
+      "POST /v2/projects/proj-one/locations/us-central2-b/nodes/node-1:getGuestAttributes "))
+      << asked[3];
+  EXPECT_EQ(1u, CallsWith(""));  // config-helper, and nothing else
 }
 
 }  // namespace

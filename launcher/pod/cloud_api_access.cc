@@ -1,10 +1,12 @@
-// The Compute Engine API's access, from gcloud's config-helper (see compute_api_access.h).
-#include "launcher/pod/compute_api_access.h"
+// The access of Google's APIs, from gcloud's config-helper (see cloud_api_access.h).
+#include "launcher/pod/cloud_api_access.h"
 
+#include <fmt/format.h>
 #include <time.h>
 
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "launcher/pod/gcloud_run.h"
 #include "launcher/pod/tpu_gcloud.h"
@@ -13,11 +15,14 @@
 namespace podrun {
 namespace {
 
-constexpr char kDefaultEndpoint[] = "https://compute.googleapis.com/compute/v1/";
+constexpr char kDefaultComputeEndpoint[] = "https://compute.googleapis.com/compute/v1/";
+constexpr char kDefaultTpuEndpoint[] = "https://tpu.googleapis.com/";
 constexpr auto kUndatedTokenLife = std::chrono::minutes(5);
 constexpr auto kRenewBefore = std::chrono::minutes(2);
-// How long a gcloud whose access podrun may not use is left alone before it is asked again.
+// How long a gcloud whose access podrun may not use is left alone before it is asked again;
+// and one whose config-helper failed (not logged in, the network's bad minute).
 constexpr auto kUnusableFor = std::chrono::minutes(10);
+constexpr auto kFailedFor = std::chrono::minutes(1);
 
 // The string at `path` (a.b.c) of `j`; "" when absent or not a string.
 std::string StringAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
@@ -54,9 +59,9 @@ std::optional<std::chrono::system_clock::time_point> ExpiryOf(const std::string&
 
 }  // namespace
 
-std::optional<ComputeApiAccess> ParseGcloudConfigHelper(std::string_view json,
-                                                        std::chrono::system_clock::time_point now,
-                                                        std::string* why) {
+std::optional<CloudApiAccess> ParseGcloudConfigHelper(std::string_view json,
+                                                      std::chrono::system_clock::time_point now,
+                                                      std::string* why) {
   nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (!j.is_object()) {
     *why = "gcloud config config-helper printed no JSON object";
@@ -73,21 +78,27 @@ std::optional<ComputeApiAccess> ParseGcloudConfigHelper(std::string_view json,
     *why = "gcloud's config sets client certificates (context_aware/*)";
     return std::nullopt;
   }
-  ComputeApiAccess access;
-  access.endpoint = StringAt(properties, {"api_endpoint_overrides", "compute"});
+  CloudApiAccess access;
   const std::string universe = StringAt(properties, {"core", "universe_domain"});
-  if (access.endpoint.empty()) {
-    if (!universe.empty() && universe != "googleapis.com") {
-      *why = "gcloud's universe is " + universe;
+  const bool google = universe.empty() || universe == "googleapis.com";
+  for (auto [endpoint, name, fallback] :
+       {std::tuple{&access.compute_endpoint, "compute", kDefaultComputeEndpoint},
+        std::tuple{&access.tpu_endpoint, "tpu", kDefaultTpuEndpoint}}) {
+    *endpoint = StringAt(properties, {"api_endpoint_overrides", name});
+    if (endpoint->empty()) {
+      if (google) *endpoint = fallback;
+      continue;
+    }
+    if (!SafeEndpoint(*endpoint)) {
+      *why = fmt::format("the {} endpoint {} is neither https nor loopback", name, *endpoint);
       return std::nullopt;
     }
-    access.endpoint = kDefaultEndpoint;
+    if (!endpoint->ends_with('/')) *endpoint += '/';
   }
-  if (!SafeEndpoint(access.endpoint)) {
-    *why = "the Compute Engine endpoint " + access.endpoint + " is neither https nor loopback";
+  if (access.compute_endpoint.empty() && access.tpu_endpoint.empty()) {
+    *why = "gcloud's universe is " + universe;
     return std::nullopt;
   }
-  if (!access.endpoint.ends_with('/')) access.endpoint += '/';
   access.token = StringAt(j, {"credential", "access_token"});
   if (access.token.empty() || access.token.find_first_of("\r\n\t ") != std::string::npos) {
     *why = "gcloud gave no access token";
@@ -116,7 +127,7 @@ namespace {
 
 struct Kept {
   std::mutex mutex;
-  std::optional<ComputeApiAccess> access;
+  std::optional<CloudApiAccess> access;
   std::chrono::system_clock::time_point unusable_until;
 };
 
@@ -127,7 +138,7 @@ Kept& KeptAccess() {
 
 }  // namespace
 
-std::optional<ComputeApiAccess> GcloudComputeApiAccess() {
+std::optional<CloudApiAccess> GcloudApiAccess() {
   Kept& kept = KeptAccess();
   const auto now = std::chrono::system_clock::now();
   {
@@ -142,17 +153,20 @@ std::optional<ComputeApiAccess> GcloudComputeApiAccess() {
                         "gcloud config config-helper");
   } catch (const GcloudError& e) {
     if (e.failure() == GcloudFailure::kInterrupted) throw;
-    return std::nullopt;  // not remembered: gcloud makes the calls, and says what fails
+    // gcloud makes the calls meanwhile, and says what fails.
+    std::lock_guard lock(kept.mutex);
+    kept.unusable_until = now + kFailedFor;
+    return std::nullopt;
   }
   std::string why;
-  std::optional<ComputeApiAccess> access = ParseGcloudConfigHelper(printed, now, &why);
+  std::optional<CloudApiAccess> access = ParseGcloudConfigHelper(printed, now, &why);
   std::lock_guard lock(kept.mutex);
   kept.access = access;
   if (!access) kept.unusable_until = now + kUnusableFor;
   return access;
 }
 
-void ForgetComputeApiAccess() {
+void ForgetGcloudApiAccess() {
   Kept& kept = KeptAccess();
   std::lock_guard lock(kept.mutex);
   kept.access.reset();
