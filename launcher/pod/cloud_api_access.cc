@@ -22,7 +22,7 @@ constexpr auto kRenewBefore = std::chrono::minutes(2);
 // How long a gcloud whose access podrun may not use is left alone before it is asked again;
 // and one whose config-helper failed (not logged in, the network's bad minute).
 constexpr auto kUnusableFor = std::chrono::minutes(10);
-constexpr auto kFailedFor = std::chrono::minutes(1);
+constexpr auto kFailedFor = std::chrono::minutes(5);
 
 // The string at `path` (a.b.c) of `j`; "" when absent or not a string.
 std::string StringAt(const nlohmann::json& j, std::initializer_list<const char*> path) {

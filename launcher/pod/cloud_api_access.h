@@ -40,7 +40,7 @@ std::optional<CloudApiAccess> ParseGcloudConfigHelper(std::string_view json,
 
 // The access of the user's gcloud, asked for once and kept until it is due again; nullopt when
 // gcloud cannot give one that podrun may use (remembered for 10 minutes; a config-helper that
-// failed, for one): the caller then runs gcloud for each call, as before. Any thread; gcloud
+// failed, for five): the caller then runs gcloud for each call, as before. Any thread; gcloud
 // runs outside the lock.
 std::optional<CloudApiAccess> GcloudApiAccess();
 // Forgets the kept access (the API refused its token: HTTP 401).
