@@ -141,6 +141,11 @@ class MigTest : public ::testing::Test {
     return " --mig " + migs + " --zone " + kZone + " --project " + kProject + " -i " +
            pod_->identity() + " --known-hosts " + pod_->known_hosts();
   }
+  // How many requests of the stand-in's log match `pattern` (grep -E): podrun's own reads lack
+  // gcloud's `alt=json`.
+  static int Requests(const std::string& pattern) {
+    return std::stoi(RunCommand("grep -cE '" + pattern + "' " + Dir() + "/api.log || true").output);
+  }
   // How many times gcloud listed a group's instances.
   static int Lists() {
     return std::stoi(
@@ -338,6 +343,12 @@ TEST_F(MigTest, UpMakesASpotSliceAndDownLeavesNothing) {
   EXPECT_EQ("migs:us-central1-a/made-1 templates:made-1-podrun policies:us-central1/made-1-podrun ",
             made());
   const int inserts = Calls("instanceGroupManagers.insert");
+  // The VMs' keys were read by podrun itself through the API with the real gcloud's token
+  // (config-helper), every VM once at least, none by a gcloud per VM.
+  EXPECT_GE(Requests("\"GET /compute/v1/projects/[^ ]*/instances/made-1-[a-z0-9]+/"
+                     "getGuestAttributes\\?queryPath=hostkeys%2F HTTP"),
+            4);
+  EXPECT_EQ(0, Requests("getGuestAttributes\\?alt=json"));
   // The VMs' published keys are pinned: exec on the slice connects strictly with them alone.
   const std::string pinned = ReadTextFile(known);
   EXPECT_EQ(4, std::count(pinned.begin(), pinned.end(), '\n')) << pinned;
