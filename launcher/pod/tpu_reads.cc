@@ -20,16 +20,23 @@ std::string PathOf(const SliceRef& node, const std::string& project, const char*
                      node.name);
 }
 
-}  // namespace
-
-std::optional<std::string> ReadTpuNode(const SliceRef& node, const std::string& what) {
+// The node's `collection`/NAME through the TPU API, else `describe` through gcloud; nullopt when
+// it does not exist.
+Answer ReadOrNone(const SliceRef& node, const char* collection, const GcloudCommand& describe,
+                  const std::string& what) {
   CheckSliceRef(node);
   return ThroughApiElseGcloud<Answer>(
       CloudApi::kTpu, node.project,
       [&](const CloudApiAccess& access, const std::string& project) {
-        return CloudApiGet(access, CloudApi::kTpu, PathOf(node, project, "nodes"), what);
+        return CloudApiGet(access, CloudApi::kTpu, PathOf(node, project, collection), what);
       },
-      [&] { return RunGcloudUnlessNotFound(GcloudDescribeCommand(node), what); });
+      [&] { return RunGcloudUnlessNotFound(describe, what); });
+}
+
+}  // namespace
+
+std::optional<std::string> ReadTpuNode(const SliceRef& node, const std::string& what) {
+  return ReadOrNone(node, "nodes", {GcloudDescribeCommand(node), kGcloudQueryDeadline}, what);
 }
 
 std::string ReadExistingTpuNode(const SliceRef& node, const std::string& what) {
@@ -51,13 +58,7 @@ std::string ReadExistingTpuNode(const SliceRef& node, const std::string& what) {
 }
 
 std::optional<std::string> ReadQueuedResource(const SliceRef& node, const std::string& what) {
-  CheckSliceRef(node);
-  return ThroughApiElseGcloud<Answer>(
-      CloudApi::kTpu, node.project,
-      [&](const CloudApiAccess& access, const std::string& project) {
-        return CloudApiGet(access, CloudApi::kTpu, PathOf(node, project, "queuedResources"), what);
-      },
-      [&] { return RunGcloudUnlessNotFound(GcloudDescribeQueuedCommand(node), what); });
+  return ReadOrNone(node, "queuedResources", GcloudDescribeQueuedCommand(node), what);
 }
 
 std::string ReadTpuGuestAttributes(const SliceRef& node, const std::string& what) {
