@@ -110,7 +110,11 @@ class MigTest : public ::testing::Test {
         << R"("instances": [)" << slice_a << "]}, "
         << R"({"name": "slice-b", "zone": ")" << z << R"(", "apiWorkerNumbers": true, )"
         << R"("instances": [)" << slice_b << "]}, "
-        << R"({"name": "slice-bad", "zone": ")" << z << R"(", "instances": [)" << bad << "]}]}";
+        << R"({"name": "slice-bad", "zone": ")" << z << R"(", "instances": [)" << bad
+        << "]}], "
+        // A Cloud TPU node of testpod workers 0 and 1, for the TPU API's reads.
+        << R"("nodes": [{"name": "node-t", "zone": ")" << z << R"(", "workers": [{"address": ")"
+        << pod_->address(0) << R"("}, {"address": ")" << pod_->address(1) << R"("}]}]})";
     std::ofstream(Dir() + "/token") << "fake-token\n";
     // The pool of created groups: testpod worker K is the K-th address, its keys published.
     std::ofstream pool(Dir() + "/pool");
@@ -272,6 +276,18 @@ TEST_F(MigTest, WorkersAreInTpuWorkerOrderNotInstanceNameOrder) {
   ASSERT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("[w3] w2")) << r.output;
   EXPECT_EQ(lists + 1, Lists());
+}
+
+TEST_F(MigTest, ATpuNodeIsReadThroughTheTpuApiWithTheRealGcloudsToken) {
+  CommandResult r = RunCommand(Podrun() + " exec --tpu node-t --zone " + kZone + " --project " +
+                               kProject + " -i " + pod_->identity() + " --known-hosts " +
+                               pod_->known_hosts() + " -- 'echo $(hostname)'");
+  ASSERT_EQ(0, r.exit_code) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w0] w0")) << r.output;
+  EXPECT_NE(std::string::npos, r.output.find("[w1] w1")) << r.output;
+  // Described by podrun itself (no gcloud's alt=json), with config-helper's token.
+  EXPECT_EQ(1, Requests("\"GET /v2/projects/my-proj/locations/us-central1-a/nodes/node-t HTTP"));
+  EXPECT_EQ(0, Requests("nodes/node-t\\?alt=json"));
 }
 
 TEST_F(MigTest, LaunchOnAMigSliceGetsTheEnvironmentOfATpuVmPod) {
