@@ -168,6 +168,8 @@ void AttemptOutput::Add(int worker, const std::vector<LogRecord>& records) {
   if (!copy.empty() && !WriteAllOf(worker_fd, copy)) {
     WarnCopyFailed("w" + std::to_string(worker) + ".log");
   }
+  if (worker_fd >= 0) worker_drops_[worker].Wrote(worker_fd);
+  if (merged_fd_.get() >= 0) merged_drop_.Wrote(merged_fd_.get());
   if (!records.empty()) next_seq_[worker] = records.back().seq + 1;
   Mark(/*force=*/false);
 }

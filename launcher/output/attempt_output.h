@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/output/drop_behind.h"
 #include "launcher/output/labelled_output.h"
 #include "launcher/output/ticker_thread.h"
 #include "proto/log_record.h"
@@ -71,6 +72,9 @@ class AttemptOutput {
   LabelledOutput screen_;
   UniqueFd merged_fd_;
   std::map<int, UniqueFd> worker_fds_;
+  // The copies kept out of the page cache as they grow (merged.log, then per worker).
+  DropBehind merged_drop_;
+  std::map<int, DropBehind> worker_drops_;
   std::map<int, std::string> tails_;  // the last kTailBytes..2*kTailBytes bytes per worker
   std::map<int, uint64_t> next_seq_;  // per worker: the first record not copied
   std::chrono::steady_clock::time_point marked_{};
