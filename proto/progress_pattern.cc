@@ -4,10 +4,11 @@
 #include <re2/filtered_re2.h>
 #include <re2/re2.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__)
+#include <tmmintrin.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -83,72 +84,162 @@ bool AtomAt(const char* p, std::string_view atom) {
   return true;
 }
 
-// Looks for `atoms` (lowercase, two bytes or more) in `text` ignoring ASCII case, in one pass:
-// sixteen positions at a time are compared with every atom's first two bytes (a letter's case
-// bit set on both sides), and only those candidates compared whole. Each time one more is found,
-// asks `enough` with the indexes of those found so far, and stops when it says so (returns
-// true). A memchr per occurrence of an atom's first letter was slow where that letter is
-// frequent (base64, hex), and a pass per atom slow where one atom never comes (issue 35).
+// Looks for `atoms` (lowercase, two bytes or more) in `text` ignoring ASCII case, in one pass,
+// and only the candidates that pass a test of their first two bytes are compared whole. Each
+// time one more atom is found, asks `enough` with the indexes of those found so far, and stops
+// when it says so. A memchr per occurrence of an atom's first letter was slow where that letter
+// is frequent (base64, hex), and a pass per atom slow where one atom never comes (issue 35).
+// Sixteen positions are tested at a time: with SSSE3 and up to 8 atoms, each byte is classed by
+// two table lookups on its nibbles (a bit per atom whose first, or second, byte it can be: a
+// letter's two cases differ only in the high nibble's bit 1, so the classes are exact); else
+// by comparing with every atom's first two bytes (SSE2), else one position at a time.
 template <typename Enough>
-bool FindAtoms(std::string_view text, const std::vector<std::string>& atoms, Enough enough) {
-  constexpr size_t kMaxAtoms = 32;  // a bit each; more (no pattern has them) all say "maybe"
-  uint32_t seen = 0;
-  for (size_t a = 0; a < atoms.size() && a < kMaxAtoms; ++a) {
-    if (atoms[a].size() < 2) seen |= 1U << a;  // none are (min_atom_len): "maybe"
-  }
-  const uint32_t all = atoms.size() >= kMaxAtoms ? ~0U : (1U << atoms.size()) - 1;
-  if (atoms.size() > kMaxAtoms) seen = all;
-  uint32_t asked = 0;  // what `enough` was last asked about
-  auto ask = [&] {
-    if (seen == asked) return false;
-    asked = seen;
-    std::vector<int> found;
-    for (size_t a = 0; a < atoms.size(); ++a) {
-      if (a >= kMaxAtoms || (seen & (1U << a)) != 0) found.push_back(static_cast<int>(a));
+class AtomSearch {
+ public:
+  AtomSearch(std::string_view text, const std::vector<std::string>& atoms, Enough enough)
+      : text_(text), atoms_(atoms), enough_(enough) {
+    for (size_t a = 0; a < atoms.size() && a < kMaxAtoms; ++a) {
+      if (atoms[a].size() < 2) seen_ |= 1U << a;  // none are (min_atom_len): "maybe"
     }
-    return enough(found);
-  };
-  auto check = [&](size_t at, size_t a) {
-    if (atoms[a].size() <= text.size() - at && AtomAt(text.data() + at, atoms[a])) seen |= 1U << a;
-  };
-  if (ask()) return true;
-  size_t i = 0;
-#if defined(__SSE2__)
-  struct Prefix {
-    __m128i fold0, want0, fold1, want1;
-  };
-  std::array<Prefix, kMaxAtoms> prefixes;
-  for (size_t a = 0; a < atoms.size() && a < kMaxAtoms; ++a) {
-    if ((seen & (1U << a)) != 0) continue;
-    auto fold = [](char c) { return _mm_set1_epi8(c >= 'a' && c <= 'z' ? 0x20 : 0); };
-    prefixes[a] = {fold(atoms[a][0]), _mm_set1_epi8(atoms[a][0]), fold(atoms[a][1]),
-                   _mm_set1_epi8(atoms[a][1])};
+    all_ = atoms.size() >= kMaxAtoms ? ~0U : (1U << atoms.size()) - 1;
+    if (atoms.size() > kMaxAtoms) seen_ = all_;
   }
-  for (; i + 17 <= text.size() && seen != all; i += 16) {
-    const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
-    const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i + 1));
-    for (size_t a = 0; a < atoms.size(); ++a) {
-      if ((seen & (1U << a)) != 0) continue;
-      const Prefix& x = prefixes[a];
-      const __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(v0, x.fold0), x.want0),
-                                        _mm_cmpeq_epi8(_mm_or_si128(v1, x.fold1), x.want1));
-      for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
-           mask != 0 && (seen & (1U << a)) == 0; mask &= mask - 1) {
-        check(i + static_cast<size_t>(__builtin_ctz(mask)), a);
+
+  // True once `enough` said so. `*ascii` is set when false is returned: whether every byte of
+  // the text (all of it was looked at) is ASCII.
+  bool Run(bool* ascii) {
+    if (Ask()) return true;
+    size_t i = 0;
+    uint32_t high = 0;  // the high bits of the bytes the vector loops looked at
+#if defined(__x86_64__)
+    if (atoms_.size() <= 8 && __builtin_cpu_supports("ssse3")) {
+      if (ByNibbles(&i, &high)) return true;
+    } else if (ByPrefixes(&i, &high)) {
+      return true;
+    }
+#endif
+    for (; i < text_.size() && seen_ != all_; ++i) {  // the tail, or every position
+      high |= static_cast<unsigned char>(text_[i]) & 0x80;
+      const char c = AsciiLower(text_[i]);
+      for (size_t a = 0; a < atoms_.size(); ++a) {
+        if ((seen_ & (1U << a)) == 0 && atoms_[a][0] == c) Check(i, a);
+      }
+      if (Ask()) return true;
+    }
+    // Stopped early (every atom seen without `enough`): the rest is looked at for its bytes.
+    *ascii = high == 0 && IsAscii(text_.substr(std::min(i, text_.size())));
+    return false;
+  }
+
+ private:
+  static constexpr size_t kMaxAtoms = 32;  // a bit each; more (no pattern has them) all say "maybe"
+
+  void Check(size_t at, size_t a) {
+    if (atoms_[a].size() <= text_.size() - at && AtomAt(text_.data() + at, atoms_[a])) {
+      seen_ |= 1U << a;
+    }
+  }
+  // Asks `enough` when an atom was found since it was last asked.
+  bool Ask() {
+    if (seen_ == asked_) return false;
+    asked_ = seen_;
+    std::vector<int> found;
+    for (size_t a = 0; a < atoms_.size(); ++a) {
+      if (a >= kMaxAtoms || (seen_ & (1U << a)) != 0) found.push_back(static_cast<int>(a));
+    }
+    return enough_(found);
+  }
+
+#if defined(__x86_64__)
+  // Per byte of `v`: the bits that both its low nibble's entry in `lo` and its high nibble's in
+  // `hi` have.
+  __attribute__((target("ssse3"))) static __m128i Classes(__m128i v, __m128i lo, __m128i hi) {
+    const __m128i nibble = _mm_set1_epi8(15);
+    return _mm_and_si128(_mm_shuffle_epi8(lo, _mm_and_si128(v, nibble)),
+                         _mm_shuffle_epi8(hi, _mm_and_si128(_mm_srli_epi16(v, 4), nibble)));
+  }
+
+  // The nibble tables' loop (SSSE3's pshufb); advances *i past what it looked at.
+  __attribute__((target("ssse3"))) bool ByNibbles(size_t* i, uint32_t* high) {
+    alignas(16) std::array<uint8_t, 16> lo0{}, hi0{}, lo1{}, hi1{};
+    for (size_t a = 0; a < atoms_.size(); ++a) {
+      for (int k = 0; k < 2; ++k) {
+        const auto c = static_cast<uint8_t>(atoms_[a][k]);
+        const bool letter = c >= 'a' && c <= 'z';
+        for (uint8_t b : {c, static_cast<uint8_t>(letter ? c - 0x20 : c)}) {
+          (k == 0 ? lo0 : lo1)[b & 15] |= static_cast<uint8_t>(1U << a);
+          (k == 0 ? hi0 : hi1)[b >> 4] |= static_cast<uint8_t>(1U << a);
+        }
       }
     }
-    if (ask()) return true;
+    auto load = [](const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); };
+    const __m128i l0 = load(lo0.data()), h0 = load(hi0.data());
+    const __m128i l1 = load(lo1.data()), h1 = load(hi1.data());
+    __m128i any_high = _mm_setzero_si128();
+    for (; *i + 17 <= text_.size() && seen_ != all_; *i += 16) {
+      const __m128i v0 = load(text_.data() + *i);
+      any_high = _mm_or_si128(any_high, v0);
+      const __m128i unseen = _mm_set1_epi8(static_cast<char>(~seen_ & 0xff));
+      const __m128i hit = _mm_and_si128(
+          _mm_and_si128(Classes(v0, l0, h0), Classes(load(text_.data() + *i + 1), l1, h1)), unseen);
+      const auto mask = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_cmpeq_epi8(hit, _mm_setzero_si128())) ^ 0xffff);
+      if (mask == 0) continue;
+      alignas(16) std::array<uint8_t, 16> bits;
+      _mm_store_si128(reinterpret_cast<__m128i*>(bits.data()), hit);
+      for (unsigned m = mask; m != 0; m &= m - 1) {
+        const auto p = static_cast<size_t>(__builtin_ctz(m));
+        for (unsigned b = bits[p] & ~seen_; b != 0; b &= b - 1) {
+          Check(*i + p, static_cast<size_t>(__builtin_ctz(b)));
+        }
+      }
+      if (Ask()) return true;
+    }
+    *high |= static_cast<uint32_t>(_mm_movemask_epi8(any_high));
+    return false;
+  }
+
+  // Every atom's first two bytes compared (SSE2); advances *i past what it looked at.
+  bool ByPrefixes(size_t* i, uint32_t* high) {
+    struct Prefix {
+      __m128i fold0, want0, fold1, want1;
+    };
+    std::array<Prefix, kMaxAtoms> prefixes;
+    for (size_t a = 0; a < atoms_.size() && a < kMaxAtoms; ++a) {
+      if ((seen_ & (1U << a)) != 0) continue;
+      auto fold = [](char c) { return _mm_set1_epi8(c >= 'a' && c <= 'z' ? 0x20 : 0); };
+      prefixes[a] = {fold(atoms_[a][0]), _mm_set1_epi8(atoms_[a][0]), fold(atoms_[a][1]),
+                     _mm_set1_epi8(atoms_[a][1])};
+    }
+    __m128i any_high = _mm_setzero_si128();
+    for (; *i + 17 <= text_.size() && seen_ != all_; *i += 16) {
+      const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + *i));
+      const __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + *i + 1));
+      any_high = _mm_or_si128(any_high, v0);
+      for (size_t a = 0; a < atoms_.size(); ++a) {
+        if ((seen_ & (1U << a)) != 0) continue;
+        const Prefix& x = prefixes[a];
+        const __m128i hit = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(v0, x.fold0), x.want0),
+                                          _mm_cmpeq_epi8(_mm_or_si128(v1, x.fold1), x.want1));
+        for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(hit));
+             mask != 0 && (seen_ & (1U << a)) == 0; mask &= mask - 1) {
+          Check(*i + static_cast<size_t>(__builtin_ctz(mask)), a);
+        }
+      }
+      if (Ask()) return true;
+    }
+    *high |= static_cast<uint32_t>(_mm_movemask_epi8(any_high));
+    return false;
   }
 #endif
-  for (; i < text.size() && seen != all; ++i) {  // what is left, or every position without SSE2
-    const char c = AsciiLower(text[i]);
-    for (size_t a = 0; a < atoms.size(); ++a) {
-      if ((seen & (1U << a)) == 0 && atoms[a][0] == c) check(i, a);
-    }
-    if (ask()) return true;
-  }
-  return false;
-}
+
+  std::string_view text_;
+  const std::vector<std::string>& atoms_;
+  Enough enough_;
+  uint32_t seen_ = 0;
+  uint32_t all_ = 0;
+  uint32_t asked_ = 0;  // what `enough` was last asked about
+};
 
 }  // namespace
 
@@ -157,14 +248,16 @@ bool ProgressPattern::MayMatch(std::string_view text) const {
   if (!filter_) return true;
   // The filter is asked only when one more atom is found (it allocates); a training loop's
   // chunk of lines ends at its first line.
-  const bool passes = FindAtoms(text, atoms_, [&](const std::vector<int>& found) {
+  bool ascii = true;
+  AtomSearch search(text, atoms_, [&](const std::vector<int>& found) {
     std::vector<int> passed;
     filter_->AllPotentials(found, &passed);
     return !passed.empty();
   });
+  if (search.Run(&ascii)) return true;
   // Not found ignoring ASCII case. Other bytes fold by Unicode's rules (a long s is an s): the
   // regex decides.
-  return passes || !IsAscii(text);
+  return !ascii;
 }
 
 std::optional<int64_t> ProgressPattern::Step(std::string_view line) const {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -205,9 +206,87 @@ TEST(ProgressPatternTest, MayMatchFindsAnAtomWhereverItIsAndWhateverItsCase) {
     }
   }
   EXPECT_TRUE(p.MayMatch("STEP 1"));  // shorter than a word of eight
+  // Past the first sixteen bytes too: a byte outside ASCII anywhere leaves it to the regex.
+  for (size_t at : {size_t{20}, size_t{40}, size_t{4095}}) {
+    std::string text(at, 'x');
+    EXPECT_TRUE(p.MayMatch(text + "\xc5\xbftep 5 " + std::string(at, 'y'))) << at;
+  }
   // Not an ASCII "step", but Unicode folds a long s to s: the regex decides.
   EXPECT_TRUE(p.MayMatch("\xc5\xbftep 5"));
   EXPECT_FALSE(p.MayMatch("STE 1"));
+}
+
+}  // namespace
+}  // namespace podrun
+
+namespace podrun {
+namespace {
+
+// Long texts (many blocks of sixteen, so the vector loops run) over the patterns' own letters,
+// for the default (five atoms: tested by nibble classes) and a pattern of ten atoms (compared
+// atom by atom): whenever one of the text's lines is a step, MayMatch says maybe.
+TEST(ProgressPatternTest, MayMatchOfLongTextsNeverMissesALineThatMatches) {
+  const std::vector<std::string> patterns = {
+      kDefaultProgressPattern,
+      R"((?i)(?:alpha|bravo|charlie|delta|echo|foxtrot|golf|hotel|india|juliet) (\d+))"};
+  const std::vector<std::string> alphabet = {"s",
+                                             "t",
+                                             "e",
+                                             "p",
+                                             "i",
+                                             "r",
+                                             "S",
+                                             "T",
+                                             "E",
+                                             "P",
+                                             "a",
+                                             "l",
+                                             "h",
+                                             "o",
+                                             "c",
+                                             "j",
+                                             " ",
+                                             ":",
+                                             "0",
+                                             "7",
+                                             "\n",
+                                             "ste 5",
+                                             "ITER 3",
+                                             "sTeP=4",
+                                             "itep 2",
+                                             "alpha 9",
+                                             "JULIET 4",
+                                             "alph 5",
+                                             "echo",
+                                             "golf x",
+                                             "%|",
+                                             "\xC5\xBF",
+                                             "logging_writer.py:12] [3",
+                                             "train: 5%|#| 8"};
+  std::mt19937 random(11);
+  for (const std::string& pattern : patterns) {
+    const ProgressPattern p(pattern);
+    int maybe = 0, steps = 0;
+    for (int i = 0; i < 4000; ++i) {
+      std::string text;
+      const int n = 8 + static_cast<int>(random() % 60);
+      for (int j = 0; j < n; ++j) text += alphabet[random() % alphabet.size()];
+      bool step = false;
+      for (size_t at = 0; at <= text.size();) {
+        const size_t end = std::min(text.find('\n', at), text.size());
+        step = step || p.StepUnfiltered(std::string_view(text).substr(at, end - at)).has_value();
+        at = end + 1;
+      }
+      const bool may = p.MayMatch(text);
+      if (step) {
+        ASSERT_TRUE(may) << pattern << " on '" << text << "'";
+      }
+      maybe += may;
+      steps += step;
+    }
+    EXPECT_GT(steps, 100) << pattern;   // the texts had steps
+    EXPECT_LT(maybe, 4000) << pattern;  // and the filter still says no to some
+  }
 }
 
 }  // namespace
