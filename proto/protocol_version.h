@@ -14,6 +14,12 @@ inline constexpr uint32_t kProtocolVersion = 1;
 // longer starts at once (a clock mix-up must not hold a job back), so the launcher never
 // schedules a start that far ahead.
 inline constexpr std::chrono::seconds kMaxStartDelay{10};
+// After the lockstep instant, the agent and the job's supervisor leave the worker's CPUs to the
+// job this long before they do their own part of the start (the agent's reply and record, the
+// supervisor's first read of the job's output): on a host that runs several workers (a test
+// pod, several jobs on one VM) that work would otherwise delay other workers' programs
+// (docs/decisions.md, "What the programs see").
+inline constexpr std::chrono::milliseconds kQuietAfterStart{20};
 
 // The longest a Start's confirm_within_ms may ask (an agent bounds it to this): a job whose start
 // is never confirmed is stopped after at most this long, whatever a launcher asked.

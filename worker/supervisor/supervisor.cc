@@ -24,6 +24,7 @@
 #include "proto/log_record.h"
 #include "proto/process_end.h"
 #include "proto/process_identity.h"
+#include "proto/protocol_version.h"
 #include "proto/unique_fd.h"
 #include "worker/base/agent_error.h"
 #include "worker/base/wall_clock.h"
@@ -230,8 +231,10 @@ void Supervisor::Loop() {
     const bool reader =
         now - std::max(job_started_, control_->last_log_request()) < kReaderActiveWindow;
     writer_->HoldForReader(reader);
+    // Just after the start, the job's output waits in its pipes (kQuietAfterStart).
+    const bool quiet = now < job_started_ + kQuietAfterStart;
     const bool pause =
-        reader && writer_->undelivered_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes;
+        quiet || (reader && writer_->undelivered_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes);
 
     pollfd fds[kControlTag + ControlServer::kMaxFds];
     int tags[kControlTag + ControlServer::kMaxFds];
@@ -253,6 +256,9 @@ void Supervisor::Loop() {
         timeout = std::min(timeout < 0 ? 60'000 : timeout, MsUntil(t));
     }
     if (pause) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
+    if (quiet) {
+      timeout = std::min(timeout < 0 ? 100 : timeout, MsUntil(job_started_ + kQuietAfterStart) + 1);
+    }
     if (::poll(fds, n, timeout) < 0) {
       if (errno == EINTR) continue;
       Say(ErrnoMessage("poll"));
