@@ -50,6 +50,11 @@ TEST(GangStopTest, StopOfACutOffWorkerIsDeliveredOnceItIsBack) {
   ASSERT_TRUE(
       WaitUntil([&] { return pod.CountProcesses(marker + "-1") == 1; }, std::chrono::seconds(30)))
       << ReadTextFile(log);
+  // And the launcher has the starts' answers (each comes kQuietAfterStart after the release).
+  ASSERT_TRUE(
+      WaitUntil([&] { return ReadTextFile(log).find("started on 3 workers") != std::string::npos; },
+                std::chrono::seconds(30)))
+      << ReadTextFile(log);
 
   pod.Cut(2);
   ASSERT_EQ(0, RunCommand("touch " + pod.dir() + "/w0/home/fail-now").exit_code);

@@ -231,8 +231,8 @@ void Supervisor::Loop() {
     const bool reader =
         now - std::max(job_started_, control_->last_log_request()) < kReaderActiveWindow;
     writer_->HoldForReader(reader);
-    // Just after the start, the job's output waits in its pipes (kQuietAfterStart).
-    const bool quiet = now < job_started_ + kQuietAfterStart;
+    // Just after the start, the job's output waits in its pipes (kOutputQuietAfterStart).
+    const bool quiet = now < job_started_ + kOutputQuietAfterStart;
     const bool pause =
         quiet || (reader && writer_->undelivered_bytes() + kChunkBytes > LogWriter::kMaxHeldBytes);
 
@@ -257,7 +257,8 @@ void Supervisor::Loop() {
     }
     if (pause) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
     if (quiet) {
-      timeout = std::min(timeout < 0 ? 100 : timeout, MsUntil(job_started_ + kQuietAfterStart) + 1);
+      timeout =
+          std::min(timeout < 0 ? 100 : timeout, MsUntil(job_started_ + kOutputQuietAfterStart) + 1);
     }
     if (::poll(fds, n, timeout) < 0) {
       if (errno == EINTR) continue;
