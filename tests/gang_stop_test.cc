@@ -50,7 +50,7 @@ TEST(GangStopTest, StopOfACutOffWorkerIsDeliveredOnceItIsBack) {
   ASSERT_TRUE(
       WaitUntil([&] { return pod.CountProcesses(marker + "-1") == 1; }, std::chrono::seconds(30)))
       << ReadTextFile(log);
-  // And the launcher has the starts' answers (each comes kQuietAfterStart after the release).
+  // And the launcher has the starts' answers: a cut before them is a failed Start instead.
   ASSERT_TRUE(
       WaitUntil([&] { return ReadTextFile(log).find("started on 3 workers") != std::string::npos; },
                 std::chrono::seconds(30)))
