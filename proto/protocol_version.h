@@ -14,10 +14,14 @@ inline constexpr uint32_t kProtocolVersion = 1;
 // longer starts at once (a clock mix-up must not hold a job back), so the launcher never
 // schedules a start that far ahead.
 inline constexpr std::chrono::seconds kMaxStartDelay{10};
-// After the lockstep instant, the job's supervisor leaves the worker's CPUs to the job this long
-// before it first reads the job's output (which waits in the job's pipes): on a host that runs
-// several workers (a test pod, several jobs on one VM) that work would otherwise delay other
-// workers' programs as they start (docs/decisions.md, "What the programs see").
+// After the lockstep instant, the agent and the job's supervisor leave the worker's CPUs to the
+// job for a while before they do their own part of the start: on a host that runs several
+// workers (a test pod, several jobs on one VM) that work would otherwise delay other workers'
+// programs as they start (docs/decisions.md, "What the programs see"). The agent records the
+// start and answers kQuietAfterStart after the release (so a start's answer comes that much
+// later); the supervisor first reads the job's output kOutputQuietAfterStart after it (the
+// output waits in the job's pipes).
+inline constexpr std::chrono::milliseconds kQuietAfterStart{20};
 inline constexpr std::chrono::milliseconds kOutputQuietAfterStart{100};
 
 // The longest a Start's confirm_within_ms may ask (an agent bounds it to this): a job whose start

@@ -37,7 +37,12 @@ void Gang::Go() {
   phase_ = GangPhase::kRunning;
 }
 
-void Gang::Started(int worker) { states_.at(worker) = WorkerState::kRunning; }
+bool Gang::Started(int worker) {
+  states_.at(worker) = WorkerState::kRunning;
+  if (phase_ != GangPhase::kStopping) return false;
+  stopped_by_us_[worker] = true;
+  return true;
+}
 
 bool Gang::Fail(int worker, const std::string& reason) {
   any_failed_ = true;

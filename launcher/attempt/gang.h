@@ -46,7 +46,9 @@ class Gang {
 
   // --- after GO. Each returns true when the caller must now stop the other workers
   // (true once at most: the first failure under stop_all, or an interrupt).
-  void Started(int worker);
+  // True when the gang was already stopping (a Ctrl-C or a failure came between GO and this
+  // worker's answer): the caller stops this worker too.
+  bool Started(int worker);
   bool StartFailed(int worker, const std::string& reason);
   bool Ended(int worker, bool failed, const std::string& reason, bool stopped_by_request);
   bool Lost(int worker, const std::string& reason);

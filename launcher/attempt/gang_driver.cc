@@ -76,12 +76,16 @@ void GangDriver::RecordStarts() {
   std::vector<AttemptWorker*> unsent;
   {
     std::lock_guard lock(mutex_);
+    std::vector<AttemptWorker*> late;  // answered after the gang began to stop: stopped too
     for (auto& w : workers_.all()) {
       if (w->error.empty()) {
-        gang_.Started(w->index);
+        if (gang_.Started(w->index)) late.push_back(w.get());
       } else if (gang_.StartFailed(w->index, w->error)) {
         unsent = StopRunning();
       }
+    }
+    for (AttemptWorker* w : late) {
+      if (!stoppers_.Start([this, w] { StopWorker(*w); })) unsent.push_back(w);
     }
   }
   for (auto& w : workers_.all()) {
@@ -105,7 +109,7 @@ std::vector<AttemptWorker*> GangDriver::Resume(int64_t started_ns) {
     for (auto& w : workers_.all()) gang_.Prepared(w->index);
     gang_.Go();
     for (auto& w : workers_.all()) {
-      gang_.Started(w->index);
+      (void)gang_.Started(w->index);  // under the lock since Go: nothing stops it meanwhile
       following.push_back(w.get());
     }
     const auto ago = std::chrono::nanoseconds(std::max<int64_t>(0, NowUnixNs() - started_ns));

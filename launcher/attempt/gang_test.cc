@@ -101,6 +101,23 @@ TEST(Gang, AllSucceed) {
   EXPECT_EQ(ExitCode::kOk, g.Outcome());
 }
 
+// A Ctrl-C between GO and the Start answers finds nobody running yet: each worker that then
+// answers is stopped with the gang (it used to run on until it ended by itself).
+TEST(Gang, AWorkerWhoseStartIsAnsweredAfterACtrlCIsStoppedToo) {
+  Gang g({0, 1}, OnFailure::kStopAll);
+  g.Prepared(0);
+  g.Prepared(1);
+  g.Go();
+  EXPECT_FALSE(g.Interrupt());  // nobody to stop yet
+  EXPECT_TRUE(g.Started(0));
+  EXPECT_TRUE(g.Started(1));
+  g.Ended(0, true, "signal 15", true);
+  g.Ended(1, true, "signal 15", true);
+  EXPECT_EQ(GangPhase::kDone, g.phase());
+  EXPECT_EQ(ExitCode::kInterrupted, g.Outcome());
+  EXPECT_FALSE(Running({0}, OnFailure::kStopAll).Started(0));  // a running gang: nothing to do
+}
+
 TEST(Gang, InterruptStopsEveryoneOnce) {
   Gang g = Running({0, 1}, OnFailure::kStopAll);
   EXPECT_TRUE(g.Interrupt());

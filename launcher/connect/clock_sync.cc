@@ -80,7 +80,7 @@ std::chrono::milliseconds StartConfirmWindow(std::chrono::nanoseconds lead,
                                              std::chrono::nanoseconds reach,
                                              std::chrono::milliseconds slack) {
   const auto window = std::chrono::ceil<std::chrono::milliseconds>(lead + 2 * reach) +
-                      std::max(slack, std::chrono::milliseconds(0));
+                      kQuietAfterStart + std::max(slack, std::chrono::milliseconds(0));
   return std::min(window, kMaxStartConfirmWindow);
 }
 

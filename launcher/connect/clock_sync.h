@@ -72,8 +72,9 @@ inline constexpr std::chrono::seconds kStartConfirmSlack{10};
 // supervisor stops the job (proto/agent.proto, Confirm). The confirmation leaves once the last
 // Start was answered, and the last release comes at most `lead` after the first (a Start that
 // arrived late); each answer and the confirmation travel the way a light RPC to every worker at
-// once took `reach` to go and come back. So: lead + 2 * reach + `slack`, in whole milliseconds,
-// at most kMaxStartConfirmWindow.
+// once took `reach` to go and come back, each answer kQuietAfterStart after its release
+// (proto/protocol_version.h). So: lead + 2 * reach + kQuietAfterStart + `slack`, in whole
+// milliseconds, at most kMaxStartConfirmWindow.
 std::chrono::milliseconds StartConfirmWindow(std::chrono::nanoseconds lead,
                                              std::chrono::nanoseconds reach,
                                              std::chrono::milliseconds slack);

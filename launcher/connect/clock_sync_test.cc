@@ -79,12 +79,12 @@ TEST(ClockSync, StartLeadFollowsTheMeasuredReach) {
 }
 
 TEST(ClockSync, TheConfirmationWindowIsTheSlackBeyondTheSlowestDelivery) {
-  // A quick pod: the lead, two deliveries and the slack, in whole milliseconds.
+  // A quick pod: the lead, two deliveries, the answers' wait and the slack, in whole milliseconds.
   EXPECT_EQ(StartConfirmWindow(milliseconds(25), std::chrono::microseconds(2500), seconds(10)),
-            milliseconds(10'030));
+            milliseconds(10'030) + kQuietAfterStart);
   // A slow one waits longer, not the same.
   EXPECT_EQ(StartConfirmWindow(milliseconds(1600), milliseconds(800), seconds(10)),
-            milliseconds(13'200));
+            milliseconds(13'200) + kQuietAfterStart);
   // Never past what an agent keeps a job unconfirmed for.
   EXPECT_EQ(StartConfirmWindow(kMaxStartLead, std::chrono::hours(1), seconds(10)),
             kMaxStartConfirmWindow);

@@ -222,6 +222,7 @@ StartResult Job::Start(int64_t start_at_ns, std::chrono::milliseconds confirm_wi
   ChildReport report;
   const bool failed = sent != 1 || ReadReport(go.get(), &report);
   go.reset();
+  if (!failed) std::this_thread::sleep_for(kQuietAfterStart);
   if (failed) {
     const std::string why = sent != 1 ? "its prepared process had ended"
                                       : "cannot run " + std::string(kShell) + " in " +
