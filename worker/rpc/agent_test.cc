@@ -47,7 +47,9 @@ TEST_F(AgentTest, RefusesAnotherProtocolVersion) {
 
 TEST_F(AgentTest, StreamsEveryLineExactlyOnceAndResumes) {
   constexpr int kLines = 20000;
-  PrepareAndStart("lines", "for i in $(seq 1 " + std::to_string(kLines) +
+  // The supervisor first reads the output kOutputQuietAfterStart after the start: the lines come
+  // after it, as they are printed (not all at once from the pipe, in one or two records).
+  PrepareAndStart("lines", "sleep 0.3; for i in $(seq 1 " + std::to_string(kLines) +
                                "); do echo \"line $i\"; done; echo to-stderr >&2; exit 7");
   Stream all = ReadStream("lines", 1, /*follow=*/true);
   ASSERT_TRUE(all.status.ok()) << all.status.error_message();
