@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proto/edit_distance.h"
+#include "proto/heap_tuning.h"
 #include "proto/private_state.h"
 #include "proto/protocol_version.h"
 #include "worker/dial_stdio.h"
@@ -200,6 +201,7 @@ int PrintHelp() {
 }
 
 int Main(int argc, char** argv) {
+  TuneHeapForBuffers();
   RestrictUmask();  // docs/design.md decision 14; jobs get the umask the agent inherited
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {

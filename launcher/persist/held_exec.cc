@@ -3,11 +3,12 @@
 
 #include <fmt/format.h>
 
-#include <boost/asio/read.hpp>
+#include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdlib>
+#include <cstring>
 
 #include "launcher/base/error.h"
 #include "launcher/persist/holder_ask.h"
@@ -17,14 +18,20 @@ namespace {
 
 using Socket = asio::local::stream_protocol::socket;
 
+// One read from the holder's socket takes up to this much: a frame (kHolderMaxFrame). The
+// buffer, one per stream, stays under two of them (at 200 workers, 26 MB of streams).
+constexpr size_t kReadBytes = kHolderMaxFrame;
+
 }  // namespace
 
 HeldExec::HeldExec(std::unique_ptr<Socket> socket, std::string buffered, std::string description,
                    bool reused)
-    : socket_(std::move(socket)),
-      buffered_(std::move(buffered)),
-      description_(std::move(description)),
-      reused_(reused) {}
+    : socket_(std::move(socket)), description_(std::move(description)), reused_(reused) {
+  capacity_ = std::max(buffered.size(), kReadBytes);
+  buffer_ = std::make_unique_for_overwrite<char[]>(capacity_);
+  std::memcpy(buffer_.get(), buffered.data(), buffered.size());
+  end_ = buffered.size();
+}
 
 HeldExec::~HeldExec() = default;
 
@@ -37,50 +44,59 @@ asio::awaitable<std::optional<HeldExec>> HeldExec::Start(const std::filesystem::
 }
 
 asio::awaitable<ExitStatus> HeldExec::Drain(const OnData& on_data) {
-  auto holder_gone = [&](const std::string& why) {
-    return Error(ExitCode::kUnreachable,
-                 fmt::format("{}: connection holder went away: {}", description_, why));
-  };
-  std::string payload;
   for (;;) {
-    boost::system::error_code ec;
-    if (buffered_.size() < kFrameHeaderBytes) {
-      const size_t have = buffered_.size();
-      buffered_.resize(kFrameHeaderBytes);
-      co_await asio::async_read(*socket_,
-                                asio::buffer(buffered_.data() + have, kFrameHeaderBytes - have),
-                                asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) throw holder_gone(ec.message());
-    }
-    std::optional<FrameInfo> frame =
-        ParseFrameHeader(std::string_view(buffered_).substr(0, kFrameHeaderBytes));
-    if (!frame) throw holder_gone("a malformed frame");
-    payload = buffered_.substr(kFrameHeaderBytes, frame->length);
-    buffered_.erase(0, std::min(buffered_.size(), kFrameHeaderBytes + frame->length));
-    if (payload.size() < frame->length) {
-      const size_t have = payload.size();
-      payload.resize(frame->length);
-      co_await asio::async_read(*socket_, asio::buffer(payload.data() + have, frame->length - have),
-                                asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) throw holder_gone(ec.message());
-    }
+    std::optional<Frame> frame = co_await NextFrame(std::chrono::steady_clock::time_point::max());
+    if (!frame) continue;  // no deadline: not reached
     switch (frame->type) {
       case FrameType::kStdout:
-        on_data(Stream::kStdout, payload);
+        on_data(Stream::kStdout, frame->payload);
         break;
       case FrameType::kStderr:
-        on_data(Stream::kStderr, payload);
+        on_data(Stream::kStderr, frame->payload);
         break;
       case FrameType::kLost:
-        throw Error(ExitCode::kUnreachable, payload);
+        throw Error(ExitCode::kUnreachable, std::string(frame->payload));
       case FrameType::kExit:
         try {
-          co_return DecodeExitStatus(payload);
+          co_return DecodeExitStatus(frame->payload);
         } catch (const std::exception& e) {
-          throw holder_gone(e.what());
+          throw Error(ExitCode::kUnreachable,
+                      fmt::format("{}: connection holder went away: {}", description_, e.what()));
         }
     }
   }
+}
+
+std::optional<HeldExec::Frame> HeldExec::TakeFrame() {
+  const size_t have = end_ - begin_;
+  if (have < kFrameHeaderBytes) return std::nullopt;
+  const char* at = buffer_.get() + begin_;
+  std::optional<FrameInfo> info = ParseFrameHeader(std::string_view(at, kFrameHeaderBytes));
+  if (!info) {
+    throw Error(ExitCode::kUnreachable,
+                fmt::format("{}: connection holder went away: a malformed frame", description_));
+  }
+  if (have - kFrameHeaderBytes < info->length) return std::nullopt;
+  begin_ += kFrameHeaderBytes + info->length;
+  return Frame{info->type, std::string_view(at + kFrameHeaderBytes, info->length)};
+}
+
+void HeldExec::MakeRoom() {
+  if (begin_ == end_) begin_ = end_ = 0;
+  if (capacity_ - end_ >= kReadBytes) return;
+  // The frame not taken yet moves to the front; a bigger buffer only if it has to (a frame is
+  // at most kHolderMaxFrame, so the buffer stays under two reads and a frame).
+  const size_t have = end_ - begin_;
+  if (have + kReadBytes > capacity_) {
+    capacity_ = have + kReadBytes;
+    auto bigger = std::make_unique_for_overwrite<char[]>(capacity_);
+    std::memcpy(bigger.get(), buffer_.get() + begin_, have);
+    buffer_ = std::move(bigger);
+  } else {
+    std::memmove(buffer_.get(), buffer_.get() + begin_, have);
+  }
+  begin_ = 0;
+  end_ = have;
 }
 
 }  // namespace podrun
@@ -90,43 +106,39 @@ namespace podrun {
 asio::awaitable<std::optional<HeldExec::Frame>> HeldExec::NextFrame(
     std::chrono::steady_clock::time_point deadline) {
   for (;;) {
-    if (buffered_.size() >= kFrameHeaderBytes) {
-      std::optional<FrameInfo> info =
-          ParseFrameHeader(std::string_view(buffered_).substr(0, kFrameHeaderBytes));
-      if (!info) {
-        throw Error(
-            ExitCode::kUnreachable,
-            fmt::format("{}: connection holder went away: a malformed frame", description_));
-      }
-      if (buffered_.size() >= kFrameHeaderBytes + info->length) {
-        Frame frame{info->type, buffered_.substr(kFrameHeaderBytes, info->length)};
-        buffered_.erase(0, kFrameHeaderBytes + info->length);
-        co_return frame;
+    if (std::optional<Frame> frame = TakeFrame()) co_return frame;
+    MakeRoom();
+    const auto room = asio::buffer(buffer_.get() + end_, capacity_ - end_);
+    boost::system::error_code ec;
+    size_t n = 0;
+    if (deadline == std::chrono::steady_clock::time_point::max()) {
+      n = co_await socket_->async_read_some(room, asio::redirect_error(asio::use_awaitable, ec));
+    } else {
+      // A read that the deadline's timer cancels takes nothing: what came stays in the socket.
+      // The timer's handler may run after the read completed: it cancels only a read still
+      // pending.
+      struct Race {
+        bool pending = true;
+        bool timed_out = false;
+      };
+      auto race = std::make_shared<Race>();
+      asio::steady_timer timer(socket_->get_executor());
+      timer.expires_at(deadline);
+      Socket* socket = socket_.get();
+      timer.async_wait([race, socket](boost::system::error_code wait_ec) {
+        if (wait_ec || !race->pending) return;
+        race->timed_out = true;
+        socket->cancel();
+      });
+      n = co_await socket_->async_read_some(room, asio::redirect_error(asio::use_awaitable, ec));
+      race->pending = false;
+      timer.cancel();
+      if (ec == asio::error::operation_aborted && race->timed_out) {
+        end_ += n;
+        co_return std::nullopt;
       }
     }
-    // A read that the deadline's timer cancels takes nothing: what came stays in the socket.
-    // The timer's handler may run after the read completed: it cancels only a read still pending.
-    struct Race {
-      bool pending = true;
-      bool timed_out = false;
-    };
-    auto race = std::make_shared<Race>();
-    asio::steady_timer timer(socket_->get_executor());
-    timer.expires_at(deadline);
-    Socket* socket = socket_.get();
-    timer.async_wait([race, socket](boost::system::error_code ec) {
-      if (ec || !race->pending) return;
-      race->timed_out = true;
-      socket->cancel();
-    });
-    char chunk[64 * 1024];
-    boost::system::error_code ec;
-    const size_t n = co_await socket_->async_read_some(
-        asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
-    race->pending = false;
-    timer.cancel();
-    buffered_.append(chunk, n);
-    if (ec == asio::error::operation_aborted && race->timed_out) co_return std::nullopt;
+    end_ += n;
     if (ec) {
       throw Error(ExitCode::kUnreachable,
                   fmt::format("{}: connection holder went away: {}", description_, ec.message()));

@@ -51,10 +51,11 @@ class HeldExec {
   // Drain's parts, for a reader that paces itself (a log stream that stops reading while its
   // records wait, and notices silence): the next frame as the holder sent it, or nullopt when
   // `deadline` came first (nothing is lost: the next call reads on). Throws Error(kUnreachable)
-  // when the holder went away or sent a malformed frame.
+  // when the holder went away or sent a malformed frame. The payload is valid until the next
+  // call: it is where the socket's bytes were read to, not a copy.
   struct Frame {
     FrameType type;
-    std::string payload;
+    std::string_view payload;
   };
   asio::awaitable<std::optional<Frame>> NextFrame(std::chrono::steady_clock::time_point deadline);
 
@@ -62,8 +63,18 @@ class HeldExec {
   HeldExec(std::unique_ptr<asio::local::stream_protocol::socket> socket, std::string buffered,
            std::string description, bool reused);
 
+  // The complete frame at the start of what was read, taken; nullopt if none is complete.
+  std::optional<Frame> TakeFrame();
+  // Room for a read of at least kReadBytes after what was read and not taken.
+  void MakeRoom();
+
   std::unique_ptr<asio::local::stream_protocol::socket> socket_;
-  std::string buffered_;  // read past the reply line
+  // What was read from the socket (first what came past the reply line): [begin_, end_) is not
+  // taken yet. Not zero-filled: the socket's bytes are read straight into it.
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t begin_ = 0;
+  size_t end_ = 0;
   std::string description_;
   bool reused_ = false;
 };

@@ -47,7 +47,10 @@ using std::chrono::seconds;
 
 constexpr int kControlFd = 3;
 constexpr int kGoFd = 4;
-constexpr size_t kChunkBytes = 256u << 10;  // the most one record of output holds
+// The most one record of output holds, and the supervisor's read size. 128 KiB rather than 256:
+// a read into a buffer of 256 KiB cost twice the kernel's copy per byte out of the job's 1 MiB
+// pipe on this machine (docs/decisions.md, "The supervisor's reads").
+constexpr size_t kChunkBytes = 128u << 10;
 constexpr off_t kReserveBytes = 256 << 10;
 // After the leader exits, how long the rest of its group may keep the pipes open before it is
 // killed, and how long after that the pipes are drained before they are abandoned.
