@@ -120,13 +120,48 @@ size_t WireDecoder::DecodeFrom(std::string_view bytes) {
   return at;
 }
 
+void WireDecoder::StartPartial(const char* h, std::string_view data) {
+  partial_.emplace();
+  partial_->seq = Get<uint64_t>(h + 8);
+  partial_->time_ns = Get<int64_t>(h + 16);
+  partial_->stream = h[2] == kKindStderr ? LogStream::kStderr : LogStream::kStdout;
+  partial_length_ = Get<uint32_t>(h + 4);
+  // Reserved for what a supervisor's record holds, not for what the header claims: the bytes
+  // have to come before the memory is taken.
+  partial_->data.reserve(std::min<size_t>(partial_length_, size_t{256} << 10));
+  partial_->data.append(data);
+}
+
+bool WireDecoder::FillPartial(std::string_view* bytes) {
+  const size_t take = std::min(partial_length_ - partial_->data.size(), bytes->size());
+  partial_->data.append(bytes->substr(0, take));
+  bytes->remove_prefix(take);
+  if (partial_->data.size() < partial_length_) return false;
+  decoded_ += partial_length_;
+  records_.push_back(std::move(*partial_));
+  partial_.reset();
+  return true;
+}
+
+void WireDecoder::Hold(std::string_view rest) {
+  held_at_ = 0;
+  if (!Full() && rest.size() >= kWireHeaderBytes &&
+      (rest[2] == kKindStdout || rest[2] == kKindStderr) &&
+      rest.size() < CheckedFrameSize(rest.data())) {
+    held_.clear();
+    StartPartial(rest.data(), rest.substr(kWireHeaderBytes));
+    return;
+  }
+  held_.assign(rest);
+}
+
 void WireDecoder::Feed(std::string_view bytes) {
   if (end_) return;
-  if (HasUndecoded() || Full()) {  // the caller did not Continue: keep the bytes for later
+  if (!partial_ && (HasUndecoded() || Full())) {  // the caller did not Continue: kept for later
     held_.append(bytes);
     return;
   }
-  if (pending() > 0) {  // complete the frame held from before: its header, then the rest
+  if (!partial_ && pending() > 0) {  // complete the frame held from before: its header first
     held_.erase(0, held_at_);
     held_at_ = 0;
     auto move_to_held = [&](size_t want) {
@@ -136,18 +171,26 @@ void WireDecoder::Feed(std::string_view bytes) {
       return held_.size() == want;
     };
     if (!move_to_held(std::max(kWireHeaderBytes, held_.size()))) return;
-    if (!move_to_held(CheckedFrameSize(held_.data()))) return;
-    TakeFrame(held_.data());
-    held_.clear();
+    const size_t size = CheckedFrameSize(held_.data());
+    if (held_[2] == kKindStdout || held_[2] == kKindStderr) {
+      StartPartial(held_.data(), std::string_view(held_).substr(kWireHeaderBytes));
+      held_.clear();
+    } else {
+      if (!move_to_held(size)) return;
+      TakeFrame(held_.data());
+      held_.clear();
+    }
   }
-  // The frames wholly inside `bytes` are taken from it directly; only what is left (an
-  // incomplete tail, or what the bound leaves undecoded) is copied aside.
+  if (partial_ && !FillPartial(&bytes)) return;
+  // The frames wholly inside `bytes` are taken from it directly (none once the bound is
+  // reached); only what is left (an incomplete tail, or what the bound leaves undecoded) is
+  // kept aside.
   const size_t used = DecodeFrom(bytes);
-  if (!end_) held_.assign(bytes.substr(used));
+  if (!end_) Hold(bytes.substr(used));
 }
 
 void WireDecoder::Continue() {
-  if (end_ || pending() == 0) return;
+  if (end_ || partial_ || pending() == 0) return;
   held_at_ += DecodeFrom(std::string_view(held_).substr(held_at_));
   if (held_at_ == held_.size()) {
     held_.clear();
@@ -156,6 +199,7 @@ void WireDecoder::Continue() {
 }
 
 bool WireDecoder::HasUndecoded() const {
+  if (partial_) return false;  // incomplete, and held_ is empty meanwhile
   const size_t left = pending();
   if (end_ || left < kWireHeaderBytes) return false;
   try {

@@ -68,7 +68,9 @@ class WireDecoder {
   // The end frame's payload, once it has come; nothing is read after it.
   const std::optional<std::string>& end() const { return end_; }
   // Bytes held undecoded (complete frames and an incomplete one).
-  size_t pending() const { return held_.size() - held_at_; }
+  size_t pending() const {
+    return held_.size() - held_at_ + (partial_ ? kWireHeaderBytes + partial_->data.size() : 0);
+  }
 
  private:
   // The size of the frame whose header is at `h`; throws if it is not one of ours.
@@ -81,8 +83,21 @@ class WireDecoder {
   // bytes used.
   size_t DecodeFrom(std::string_view bytes);
   bool Full() const { return decoded_ >= kMaxDecodedBytes; }
+  // Starts partial_ from the record frame header at `h` and its data so far.
+  void StartPartial(const char* h, std::string_view data);
+  // Appends what `bytes` holds of partial_'s data, removed from it; true once partial_ is whole
+  // (then in records_).
+  bool FillPartial(std::string_view* bytes);
+  // Keeps what DecodeFrom left of fed bytes: an incomplete record frame as partial_, the rest
+  // (an incomplete frame of another kind, or what the bound left) in held_.
+  void Hold(std::string_view rest);
 
-  std::string held_;  // bytes fed but not decoded yet, from held_at_ on
+  // A record frame whose header has come and whose data is coming in later pieces (a frame
+  // larger than a read): the data goes straight into the record, not into held_ to be copied
+  // again. While it is set, held_ is empty.
+  std::optional<LogRecord> partial_;
+  size_t partial_length_ = 0;  // the data partial_ holds once whole
+  std::string held_;           // bytes fed but not decoded yet, from held_at_ on
   size_t held_at_ = 0;
   size_t decoded_ = 0;  // record data decoded since the last TakeRecords
   std::vector<LogRecord> records_;
