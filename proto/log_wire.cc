@@ -41,6 +41,11 @@ void AppendFrame(uint8_t kind, uint64_t seq, int64_t time_ns, std::string_view p
   out->append(payload);
 }
 
+// True if the frame whose header is at `h` carries a record (its data becomes the record's).
+bool IsRecordFrame(const char* h) {
+  return static_cast<uint8_t>(h[2]) == kKindStdout || static_cast<uint8_t>(h[2]) == kKindStderr;
+}
+
 uint8_t KindOf(const LogRecord& record) {
   return record.stream == LogStream::kStderr ? kKindStderr : kKindStdout;
 }
@@ -145,8 +150,7 @@ bool WireDecoder::FillPartial(std::string_view* bytes) {
 
 void WireDecoder::Hold(std::string_view rest) {
   held_at_ = 0;
-  if (!Full() && rest.size() >= kWireHeaderBytes &&
-      (rest[2] == kKindStdout || rest[2] == kKindStderr) &&
+  if (!Full() && rest.size() >= kWireHeaderBytes && IsRecordFrame(rest.data()) &&
       rest.size() < CheckedFrameSize(rest.data())) {
     held_.clear();
     StartPartial(rest.data(), rest.substr(kWireHeaderBytes));
@@ -172,7 +176,7 @@ void WireDecoder::Feed(std::string_view bytes) {
     };
     if (!move_to_held(std::max(kWireHeaderBytes, held_.size()))) return;
     const size_t size = CheckedFrameSize(held_.data());
-    if (held_[2] == kKindStdout || held_[2] == kKindStderr) {
+    if (IsRecordFrame(held_.data())) {
       StartPartial(held_.data(), std::string_view(held_).substr(kWireHeaderBytes));
       held_.clear();
     } else {

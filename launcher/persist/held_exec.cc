@@ -99,10 +99,6 @@ void HeldExec::MakeRoom() {
   end_ = have;
 }
 
-}  // namespace podrun
-
-namespace podrun {
-
 asio::awaitable<std::optional<HeldExec::Frame>> HeldExec::NextFrame(
     std::chrono::steady_clock::time_point deadline) {
   for (;;) {
